@@ -1,0 +1,30 @@
+// Shared by every SpMV kernel. `SCALAR` is replaced by f32 or f64 when the module is assembled.
+alias scalar = SCALAR;
+
+// y = alpha * A x + beta * y.
+struct Coeffs {
+    alpha: scalar,
+    beta: scalar,
+}
+
+// The slice of rows one dispatch covers (large matrices are split into row chunks).
+struct Chunk {
+    // Index in y of the chunk's first row.
+    row_begin: u32,
+    // Rows in this chunk.
+    nrows: u32,
+}
+
+// Workgroup index across a 2-D dispatch (at most 65 535 workgroups per dimension).
+fn linear_group(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
+
+// Every SpMV kernel declares `y` and `coeffs`; with beta == 0, y is not read (it may hold NaN).
+fn write_y(i: u32, sum: scalar) {
+    if (coeffs.beta == scalar(0)) {
+        y[i] = coeffs.alpha * sum;
+    } else {
+        y[i] = coeffs.alpha * sum + coeffs.beta * y[i];
+    }
+}

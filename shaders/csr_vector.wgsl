@@ -1,0 +1,42 @@
+// csr-vector: one team of lanes (a SIMD group) per row; lanes stride through the row and their
+// partial sums are reduced by `team_sum` (subgroup operations or workgroup memory).
+@group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
+@group(0) @binding(1) var<storage, read> col_idx: array<u32>;
+@group(0) @binding(2) var<storage, read> vals: array<scalar>;
+@group(0) @binding(3) var<storage, read> x: array<scalar>;
+@group(0) @binding(4) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(5) var<uniform> coeffs: Coeffs;
+@group(0) @binding(6) var<uniform> chunk: Chunk;
+
+override WG_SIZE: u32 = 256u;
+// Lanes per team on the workgroup-memory path; on the subgroup path, the smallest subgroup size
+// the adapter reports (the host sizes the dispatch from it).
+override LANES: u32 = 32u;
+// Rows one workgroup covers.
+override ROWS_PER_GROUP: u32 = WG_SIZE / LANES;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        li: LaneInput) {
+    let l = lanes_of(li);
+    let first_row = linear_group(wid, nwg) * ROWS_PER_GROUP;
+    // A larger real subgroup than LANES gives fewer teams; they loop. The trip count is the same
+    // for the whole workgroup, so team_sum stays in uniform control flow.
+    let passes = (ROWS_PER_GROUP + l.teams - 1u) / l.teams;
+    for (var p = 0u; p < passes; p++) {
+        let i = p * l.teams + l.team;
+        let row = first_row + i;
+        var sum = scalar(0);
+        if (i < ROWS_PER_GROUP && row < chunk.nrows) {
+            let end = row_ptr[row + 1u];
+            for (var k = row_ptr[row] + l.lane; k < end; k += l.width) {
+                sum += vals[k] * x[col_idx[k]];
+            }
+        }
+        let total = team_sum(sum, l);
+        if (l.lane == 0u && i < ROWS_PER_GROUP && row < chunk.nrows) {
+            write_y(chunk.row_begin + row, total);
+        }
+    }
+}

@@ -1,0 +1,25 @@
+// Lane teams are the hardware's subgroups; their size is whatever the adapter runs.
+struct LaneInput {
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_id) team: u32,
+    @builtin(num_subgroups) teams: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_size) width: u32,
+}
+
+struct Lanes {
+    lid: u32,
+    team: u32,
+    teams: u32,
+    lane: u32,
+    width: u32,
+}
+
+fn lanes_of(li: LaneInput) -> Lanes {
+    return Lanes(li.lid, li.team, li.teams, li.lane, li.width);
+}
+
+// Sum of `v` over the caller's team. Called in workgroup-uniform control flow.
+fn team_sum(v: scalar, l: Lanes) -> scalar {
+    return subgroupAdd(v);
+}

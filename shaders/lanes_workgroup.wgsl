@@ -1,0 +1,35 @@
+// Lane teams of LANES invocations, reduced through workgroup memory: for adapters without
+// subgroup operations, or when they are turned off.
+struct LaneInput {
+    @builtin(local_invocation_index) lid: u32,
+}
+
+struct Lanes {
+    lid: u32,
+    team: u32,
+    teams: u32,
+    lane: u32,
+    width: u32,
+}
+
+fn lanes_of(li: LaneInput) -> Lanes {
+    return Lanes(li.lid, li.lid / LANES, WG_SIZE / LANES, li.lid % LANES, LANES);
+}
+
+var<workgroup> team_partials: array<scalar, WG_SIZE>;
+
+// Sum of `v` over the caller's team: a tree in workgroup memory. Called in workgroup-uniform
+// control flow (it contains barriers).
+fn team_sum(v: scalar, l: Lanes) -> scalar {
+    team_partials[l.lid] = v;
+    workgroupBarrier();
+    for (var s = LANES / 2u; s > 0u; s = s / 2u) {
+        if (l.lane < s) {
+            team_partials[l.lid] += team_partials[l.lid + s];
+        }
+        workgroupBarrier();
+    }
+    let total = team_partials[l.team * LANES];
+    workgroupBarrier();
+    return total;
+}

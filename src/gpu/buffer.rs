@@ -1,0 +1,135 @@
+//! Dense vectors living on the GPU.
+
+use super::Gpu;
+use crate::{Error, Result, Scalar};
+use std::marker::PhantomData;
+
+/// A dense vector of `T` in GPU memory. Results stay here until the caller reads them.
+pub struct GpuVector<T> {
+    pub(crate) buffer: wgpu::Buffer,
+    len: usize,
+    pub(crate) gpu: Gpu,
+    _t: PhantomData<T>,
+}
+
+impl<T: Scalar> GpuVector<T> {
+    /// Uploads `data`.
+    pub fn from_slice(gpu: &Gpu, data: &[T]) -> Result<Self> {
+        gpu.check_scalar::<T>()?;
+        let bytes = std::mem::size_of_val(data) as u64;
+        let limit = gpu.info().max_binding_bytes();
+        if bytes > limit {
+            return Err(Error::TooLargeForAdapter {
+                what: format!("a vector of {} {}", data.len(), T::NAME),
+                bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit,
+            });
+        }
+        let buffer = gpu.storage_buffer("wgspmv vector", bytemuck::cast_slice(data), wgpu::BufferUsages::COPY_SRC)?;
+        Ok(Self { buffer, len: data.len(), gpu: gpu.clone(), _t: PhantomData })
+    }
+
+    /// A vector of `len` copies of `value`.
+    pub fn filled(gpu: &Gpu, len: usize, value: T) -> Result<Self> {
+        Self::from_slice(gpu, &vec![value; len])
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The underlying buffer (at least 16 bytes; the first `len` elements are the vector).
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+
+    /// Overwrites the whole vector with `data` (same length).
+    pub fn write(&mut self, data: &[T]) -> Result<()> {
+        if data.len() != self.len {
+            return Err(Error::DimensionMismatch { what: "data written to a GpuVector", expected: self.len, actual: data.len() });
+        }
+        if !data.is_empty() {
+            self.gpu.queue().write_buffer(&self.buffer, 0, bytemuck::cast_slice(data));
+        }
+        Ok(())
+    }
+
+    /// Sets every element to `value` (e.g. NaN, to catch unwritten outputs in tests).
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        self.write(&vec![value; self.len])
+    }
+
+    /// Reads the vector back, blocking until the GPU has finished the work that writes it.
+    pub fn read(&self) -> Result<Vec<T>> {
+        let (staging, mut rx) = self.start_read()?;
+        self.gpu.wait()?;
+        Self::finish_read(staging, rx.try_recv().ok().flatten(), self.len)
+    }
+
+    /// Reads the vector back without blocking the thread; the future drives the device itself
+    /// (on native backends map callbacks only fire while the device is polled).
+    pub async fn read_async(&self) -> Result<Vec<T>> {
+        let (staging, mut rx) = self.start_read()?;
+        let device = self.gpu.device().clone();
+        let gpu = self.gpu.clone();
+        let status = futures::future::poll_fn(move |cx| {
+            if let Err(e) = gpu.check_alive() {
+                return std::task::Poll::Ready(Err(e));
+            }
+            let _ = device.poll(wgpu::PollType::Poll);
+            match rx.try_recv() {
+                Ok(Some(r)) => std::task::Poll::Ready(Ok(r)),
+                Ok(None) => {
+                    cx.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                }
+                Err(_) => std::task::Poll::Ready(Err(Error::Map("the map callback was dropped".into()))),
+            }
+        })
+        .await?;
+        Self::finish_read(staging, Some(status), self.len)
+    }
+
+    fn start_read(&self) -> Result<(wgpu::Buffer, futures::channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>)> {
+        let size = self.buffer.size();
+        let staging = self.gpu.scoped("allocating a readback buffer", || {
+            self.gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgspmv readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        let mut enc = self.gpu.device().create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&self.buffer, 0, &staging, 0, size);
+        self.gpu.queue().submit([enc.finish()]);
+        let (tx, rx) = futures::channel::oneshot::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        Ok((staging, rx))
+    }
+
+    fn finish_read(staging: wgpu::Buffer, status: Option<Result<(), wgpu::BufferAsyncError>>, len: usize) -> Result<Vec<T>> {
+        match status {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(Error::Map(e.to_string())),
+            None => return Err(Error::Map("the GPU finished but the buffer was not mapped".into())),
+        }
+        let view = staging.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?;
+        // Collect rather than cast in place: mapped memory need not be aligned for T.
+        let out: Vec<T> = bytemuck::pod_collect_to_vec(&view[..len * std::mem::size_of::<T>()]);
+        drop(view);
+        staging.unmap();
+        Ok(out)
+    }
+}
+
+impl<T> std::fmt::Debug for GpuVector<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuVector(len {})", self.len)
+    }
+}

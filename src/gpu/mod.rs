@@ -1,0 +1,329 @@
+//! The GPU context: adapter and device choice, features and limits, buffers, pipelines, timing.
+
+mod buffer;
+pub(crate) mod shader;
+mod timing;
+
+pub use buffer::GpuVector;
+pub use timing::{Timer, Timing};
+
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Features `wgspmv` uses when the adapter has them; none is required.
+pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SUBGROUP
+    .union(wgpu::Features::SHADER_F64)
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
+
+/// How to choose and open the adapter.
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    /// Pick the first adapter whose name contains this (case-insensitive). When `None`, the
+    /// environment variable `WGSPMV_ADAPTER` (or wgpu's `WGPU_ADAPTER_NAME`) is consulted, then
+    /// the high-performance adapter is taken.
+    pub adapter_name: Option<String>,
+    /// Backends to consider; `None` means wgpu's default, overridable with `WGPU_BACKEND`.
+    pub backends: Option<wgpu::Backends>,
+    /// Features not to request even if the adapter has them, e.g. `SUBGROUP` to exercise the
+    /// workgroup-memory paths.
+    pub disabled_features: wgpu::Features,
+}
+
+/// What an adapter is and can do, as far as SpMV cares.
+#[derive(Clone, Debug)]
+pub struct GpuInfo {
+    pub name: String,
+    pub backend: wgpu::Backend,
+    pub device_type: wgpu::DeviceType,
+    pub driver: String,
+    pub subgroup_min_size: u32,
+    pub subgroup_max_size: u32,
+    /// Features enabled on the device (a subset of [`WANTED_FEATURES`] for devices we opened).
+    pub features: wgpu::Features,
+    pub limits: wgpu::Limits,
+}
+
+impl GpuInfo {
+    pub fn has(&self, f: wgpu::Features) -> bool {
+        self.features.contains(f)
+    }
+    /// Whether CPU and GPU share memory (integrated GPUs, software adapters), where mapping
+    /// working buffers costs no copy.
+    pub fn shares_memory_with_host(&self) -> bool {
+        matches!(self.device_type, wgpu::DeviceType::IntegratedGpu | wgpu::DeviceType::Cpu)
+    }
+    /// The largest buffer this device can bind as one storage binding (and allocate).
+    pub fn max_binding_bytes(&self) -> u64 {
+        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+    }
+}
+
+impl std::fmt::Display for GpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let l = &self.limits;
+        let yes = |feat| if self.has(feat) { "yes" } else { "no" };
+        writeln!(f, "adapter: {} ({:?}, {:?}, driver {})", self.name, self.backend, self.device_type, self.driver)?;
+        writeln!(
+            f,
+            "subgroups: {} (size {}..={}), f64: {}, timestamps: {}, mappable primary buffers: {}",
+            yes(wgpu::Features::SUBGROUP),
+            self.subgroup_min_size,
+            self.subgroup_max_size,
+            yes(wgpu::Features::SHADER_F64),
+            yes(wgpu::Features::TIMESTAMP_QUERY),
+            yes(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
+        )?;
+        write!(
+            f,
+            "limits: storage binding {} MiB, buffer {} MiB, workgroup memory {} KiB, {} invocations/workgroup, {} workgroups/dimension",
+            l.max_storage_buffer_binding_size >> 20,
+            l.max_buffer_size >> 20,
+            l.max_compute_workgroup_storage_size >> 10,
+            l.max_compute_invocations_per_workgroup,
+            l.max_compute_workgroups_per_dimension
+        )
+    }
+}
+
+/// Key of a compiled pipeline: kernel name, assembled variant and override values.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PipelineKey {
+    pub kernel: &'static str,
+    pub variant: String,
+    pub overrides: Vec<(&'static str, u32)>,
+}
+
+pub(crate) struct GpuInner {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: GpuInfo,
+    /// Set by the device-lost callback (only on devices we opened).
+    lost: Arc<Mutex<Option<(String, String)>>>,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    /// Distinguishes devices so that a vector from one is never bound on another.
+    pub id: u64,
+}
+
+/// A GPU device and queue with what `wgspmv` knows about them. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Gpu {
+    pub(crate) inner: Arc<GpuInner>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Gpu {
+    /// Opens the default adapter (see [`GpuOptions::adapter_name`]), blocking.
+    pub fn new() -> Result<Self> {
+        pollster::block_on(Self::with_options(GpuOptions::default()))
+    }
+
+    /// Opens an adapter chosen by `opts`.
+    pub async fn with_options(opts: GpuOptions) -> Result<Self> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        if let Some(b) = opts.backends {
+            desc.backends = b;
+        }
+        let instance = wgpu::Instance::new(desc);
+        let wanted = opts
+            .adapter_name
+            .clone()
+            .or_else(|| std::env::var("WGSPMV_ADAPTER").ok())
+            .or_else(|| std::env::var("WGPU_ADAPTER_NAME").ok());
+        let adapter = match wanted {
+            Some(name) => {
+                let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                adapters
+                    .into_iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(&name.to_lowercase()))
+                    .ok_or_else(|| Error::NoAdapter {
+                        detail: format!(" whose name contains '{name}' (found: {})", if names.is_empty() { "none".into() } else { names.join(", ") }),
+                    })?
+            }
+            None => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::from_env().unwrap_or(wgpu::PowerPreference::HighPerformance),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| Error::NoAdapter { detail: format!(" ({e})") })?,
+        };
+        let adapter_info = adapter.get_info();
+        let features = adapter.features() & WANTED_FEATURES & !opts.disabled_features;
+        // Ask for the adapter's real limits: the defaults (128 MiB bindings, 16 KiB workgroup
+        // memory) would hide what the hardware can do.
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("wgspmv"),
+                required_features: features,
+                required_limits: limits,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::RequestDevice { adapter: adapter_info.name.clone(), message: e.to_string() })?;
+        let lost = Arc::new(Mutex::new(None));
+        let lost2 = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            *lost2.lock().unwrap() = Some((format!("{reason:?}"), message));
+        });
+        Ok(Self::assemble(device, queue, adapter_info, lost))
+    }
+
+    /// Wraps a device and queue that the host application owns, so SpMV shares its device. The
+    /// features and limits used are those the device was created with; `wgspmv` installs no
+    /// callbacks on it.
+    pub fn from_device(device: wgpu::Device, queue: wgpu::Queue) -> Self {
+        let info = device.adapter_info();
+        Self::assemble(device, queue, info, Arc::new(Mutex::new(None)))
+    }
+
+    fn assemble(device: wgpu::Device, queue: wgpu::Queue, a: wgpu::AdapterInfo, lost: Arc<Mutex<Option<(String, String)>>>) -> Self {
+        let info = GpuInfo {
+            name: a.name,
+            backend: a.backend,
+            device_type: a.device_type,
+            driver: format!("{} {}", a.driver, a.driver_info).trim().to_owned(),
+            subgroup_min_size: a.subgroup_min_size,
+            subgroup_max_size: a.subgroup_max_size,
+            features: device.features(),
+            limits: device.limits(),
+        };
+        log::info!("wgspmv on {}", info.name);
+        Self { inner: Arc::new(GpuInner { device, queue, info, lost, pipelines: Mutex::default(), id: next_id() }) }
+    }
+
+    /// What this adapter is and can do.
+    pub fn info(&self) -> &GpuInfo {
+        &self.inner.info
+    }
+    pub fn device(&self) -> &wgpu::Device {
+        &self.inner.device
+    }
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.inner.queue
+    }
+
+    /// Fails with [`Error::DeviceLost`] once the device is gone.
+    pub(crate) fn check_alive(&self) -> Result<()> {
+        if let Some((reason, message)) = self.inner.lost.lock().unwrap().clone() {
+            return Err(Error::DeviceLost { reason, message });
+        }
+        Ok(())
+    }
+
+    /// Fails when `T` needs a feature this device lacks.
+    pub(crate) fn check_scalar<T: crate::Scalar>(&self) -> Result<()> {
+        if T::NEEDS_F64 && !self.info().has(wgpu::Features::SHADER_F64) {
+            return Err(Error::MissingFeature {
+                adapter: self.info().name.clone(),
+                feature: "SHADER_F64",
+                needed_for: "f64 values".into(),
+                hint: " (Metal and some drivers have no f64; use f32)",
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs `f` inside error scopes and turns what wgpu reports into typed errors.
+    pub(crate) fn scoped<R>(&self, during: &str, f: impl FnOnce() -> R) -> Result<R> {
+        self.check_alive()?;
+        let dev = &self.inner.device;
+        let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let val = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let v = pollster::block_on(val.pop());
+        let o = pollster::block_on(oom.pop());
+        self.check_alive()?;
+        if let Some(e) = o {
+            return Err(Error::OutOfMemory { during: during.into(), message: e.to_string() });
+        }
+        if let Some(e) = v {
+            return Err(Error::Wgpu { during: during.into(), message: e.to_string() });
+        }
+        Ok(out)
+    }
+
+    /// Waits until all submitted work is done.
+    pub fn wait(&self) -> Result<()> {
+        self.check_alive()?;
+        self.inner
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Wgpu { during: "waiting for the GPU".into(), message: e.to_string() })?;
+        self.check_alive()
+    }
+
+    /// The compiled pipeline for a kernel variant, built once per device.
+    pub(crate) fn pipeline(&self, key: PipelineKey, source: impl FnOnce() -> String) -> Result<Arc<wgpu::ComputePipeline>> {
+        if let Some(p) = self.inner.pipelines.lock().unwrap().get(&key) {
+            return Ok(p.clone());
+        }
+        let label = format!("{}[{}]", key.kernel, key.variant);
+        let constants: Vec<(&str, f64)> = key.overrides.iter().map(|&(k, v)| (k, v as f64)).collect();
+        let pipeline = self.scoped(&format!("compiling {label}"), || {
+            let module = self.inner.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&label),
+                source: wgpu::ShaderSource::Wgsl(source().into()),
+            });
+            self.inner.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&label),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, ..Default::default() },
+                cache: None,
+            })
+        })?;
+        let p = Arc::new(pipeline);
+        self.inner.pipelines.lock().unwrap().insert(key, p.clone());
+        Ok(p)
+    }
+
+    /// Creates a storage buffer holding `data` (at least 16 bytes, so that empty arrays bind).
+    pub(crate) fn storage_buffer(&self, label: &str, data: &[u8], extra: wgpu::BufferUsages) -> Result<wgpu::Buffer> {
+        let size = (data.len() as u64).max(16).next_multiple_of(4);
+        let limit = self.info().limits.max_buffer_size;
+        if size > limit {
+            return Err(Error::TooLargeForAdapter { what: label.into(), bytes: size, limit_name: "max_buffer_size", limit });
+        }
+        self.scoped(&format!("allocating {label} ({size} bytes)"), || {
+            let buf = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | extra,
+                mapped_at_creation: !data.is_empty(),
+            });
+            if !data.is_empty() {
+                let mut view = buf.get_mapped_range_mut(..).expect("mapped at creation");
+                view.slice(..data.len()).copy_from_slice(data);
+                drop(view);
+                buf.unmap();
+            }
+            buf
+        })
+    }
+
+    /// Creates a small uniform buffer.
+    pub(crate) fn uniform_buffer(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
+        use wgpu::util::DeviceExt;
+        self.inner.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: data,
+            usage: wgpu::BufferUsages::UNIFORM,
+        })
+    }
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Gpu({})", self.info().name)
+    }
+}

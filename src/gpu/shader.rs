@@ -1,0 +1,122 @@
+//! Shader assembly: each kernel is one WGSL file, prefixed by the shared pieces it needs and with
+//! the scalar type substituted. Tunable sizes are WGSL `override` constants, never copies.
+
+/// How a kernel reduces across a team of lanes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaneMode {
+    /// Subgroup operations (`Features::SUBGROUP`).
+    Subgroup,
+    /// Workgroup memory and barriers; runs everywhere.
+    Workgroup,
+}
+
+impl LaneMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            LaneMode::Subgroup => "subgroup",
+            LaneMode::Workgroup => "workgroup",
+        }
+    }
+}
+
+/// A kernel: its file and which shared pieces it is assembled with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    pub name: &'static str,
+    body: &'static str,
+    /// Uses `scalar`, `Coeffs`, `Chunk`, `write_y` from common.wgsl.
+    spmv: bool,
+    /// Needs a `team_sum` implementation (subgroup or workgroup memory).
+    lanes: bool,
+    /// Override constants and every value the library may give each.
+    pub overrides: &'static [(&'static str, &'static [u32])],
+}
+
+const COMMON: &str = include_str!("../../shaders/common.wgsl");
+const LANES_SUBGROUP: &str = include_str!("../../shaders/lanes_subgroup.wgsl");
+const LANES_WORKGROUP: &str = include_str!("../../shaders/lanes_workgroup.wgsl");
+
+/// Workgroup sizes the library chooses from (all powers of two, so team reductions halve cleanly).
+pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512];
+/// Team widths for the workgroup-memory path and subgroup sizes the subgroup path accepts.
+pub const LANE_WIDTHS: &[u32] = &[4, 8, 16, 32, 64, 128];
+
+pub const CSR_SCALAR: Kernel = Kernel {
+    name: "csr_scalar",
+    body: include_str!("../../shaders/csr_scalar.wgsl"),
+    spmv: true,
+    lanes: false,
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+};
+
+pub const CSR_VECTOR: Kernel = Kernel {
+    name: "csr_vector",
+    body: include_str!("../../shaders/csr_vector.wgsl"),
+    spmv: true,
+    lanes: true,
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
+};
+
+pub const COPY: Kernel = Kernel {
+    name: "copy",
+    body: include_str!("../../shaders/copy.wgsl"),
+    spmv: false,
+    lanes: false,
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+};
+
+/// Every kernel the library can dispatch.
+pub const ALL_KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, COPY];
+
+impl Kernel {
+    /// The assembled WGSL for one scalar type and lane mode (ignored by kernels without teams).
+    pub fn source(&self, scalar: &str, lanes: LaneMode) -> String {
+        let mut s = String::new();
+        if self.spmv {
+            s.push_str(COMMON);
+            s.push('\n');
+        }
+        if self.lanes {
+            s.push_str(match lanes {
+                LaneMode::Subgroup => LANES_SUBGROUP,
+                LaneMode::Workgroup => LANES_WORKGROUP,
+            });
+            s.push('\n');
+        }
+        s.push_str(self.body);
+        s.replace("SCALAR", scalar)
+    }
+
+    /// The variant label used in pipeline keys and test messages.
+    pub fn variant(&self, scalar: &str, lanes: LaneMode) -> String {
+        if self.lanes {
+            format!("{scalar},{}", lanes.name())
+        } else if self.spmv {
+            scalar.to_owned()
+        } else {
+            String::new()
+        }
+    }
+
+    /// Every combination of override values the library can produce for this kernel (team
+    /// widths never exceed the workgroup).
+    pub fn override_sets(&self) -> Vec<Vec<(&'static str, u32)>> {
+        let mut sets: Vec<Vec<(&'static str, u32)>> = vec![vec![]];
+        for &(name, values) in self.overrides {
+            sets = sets.into_iter().flat_map(|s| values.iter().map(move |&v| { let mut s = s.clone(); s.push((name, v)); s })).collect();
+        }
+        let get = |s: &[(&str, u32)], n: &str| s.iter().find(|p| p.0 == n).map(|p| p.1);
+        sets.retain(|s| match (get(s, "WG_SIZE"), get(s, "LANES")) {
+            (Some(w), Some(l)) => l <= w,
+            _ => true,
+        });
+        sets
+    }
+
+    /// The (scalar, lane mode) pairs this kernel is built in.
+    pub fn variants(&self) -> Vec<(&'static str, LaneMode)> {
+        let scalars: &[&str] = if self.spmv { &["f32", "f64"] } else { &["u32"] };
+        let modes: &[LaneMode] = if self.lanes { &[LaneMode::Subgroup, LaneMode::Workgroup] } else { &[LaneMode::Workgroup] };
+        scalars.iter().flat_map(|&s| modes.iter().map(move |&m| (s, m))).collect()
+    }
+}

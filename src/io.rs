@@ -1,0 +1,277 @@
+//! Matrix Market input and output.
+//!
+//! Written here rather than taken from a crate: the Rust Matrix Market readers we looked at
+//! (matrix-market-rs, sprs::io, nalgebra-sparse's pest grammar) either lack `pattern` or
+//! skew-symmetric support, panic on malformed input, or report errors without a line number, and
+//! none streams gzip. The format is small; this reader streams line by line, expands symmetric
+//! storage, and names the line of every error.
+
+use crate::{CsrMatrix, Error, Result, Scalar};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Field {
+    Real,
+    Integer,
+    Pattern,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Symmetry {
+    General,
+    Symmetric,
+    SkewSymmetric,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Layout {
+    Coordinate,
+    Array,
+}
+
+struct Header {
+    layout: Layout,
+    field: Field,
+    symmetry: Symmetry,
+}
+
+/// Line-numbered reader over a possibly gzipped file.
+struct Lines {
+    path: PathBuf,
+    inner: Box<dyn BufRead>,
+    line_no: usize,
+    buf: String,
+}
+
+impl Lines {
+    fn open(path: &Path) -> Result<Self> {
+        let io_err = |source| Error::Io { path: path.to_owned(), source };
+        let mut file = BufReader::new(File::open(path).map_err(io_err)?);
+        // Detect gzip by its magic bytes, not by the file name.
+        let gz = file.fill_buf().map_err(io_err)?.starts_with(&[0x1f, 0x8b]);
+        let inner: Box<dyn BufRead> =
+            if gz { Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(file))) } else { Box::new(file) };
+        Ok(Self::from_reader(path, inner))
+    }
+
+    fn from_reader(path: &Path, inner: Box<dyn BufRead>) -> Self {
+        Self { path: path.to_owned(), inner, line_no: 0, buf: String::new() }
+    }
+
+    fn err(&self, message: impl Into<String>) -> Error {
+        Error::MatrixMarket { path: self.path.clone(), line: self.line_no, message: message.into() }
+    }
+
+    /// The next line (without its end), or None at end of file.
+    fn next_raw(&mut self) -> Result<Option<&str>> {
+        self.buf.clear();
+        self.line_no += 1;
+        let n = self.inner.read_line(&mut self.buf).map_err(|e| {
+            Error::MatrixMarket { path: self.path.clone(), line: self.line_no, message: format!("read failed: {e}") }
+        })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.buf.trim_end_matches(['\n', '\r'])))
+    }
+
+    /// The next line that is neither blank nor a comment.
+    fn next_data(&mut self) -> Result<Option<String>> {
+        loop {
+            match self.next_raw()? {
+                None => return Ok(None),
+                Some(l) if l.trim().is_empty() || l.trim_start().starts_with('%') => continue,
+                Some(l) => return Ok(Some(l.to_owned())),
+            }
+        }
+    }
+}
+
+fn parse_header(lines: &mut Lines) -> Result<Header> {
+    let first = match lines.next_raw()? {
+        Some(l) => l.to_owned(),
+        None => return Err(lines.err("empty file")),
+    };
+    let words: Vec<String> = first.split_whitespace().map(|w| w.to_ascii_lowercase()).collect();
+    if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
+        return Err(lines.err(format!(
+            "bad header '{first}': expected '%%MatrixMarket matrix <coordinate|array> <field> <symmetry>'"
+        )));
+    }
+    let unsupported = |what: &str| Error::UnsupportedMatrixMarket { path: lines.path.clone(), what: what.to_owned() };
+    let layout = match words[2].as_str() {
+        "coordinate" => Layout::Coordinate,
+        "array" => Layout::Array,
+        other => return Err(lines.err(format!("unknown layout '{other}' (expected coordinate or array)"))),
+    };
+    let field = match words[3].as_str() {
+        "real" | "double" => Field::Real,
+        "integer" => Field::Integer,
+        "pattern" => Field::Pattern,
+        "complex" => return Err(unsupported("complex")),
+        other => return Err(lines.err(format!("unknown field '{other}'"))),
+    };
+    let symmetry = match words[4].as_str() {
+        "general" => Symmetry::General,
+        "symmetric" => Symmetry::Symmetric,
+        "skew-symmetric" => Symmetry::SkewSymmetric,
+        "hermitian" => return Err(unsupported("hermitian")),
+        other => return Err(lines.err(format!("unknown symmetry '{other}'"))),
+    };
+    if layout == Layout::Array && field == Field::Pattern {
+        return Err(lines.err("'array pattern' is not a valid combination"));
+    }
+    Ok(Header { layout, field, symmetry })
+}
+
+fn parse_num<N: std::str::FromStr>(lines: &Lines, word: Option<&str>, what: &str) -> Result<N> {
+    let w = word.ok_or_else(|| lines.err(format!("missing {what}")))?;
+    w.parse().map_err(|_| lines.err(format!("'{w}' is not a valid {what}")))
+}
+
+fn parse_value(lines: &Lines, field: Field, word: Option<&str>) -> Result<f64> {
+    match field {
+        Field::Pattern => Ok(1.0),
+        Field::Integer => parse_num::<i64>(lines, word, "integer value").map(|v| v as f64),
+        Field::Real => parse_num::<f64>(lines, word, "real value"),
+    }
+}
+
+/// Reads a sparse matrix (coordinate layout; `real`, `integer` or `pattern` entries, the latter as
+/// 1.0; `general`, `symmetric` or `skew-symmetric`, whose stored triangle is expanded), gzipped or
+/// not. Duplicate entries are summed.
+pub fn read_matrix_market<T: Scalar>(path: impl AsRef<Path>) -> Result<CsrMatrix<T>> {
+    read_matrix(Lines::open(path.as_ref())?)
+}
+
+/// Like [`read_matrix_market`], from any reader; `name` is used in error messages.
+pub fn read_matrix_market_from<T: Scalar>(reader: impl Read + 'static, name: &str) -> Result<CsrMatrix<T>> {
+    read_matrix(Lines::from_reader(Path::new(name), Box::new(BufReader::new(reader))))
+}
+
+fn read_matrix<T: Scalar>(mut lines: Lines) -> Result<CsrMatrix<T>> {
+    let h = parse_header(&mut lines)?;
+    if h.layout != Layout::Coordinate {
+        return Err(lines.err("expected a sparse 'coordinate' matrix, found 'array' (a dense vector or matrix)"));
+    }
+    let size = lines.next_data()?.ok_or_else(|| lines.err("missing size line"))?;
+    let mut w = size.split_whitespace();
+    let nrows: usize = parse_num(&lines, w.next(), "row count")?;
+    let ncols: usize = parse_num(&lines, w.next(), "column count")?;
+    let nnz: usize = parse_num(&lines, w.next(), "entry count")?;
+    if w.next().is_some() {
+        return Err(lines.err("size line has more than three numbers"));
+    }
+    if h.symmetry != Symmetry::General && nrows != ncols {
+        return Err(lines.err(format!("a {:?} matrix must be square, found {nrows}x{ncols}", h.symmetry)));
+    }
+    let expand = h.symmetry != Symmetry::General;
+    // Cap the reservation: a corrupt header must not make us allocate terabytes.
+    let mut triplets: Vec<(usize, usize, f64)> = Vec::with_capacity(nnz.min(1 << 26) * if expand { 2 } else { 1 });
+    for k in 0..nnz {
+        let line = lines
+            .next_data()?
+            .ok_or_else(|| lines.err(format!("file ends after {k} entries, the size line promised {nnz}")))?;
+        let mut w = line.split_whitespace();
+        let i: usize = parse_num(&lines, w.next(), "row index")?;
+        let j: usize = parse_num(&lines, w.next(), "column index")?;
+        if i == 0 || i > nrows || j == 0 || j > ncols {
+            return Err(lines.err(format!("entry ({i}, {j}) is outside the 1-based {nrows}x{ncols} matrix")));
+        }
+        let v = parse_value(&lines, h.field, w.next())?;
+        if w.next().is_some() {
+            return Err(lines.err("too many numbers on an entry line"));
+        }
+        let (r, c) = (i - 1, j - 1);
+        triplets.push((r, c, v));
+        if expand && r != c {
+            let mirrored = if h.symmetry == Symmetry::SkewSymmetric { -v } else { v };
+            triplets.push((c, r, mirrored));
+        }
+    }
+    if lines.next_data()?.is_some() {
+        return Err(lines.err(format!("more entries than the {nnz} the size line promised")));
+    }
+    let triplets = triplets.into_iter().map(|(r, c, v)| (r, c, T::from_f64(v))).collect();
+    CsrMatrix::from_triplets(nrows, ncols, triplets)
+}
+
+/// Reads a dense vector: an `array` file with one column (or one row), or a `coordinate` file
+/// with one column (missing entries are zero).
+pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
+    let mut lines = Lines::open(path.as_ref())?;
+    let h = parse_header(&mut lines)?;
+    let size = lines.next_data()?.ok_or_else(|| lines.err("missing size line"))?;
+    let mut w = size.split_whitespace();
+    let nrows: usize = parse_num(&lines, w.next(), "row count")?;
+    let ncols: usize = parse_num(&lines, w.next(), "column count")?;
+    if nrows != 1 && ncols != 1 {
+        return Err(lines.err(format!("a vector must have one row or one column, found {nrows}x{ncols}")));
+    }
+    let n = nrows * ncols;
+    let mut out = vec![0.0f64; n];
+    match h.layout {
+        Layout::Array => {
+            if w.next().is_some() {
+                return Err(lines.err("an array size line has two numbers"));
+            }
+            for (k, slot) in out.iter_mut().enumerate() {
+                let line = lines.next_data()?.ok_or_else(|| lines.err(format!("file ends after {k} of {n} values")))?;
+                let mut w = line.split_whitespace();
+                *slot = parse_value(&lines, h.field, w.next())?;
+            }
+        }
+        Layout::Coordinate => {
+            let nnz: usize = parse_num(&lines, w.next(), "entry count")?;
+            for k in 0..nnz {
+                let line = lines.next_data()?.ok_or_else(|| lines.err(format!("file ends after {k} of {nnz} entries")))?;
+                let mut w = line.split_whitespace();
+                let i: usize = parse_num(&lines, w.next(), "row index")?;
+                let j: usize = parse_num(&lines, w.next(), "column index")?;
+                if i == 0 || i > nrows || j == 0 || j > ncols {
+                    return Err(lines.err(format!("entry ({i}, {j}) is outside the {nrows}x{ncols} vector")));
+                }
+                out[(i - 1) + (j - 1)] += parse_value(&lines, h.field, w.next())?;
+            }
+        }
+    }
+    if lines.next_data()?.is_some() {
+        return Err(lines.err(format!("more values than the {n} the size line promised")));
+    }
+    Ok(out.into_iter().map(T::from_f64).collect())
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>> {
+    File::create(path).map(BufWriter::new).map_err(|source| Error::Io { path: path.to_owned(), source })
+}
+
+/// Writes a matrix as `coordinate real general`, values in their shortest exact decimal form.
+pub fn write_matrix_market<T: Scalar>(path: impl AsRef<Path>, m: &CsrMatrix<T>) -> Result<()> {
+    let path = path.as_ref();
+    let mut f = create(path)?;
+    let io = |source| Error::Io { path: path.to_owned(), source };
+    writeln!(f, "%%MatrixMarket matrix coordinate real general").map_err(io)?;
+    writeln!(f, "{} {} {}", m.nrows(), m.ncols(), m.nnz()).map_err(io)?;
+    for r in 0..m.nrows() {
+        let (cols, vals) = m.row(r);
+        for (c, v) in cols.iter().zip(vals) {
+            writeln!(f, "{} {} {}", r + 1, c + 1, v).map_err(io)?;
+        }
+    }
+    f.flush().map_err(io)
+}
+
+/// Writes a vector as a one-column `array real general` file.
+pub fn write_vector<T: Scalar>(path: impl AsRef<Path>, v: &[T]) -> Result<()> {
+    let path = path.as_ref();
+    let mut f = create(path)?;
+    let io = |source| Error::Io { path: path.to_owned(), source };
+    writeln!(f, "%%MatrixMarket matrix array real general").map_err(io)?;
+    writeln!(f, "{} 1", v.len()).map_err(io)?;
+    for x in v {
+        writeln!(f, "{x}").map_err(io)?;
+    }
+    f.flush().map_err(io)
+}

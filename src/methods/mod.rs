@@ -1,0 +1,72 @@
+//! The SpMV methods. Each has a host-side format build (pure CPU) and a GPU plan builder that
+//! turns it into dispatch stages.
+
+pub mod csr;
+
+use crate::{Error, Result};
+
+/// An SpMV method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Method {
+    /// One invocation per row (baseline).
+    CsrScalar,
+    /// One SIMD group (subgroup, or a team of lanes in workgroup memory) per row (baseline).
+    CsrVector,
+    /// Chosen from the matrix's row statistics and the adapter (see [`crate::select`]).
+    Auto,
+}
+
+impl Method {
+    /// Every concrete method, in report order.
+    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector];
+
+    /// The name used on command lines and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::CsrScalar => "csr-scalar",
+            Method::CsrVector => "csr-vector",
+            Method::Auto => "auto",
+        }
+    }
+
+    /// Looks a method up by [`name`](Self::name).
+    pub fn from_name(name: &str) -> Result<Self> {
+        Self::ALL.iter().copied().chain([Method::Auto]).find(|m| m.name() == name).ok_or_else(|| Error::UnknownName {
+            what: "method",
+            name: name.to_owned(),
+            expected: Self::ALL.iter().chain(&[Method::Auto]).map(|m| m.name()).collect::<Vec<_>>().join(", "),
+        })
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which cross-lane reduction a kernel uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LanePolicy {
+    /// Subgroup operations when the device has them, else workgroup memory.
+    #[default]
+    Auto,
+    /// Subgroup operations; an error if the device lacks `Features::SUBGROUP`.
+    Subgroup,
+    /// Workgroup memory and barriers, even where subgroups exist.
+    Workgroup,
+}
+
+/// Parameters shared by the methods; `None` means "choose for this adapter and matrix".
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    pub lanes: LanePolicy,
+    /// Invocations per workgroup (64, 128, 256 or 512).
+    pub workgroup_size: Option<u32>,
+    /// Lanes per row on the workgroup-memory path of `csr-vector` (4 to 128, a power of two).
+    pub lanes_per_row: Option<u32>,
+    /// Largest size of one matrix array on the GPU; larger matrices are split into row chunks.
+    /// Defaults to the adapter's storage-binding limit; lower it to test chunking.
+    pub max_chunk_bytes: Option<u64>,
+}

@@ -1,0 +1,49 @@
+//! Every kernel, in every scalar type, lane mode and override combination the library can build,
+//! must pass naga's validator and translate to SPIR-V. Needs no GPU.
+
+use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
+use wgspmv::shaders::{LaneMode, ALL_KERNELS};
+
+fn validator() -> Validator {
+    let mut v = Validator::new(ValidationFlags::all(), Capabilities::FLOAT64 | Capabilities::SUBGROUP);
+    v.subgroup_stages(ShaderStages::COMPUTE);
+    v.subgroup_operations(SubgroupOperationSet::all());
+    v
+}
+
+#[test]
+fn every_shader_variant_validates_and_translates() {
+    let mut checked = 0;
+    for kernel in ALL_KERNELS {
+        for (scalar, lanes) in kernel.variants() {
+            let src = kernel.source(scalar, lanes);
+            let label = format!("{} [{}]", kernel.name, kernel.variant(scalar, lanes));
+            let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
+            let info = validator().validate(&module).unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
+            for set in kernel.override_sets() {
+                let constants = set.iter().map(|&(k, v)| (k.to_string(), v as f64)).collect();
+                let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
+                    .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
+                let mut opts = naga::back::spv::Options::default();
+                opts.lang_version = (1, 3);
+                naga::back::spv::write_vec(&m, &i, &opts, None).unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 50, "only {checked} variants checked");
+}
+
+#[test]
+fn workgroup_path_needs_no_subgroup_capability() {
+    for kernel in ALL_KERNELS {
+        for (scalar, lanes) in kernel.variants().into_iter().filter(|v| v.1 == LaneMode::Workgroup) {
+            let src = kernel.source(scalar, lanes);
+            let module = naga::front::wgsl::parse_str(&src).unwrap();
+            let caps = if scalar == "f64" { Capabilities::FLOAT64 } else { Capabilities::empty() };
+            Validator::new(ValidationFlags::all(), caps)
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{} {scalar}: {}", kernel.name, e.emit_to_string(&src)));
+        }
+    }
+}
