@@ -149,13 +149,11 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
             grid: gpu.grid((rows.len() as u32).div_ceil(rows_per_group)),
         });
     }
-    let details = format!(
-        "{}: {} lanes, workgroup {wg}, {} per team, {} row chunk(s)",
-        method.name(),
-        lanes.name(),
-        team,
-        chunks.len()
-    );
+    let lanes_text = match method {
+        Method::CsrScalar => "one invocation per row".to_owned(),
+        _ => format!("{} lanes per row via {} reduction", team, lanes.name()),
+    };
+    let details = format!("{}: {lanes_text}, workgroup {wg}, {} row chunk(s)", method.name(), chunks.len());
     Ok(SpmvPlan::new(gpu, method, a, stages, details))
 }
 

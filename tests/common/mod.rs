@@ -1,0 +1,86 @@
+//! Shared test helpers: the adapter (a failure, not a skip, when `CI` is set), and the check of a
+//! GPU product against the f64 CPU reference with poisoned outputs.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+use wgspmv::{reference, CsrMatrix, Gpu, GpuOptions, GpuVector, Method, PlanOptions, Scalar};
+
+fn open(disabled: wgpu::Features) -> Option<Gpu> {
+    let opts = GpuOptions { disabled_features: disabled, ..Default::default() };
+    match pollster::block_on(Gpu::with_options(opts)) {
+        Ok(g) => Some(g),
+        Err(e) if std::env::var_os("CI").is_some() => panic!("CI is set but no GPU adapter could be opened: {e}"),
+        Err(e) => {
+            eprintln!("SKIPPED: no GPU adapter ({e})");
+            None
+        }
+    }
+}
+
+/// The default adapter with every feature it has.
+pub fn gpu() -> Option<Gpu> {
+    static G: OnceLock<Option<Gpu>> = OnceLock::new();
+    G.get_or_init(|| open(wgpu::Features::empty())).clone()
+}
+
+/// The same adapter opened without subgroup operations, so the workgroup-memory paths run.
+pub fn gpu_without_subgroups() -> Option<Gpu> {
+    static G: OnceLock<Option<Gpu>> = OnceLock::new();
+    G.get_or_init(|| open(wgpu::Features::SUBGROUP)).clone()
+}
+
+/// Both devices, labelled.
+pub fn gpus() -> Vec<(&'static str, Gpu)> {
+    let mut v = Vec::new();
+    if let Some(g) = gpu() {
+        let label = if g.info().has(wgpu::Features::SUBGROUP) { "subgroups" } else { "no subgroups (adapter lacks them)" };
+        v.push((label, g));
+    }
+    if let Some(g) = gpu_without_subgroups() {
+        v.push(("subgroups off", g));
+    }
+    v
+}
+
+pub fn has_f64(gpu: &Gpu) -> bool {
+    gpu.info().has(wgpu::Features::SHADER_F64)
+}
+
+/// Runs `y = A·x` and `y = α·A·x + β·y` with `method` and compares both with the f64 reference.
+/// Outputs are poisoned with NaN first, so an element the kernel never writes fails the check.
+pub fn check_method<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions, label: &str) {
+    let plan = gpu.prepare_with(a, method, opts).unwrap_or_else(|e| panic!("{label}: prepare failed: {e}"));
+    let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 11).into_iter().map(T::from_f64).collect();
+    let gx = GpuVector::from_slice(gpu, &x).unwrap();
+
+    let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN).unwrap();
+    plan.run(&gx, &mut gy).unwrap_or_else(|e| panic!("{label}: run failed: {e}"));
+    let y = gy.read().unwrap();
+    let y_ref = reference::spmv_par(a, &x).unwrap();
+    let c = reference::check(1.0, a, &x, 0.0, None, &y, &y_ref);
+    assert!(c.ok, "{label} [{}]: y = A·x wrong: worst row {:?}, rel_err {:e}", plan.details(), c.worst_row, c.rel_err);
+
+    let y0: Vec<T> = wgspmv::suite::random_vector(a.nrows(), 13).into_iter().map(T::from_f64).collect();
+    let (alpha, beta) = (T::from_f64(-1.5), T::from_f64(0.75));
+    gy.write(&y0).unwrap();
+    plan.run_axpby(alpha, &gx, beta, &mut gy).unwrap();
+    let y = gy.read().unwrap();
+    let y_ref = reference::spmv_axpby(-1.5, a, &x, 0.75, &y0).unwrap();
+    let c = reference::check(-1.5, a, &x, 0.75, Some(&y0), &y, &y_ref);
+    assert!(c.ok, "{label} [{}]: y = αAx + βy wrong: worst row {:?}, rel_err {:e}", plan.details(), c.worst_row, c.rel_err);
+}
+
+/// Checks every concrete method on `a`, in f32 and (where the adapter has it) f64, on both
+/// devices (with and without subgroups).
+pub fn check_all_methods(a: &CsrMatrix<f64>, label: &str) {
+    for (dev, gpu) in gpus() {
+        for &m in Method::ALL {
+            let l = format!("{label} / {m} / f32 / {dev}");
+            check_method(&gpu, &a.cast::<f32>(), m, &PlanOptions::default(), &l);
+            if has_f64(&gpu) {
+                let l = format!("{label} / {m} / f64 / {dev}");
+                check_method(&gpu, a, m, &PlanOptions::default(), &l);
+            }
+        }
+    }
+}

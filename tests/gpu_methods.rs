@@ -1,0 +1,197 @@
+//! Every method against the f64 CPU reference: the synthetic suite, irregular edge cases,
+//! chunking, 2-D dispatch, both lane paths, f32 and f64.
+
+mod common;
+use common::*;
+use wgspmv::{CsrMatrix, Error, GpuVector, LanePolicy, Method, PlanOptions, SuiteClass};
+
+#[test]
+fn adapter_describes_itself() {
+    let Some(gpu) = gpu() else { return };
+    let text = gpu.info().to_string();
+    eprintln!("{text}");
+    assert!(text.contains("adapter:") && text.contains("storage binding"));
+}
+
+#[test]
+fn suite_classes_all_methods() {
+    for class in SuiteClass::ALL {
+        check_all_methods(&class.generate(20_000, 1), class.name());
+    }
+}
+
+/// Matrices that break careless kernels.
+fn edge_cases() -> Vec<(&'static str, CsrMatrix<f64>)> {
+    let tri = |m, n, t: Vec<(usize, usize, f64)>| CsrMatrix::from_triplets(m, n, t).unwrap();
+    let long_row: Vec<_> = (0..5000).map(|c| (3, c, 1.0 + (c % 7) as f64 * 0.25)).collect();
+    let mut ragged: Vec<_> = (0..1001).map(|r| (r, (r * 7) % 50, 0.5 + (r % 3) as f64)).collect();
+    ragged.push((1000, 49, -2.0));
+    vec![
+        ("0x0", CsrMatrix::zeros(0, 0).unwrap()),
+        ("0 rows", CsrMatrix::zeros(0, 7).unwrap()),
+        ("0 columns", CsrMatrix::zeros(9, 0).unwrap()),
+        ("all rows empty", CsrMatrix::zeros(300, 300).unwrap()),
+        ("single entry", tri(1, 1, vec![(0, 0, -3.5)])),
+        ("one long row among empty ones", tri(7, 5000, long_row)),
+        ("ragged tail of 1001 rows", tri(1001, 50, ragged)),
+        ("rows of length 1, last row only", tri(513, 513, vec![(512, 0, 2.5)])),
+        ("first row only", tri(257, 3, vec![(0, 0, 1.5), (0, 2, -0.5)])),
+    ]
+}
+
+#[test]
+fn edge_cases_all_methods() {
+    for (label, a) in edge_cases() {
+        check_all_methods(&a, label);
+    }
+}
+
+#[test]
+fn workgroup_path_every_team_width_and_workgroup_size() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::PowerLaw.generate(8_000, 3).cast::<f32>();
+    for &wg in wgspmv::shaders::WORKGROUP_SIZES {
+        if wg > gpu.info().limits.max_compute_invocations_per_workgroup {
+            continue;
+        }
+        for &lanes in wgspmv::shaders::LANE_WIDTHS.iter().filter(|&&l| l <= wg) {
+            let opts = PlanOptions { lanes: LanePolicy::Workgroup, workgroup_size: Some(wg), lanes_per_row: Some(lanes), ..Default::default() };
+            check_method(&gpu, &a, Method::CsrVector, &opts, &format!("csr-vector wg {wg} lanes {lanes}"));
+        }
+        let opts = PlanOptions { workgroup_size: Some(wg), ..Default::default() };
+        check_method(&gpu, &a, Method::CsrScalar, &opts, &format!("csr-scalar wg {wg}"));
+    }
+}
+
+#[test]
+fn subgroup_path_when_available() {
+    let Some(gpu) = gpu() else { return };
+    let opts = PlanOptions { lanes: LanePolicy::Subgroup, ..Default::default() };
+    let a = SuiteClass::SingleDenseRow.generate(10_000, 5).cast::<f32>();
+    if gpu.info().has(wgpu::Features::SUBGROUP) {
+        check_method(&gpu, &a, Method::CsrVector, &opts, "forced subgroups");
+    }
+    let Some(nosg) = gpu_without_subgroups() else { return };
+    match nosg.prepare_with(&a, Method::CsrVector, &opts) {
+        Err(Error::MissingFeature { feature: "SUBGROUP", .. }) => {}
+        other => panic!("forcing subgroups on a device without them must fail clearly, got {:?}", other.map(|p| p.details().to_owned())),
+    }
+}
+
+#[test]
+fn row_chunks_when_arrays_exceed_the_binding_limit() {
+    let a = SuiteClass::EmptyRows.generate(30_000, 9);
+    for (dev, gpu) in gpus() {
+        let opts = PlanOptions { max_chunk_bytes: Some(16 * 1024), ..Default::default() };
+        for &m in Method::ALL {
+            let plan = gpu.prepare_with(&a.cast::<f32>(), m, &opts).unwrap();
+            assert!(plan.dispatches() > 5, "{m}: expected several chunks, got {}", plan.dispatches());
+            check_method(&gpu, &a.cast::<f32>(), m, &opts, &format!("{m} chunked / {dev}"));
+        }
+    }
+    // A row that alone exceeds the limit cannot be chunked: a clear error.
+    let Some(gpu) = gpu() else { return };
+    let long = CsrMatrix::<f32>::from_triplets(2, 10_000, (0..10_000).map(|c| (1, c, 1.0)).collect()).unwrap();
+    let opts = PlanOptions { max_chunk_bytes: Some(1024), ..Default::default() };
+    assert!(matches!(gpu.prepare_with(&long, Method::CsrScalar, &opts), Err(Error::TooLargeForAdapter { .. })));
+}
+
+#[test]
+fn two_dimensional_dispatch_beyond_65535_workgroups() {
+    let Some(gpu) = gpu() else { return };
+    // One row per workgroup: 70 000 rows need more workgroups than one dimension allows.
+    let a = SuiteClass::ShortRows.generate(280_000, 2).cast::<f32>();
+    assert!(a.nrows() as u32 > gpu.info().limits.max_compute_workgroups_per_dimension);
+    let opts = PlanOptions { lanes: LanePolicy::Workgroup, workgroup_size: Some(64), lanes_per_row: Some(64), ..Default::default() };
+    check_method(&gpu, &a, Method::CsrVector, &opts, "2-D dispatch");
+}
+
+#[test]
+fn record_into_callers_encoder_and_read_async() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::Banded.generate(5_000, 4).cast::<f32>();
+    let plan = gpu.prepare(&a, Method::CsrVector).unwrap();
+    let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 1).into_iter().map(|v| v as f32).collect();
+    let gx = GpuVector::from_slice(&gpu, &x).unwrap();
+    let mut y1 = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+    let mut y2 = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+    // Two products in one encoder: y1 = A·x, then y2 = 2·A·x, one submission.
+    let mut enc = gpu.device().create_command_encoder(&Default::default());
+    plan.record(&mut enc, &gx, &mut y1).unwrap();
+    plan.record_axpby(&mut enc, 2.0, &gx, 0.0, &mut y2).unwrap();
+    gpu.queue().submit([enc.finish()]);
+    let r1 = pollster::block_on(y1.read_async()).unwrap();
+    let r2 = y2.read().unwrap();
+    let y_ref = wgspmv::reference::spmv_seq(&a, &x).unwrap();
+    assert!(wgspmv::reference::check(1.0, &a, &x, 0.0, None, &r1, &y_ref).ok);
+    let y_ref2: Vec<f64> = y_ref.iter().map(|v| 2.0 * v).collect();
+    assert!(wgspmv::reference::check(2.0, &a, &x, 0.0, None, &r2, &y_ref2).ok);
+}
+
+#[test]
+fn shares_an_application_device() {
+    let Some(gpu) = gpu() else { return };
+    // The app owns device and queue; wgspmv wraps clones of them.
+    let shared = wgspmv::Gpu::from_device(gpu.device().clone(), gpu.queue().clone());
+    assert_eq!(shared.info().name, gpu.info().name);
+    let a = SuiteClass::Tall.generate(4_000, 8).cast::<f32>();
+    check_method(&shared, &a, Method::CsrScalar, &PlanOptions::default(), "shared device");
+}
+
+#[test]
+fn bad_calls_are_errors() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::ShortRows.generate(1_000, 1).cast::<f32>();
+    let plan = gpu.prepare(&a, Method::CsrScalar).unwrap();
+    let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
+    let short = GpuVector::filled(&gpu, a.ncols() - 1, 1.0f32).unwrap();
+    let mut y = GpuVector::filled(&gpu, a.nrows(), 7.0f32).unwrap();
+    let mut y_short = GpuVector::filled(&gpu, a.nrows() + 1, 7.0f32).unwrap();
+    assert!(matches!(plan.run(&short, &mut y), Err(Error::DimensionMismatch { what: "x", .. })));
+    assert!(matches!(plan.run(&x, &mut y_short), Err(Error::DimensionMismatch { what: "y", .. })));
+    // Nothing the caller owns was touched by the refused calls.
+    assert!(y.read().unwrap().iter().all(|&v| v == 7.0));
+
+    if let Some(other) = gpu_without_subgroups() {
+        let foreign = GpuVector::filled(&other, a.ncols(), 1.0f32).unwrap();
+        assert!(matches!(plan.run(&foreign, &mut y), Err(Error::WrongDevice { what: "x" })));
+    }
+    let bad_wg = PlanOptions { workgroup_size: Some(100), ..Default::default() };
+    assert!(matches!(gpu.prepare_with(&a, Method::CsrScalar, &bad_wg), Err(Error::InvalidParameter { name: "workgroup_size", .. })));
+    let bad_lanes = PlanOptions { lanes: LanePolicy::Workgroup, lanes_per_row: Some(3), ..Default::default() };
+    assert!(matches!(gpu.prepare_with(&a, Method::CsrVector, &bad_lanes), Err(Error::InvalidParameter { name: "lanes_per_row", .. })));
+    assert!(matches!(Method::from_name("nope"), Err(Error::UnknownName { .. })));
+}
+
+#[test]
+fn f64_refused_clearly_without_shader_f64() {
+    let opts = wgspmv::GpuOptions { disabled_features: wgpu::Features::SHADER_F64, ..Default::default() };
+    let Ok(gpu) = pollster::block_on(wgspmv::Gpu::with_options(opts)) else { return };
+    let a = SuiteClass::ShortRows.generate(500, 1);
+    assert!(matches!(gpu.prepare(&a, Method::CsrScalar), Err(Error::MissingFeature { feature: "SHADER_F64", .. })));
+    assert!(matches!(GpuVector::from_slice(&gpu, &[1.0f64]), Err(Error::MissingFeature { .. })));
+}
+
+#[test]
+fn auto_resolves_to_a_concrete_method() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::Dense.generate(10_000, 1).cast::<f32>();
+    let plan = gpu.prepare(&a, Method::Auto).unwrap();
+    assert_eq!(plan.method(), Method::CsrVector);
+    let b = SuiteClass::Permutation.generate(10_000, 1).cast::<f32>();
+    assert_eq!(gpu.prepare(&b, Method::Auto).unwrap().method(), Method::CsrScalar);
+    check_method(&gpu, &b, Method::Auto, &PlanOptions::default(), "auto");
+}
+
+#[test]
+fn timing_and_copy_bandwidth_are_positive() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::Banded.generate(20_000, 1).cast::<f32>();
+    let plan = gpu.prepare(&a, Method::CsrVector).unwrap();
+    let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
+    let mut y = GpuVector::filled(&gpu, a.nrows(), 0.0f32).unwrap();
+    let t = plan.time(&x, &mut y, 3).unwrap();
+    assert!(t.ms > 0.0 && t.ms.is_finite(), "{t:?}");
+    let bw = gpu.copy_bandwidth(1 << 20, 3).unwrap();
+    assert!(bw > 0.0 && bw.is_finite());
+}
