@@ -1,0 +1,228 @@
+//! Suite runner: every method on the synthetic suite and/or a folder of Matrix Market files, with
+//! a device copy's bandwidth measured in the same run as the ceiling. Prints a table and writes
+//! CSV rows `matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err`, the columns of
+//! ../shared/device/cusparse_compare.py, so the two can be compared row by row.
+//!
+//!     cargo run --release --example bench -- --suite --scale 1 --csv ours.csv
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, Scalar, SuiteClass};
+
+#[derive(Parser)]
+#[command(about = "Benchmark every SpMV method against the device copy bandwidth")]
+struct Args {
+    /// Run the synthetic suite.
+    #[arg(long)]
+    suite: bool,
+    /// Suite size: about SCALE million stored entries per matrix.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Only these suite classes (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    classes: Vec<String>,
+    /// Also run every .mtx / .mtx.gz file in this folder.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Methods to run (comma-separated); default: all.
+    #[arg(long, value_delimiter = ',')]
+    methods: Vec<String>,
+    /// Write the CSV here (default: stdout only).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the suite's matrices here as Matrix Market files (for cuSPARSE on the same inputs).
+    #[arg(long)]
+    export_mtx: Option<PathBuf>,
+    /// Compute in f64.
+    #[arg(long)]
+    f64: bool,
+    /// Products per timing.
+    #[arg(long, default_value_t = 50)]
+    repeat: u32,
+    /// Bytes copied for the bandwidth ceiling, in MiB (capped by the binding limit).
+    #[arg(long, default_value_t = 1024)]
+    copy_mib: u64,
+}
+
+struct Row {
+    matrix: String,
+    method: String,
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    ms: f64,
+    gflops: f64,
+    gbps: f64,
+    frac: f64,
+    rel_err: f64,
+    note: String,
+}
+
+fn main() {
+    env_logger::init();
+    let args = Args::parse();
+    if let Err(e) = run(&args) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> wgspmv::Result<()> {
+    if !args.suite && args.dir.is_none() {
+        eprintln!("nothing to run: pass --suite and/or --dir DIR");
+        std::process::exit(2);
+    }
+    let methods: Vec<Method> = if args.methods.is_empty() {
+        Method::ALL.to_vec()
+    } else {
+        args.methods.iter().map(|m| Method::from_name(m)).collect::<wgspmv::Result<_>>()?
+    };
+    let classes: Vec<SuiteClass> = if args.classes.is_empty() {
+        SuiteClass::ALL.to_vec()
+    } else {
+        args.classes.iter().map(|c| SuiteClass::from_name(c)).collect::<wgspmv::Result<_>>()?
+    };
+
+    // Matrices are produced lazily, one at a time, so a large suite never sits in memory whole.
+    let mut sources: Vec<(String, Box<dyn Fn() -> wgspmv::Result<CsrMatrix<f64>>>)> = Vec::new();
+    if args.suite {
+        let nnz = (args.scale * 1e6) as usize;
+        for &c in &classes {
+            sources.push((c.name().to_owned(), Box::new(move || Ok(c.generate(nnz, 42)))));
+        }
+    }
+    if let Some(dir) = &args.dir {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|source| wgspmv::Error::Io { path: dir.clone(), source })?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(".mtx") || p.to_string_lossy().ends_with(".mtx.gz"))
+            .collect();
+        files.sort();
+        for f in files {
+            let name = f.file_name().unwrap().to_string_lossy().trim_end_matches(".gz").trim_end_matches(".mtx").to_owned();
+            sources.push((name, Box::new(move || io::read_matrix_market(&f))));
+        }
+    }
+
+    let gpu = Gpu::new()?;
+    println!("{}", gpu.info());
+    let copy = gpu.copy_bandwidth(args.copy_mib << 20, 20)?;
+    let mut header = String::new();
+    writeln!(header, "# device: {}", gpu.info().name).unwrap();
+    writeln!(header, "# copy_gbps: {copy:.0}").unwrap();
+    writeln!(header, "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err").unwrap();
+    print!("{header}");
+
+    let bar = ProgressBar::new((sources.len() * methods.len()) as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed}]").unwrap());
+    let mut rows = Vec::new();
+    for (name, make) in &sources {
+        bar.set_message(name.clone());
+        let a = match make() {
+            Ok(a) => a,
+            Err(e) => {
+                bar.println(format!("skipping {name}: {e}"));
+                bar.inc(methods.len() as u64);
+                continue;
+            }
+        };
+        if let Some(dir) = &args.export_mtx {
+            std::fs::create_dir_all(dir).map_err(|source| wgspmv::Error::Io { path: dir.clone(), source })?;
+            bar.set_message(format!("{name}: writing .mtx"));
+            io::write_matrix_market(dir.join(format!("{name}.mtx")), &a)?;
+        }
+        let out = if args.f64 {
+            bench_matrix::<f64>(&gpu, name, &a, &methods, args.repeat, copy, &bar)
+        } else {
+            bench_matrix::<f32>(&gpu, name, &a.cast(), &methods, args.repeat, copy, &bar)
+        };
+        for r in out {
+            println!(
+                "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e}{}",
+                r.matrix, r.method, r.rows, r.cols, r.nnz, r.ms, r.gflops, r.gbps, r.frac, r.rel_err,
+                if r.note.is_empty() { String::new() } else { format!("  # {}", r.note) }
+            );
+            rows.push(r);
+        }
+    }
+    bar.finish_and_clear();
+    // The copy again at the end: a clock that drifted during the run shows here.
+    let copy_end = gpu.copy_bandwidth(args.copy_mib << 20, 20)?;
+    println!("# copy_gbps_end: {copy_end:.0}");
+    print_table(&rows, copy);
+    if let Some(path) = &args.csv {
+        let mut f = std::fs::File::create(path).map_err(|source| wgspmv::Error::Io { path: path.clone(), source })?;
+        let mut text = header.clone();
+        for r in rows.iter().filter(|r| r.note.is_empty()) {
+            writeln!(text, "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e}", r.matrix, r.method, r.rows, r.cols, r.nnz, r.ms, r.gflops, r.gbps, r.frac, r.rel_err).unwrap();
+        }
+        writeln!(text, "# copy_gbps_end: {copy_end:.0}").unwrap();
+        f.write_all(text.as_bytes()).map_err(|source| wgspmv::Error::Io { path: path.clone(), source })?;
+    }
+    Ok(())
+}
+
+fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, methods: &[Method], repeat: u32, copy: f64, bar: &ProgressBar) -> Vec<Row> {
+    let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 7).into_iter().map(T::from_f64).collect();
+    let y_ref = match reference::spmv_par(a, &x) {
+        Ok(y) => y,
+        Err(e) => {
+            bar.println(format!("{name}: {e}"));
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for &m in methods {
+        bar.set_message(format!("{name} / {m}"));
+        let result = (|| -> wgspmv::Result<Row> {
+            let plan = gpu.prepare(a, m)?;
+            let gx = GpuVector::from_slice(gpu, &x)?;
+            let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN)?;
+            plan.run(&gx, &mut gy)?;
+            let y = gy.read()?;
+            let c = reference::check(1.0, a, &x, 0.0, None, &y, &y_ref);
+            let t = plan.time(&gx, &mut gy, repeat)?;
+            let gbps = plan.minimal_traffic_bytes() as f64 / (t.ms * 1e6);
+            Ok(Row {
+                matrix: name.to_owned(),
+                method: m.name().to_owned(),
+                rows: a.nrows(),
+                cols: a.ncols(),
+                nnz: a.nnz(),
+                ms: t.ms,
+                gflops: 2.0 * a.nnz() as f64 / (t.ms * 1e6),
+                gbps,
+                frac: gbps / copy,
+                rel_err: c.rel_err,
+                note: if c.ok { String::new() } else { "FAILED the per-row accuracy check".into() },
+            })
+        })();
+        match result {
+            Ok(r) => {
+                if !r.note.is_empty() {
+                    bar.println(format!("{name} / {m}: {}", r.note));
+                }
+                out.push(r);
+            }
+            Err(e) => bar.println(format!("{name} / {m}: {e}")),
+        }
+        bar.inc(1);
+    }
+    out
+}
+
+fn print_table(rows: &[Row], copy: f64) {
+    println!("\n{:<22} {:<12} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9}", "matrix", "method", "nnz", "ms", "GFLOP/s", "GB/s", "%copy", "rel_err");
+    for r in rows {
+        println!(
+            "{:<22} {:<12} {:>10} {:>10.4} {:>9.2} {:>9.1} {:>6.1}% {:>9.1e}{}",
+            r.matrix, r.method, r.nnz, r.ms, r.gflops, r.gbps, 100.0 * r.frac, r.rel_err,
+            if r.note.is_empty() { "" } else { "  FAILED" }
+        );
+    }
+    println!("copy bandwidth (ceiling): {copy:.1} GB/s");
+}

@@ -1,0 +1,54 @@
+//! The real matrices in ../shared/matrices (SuiteSparse, NetworKit, HiGHS, PyAMG, Debian), every
+//! method, f32 and f64, with and without subgroups. Skipped, visibly, when the folder is absent.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use wgspmv::{io, CsrMatrix, Error};
+
+fn matrix_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            matrix_files(&p, out);
+        } else if p.to_string_lossy().ends_with(".mtx") || p.to_string_lossy().ends_with(".mtx.gz") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn real_matrices_all_methods() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices");
+    let mut files = Vec::new();
+    matrix_files(&dir, &mut files);
+    if files.is_empty() {
+        eprintln!("SKIPPED: no real matrices under {} (the folder is absent)", dir.display());
+        return;
+    }
+    files.sort();
+    let (mut checked, mut refused) = (0, 0);
+    for f in &files {
+        let a: CsrMatrix<f64> = match io::read_matrix_market(f) {
+            Ok(a) => a,
+            Err(Error::UnsupportedMatrixMarket { .. }) => {
+                refused += 1;
+                continue;
+            }
+            Err(e) => panic!("{}: {e}", f.display()),
+        };
+        // Pattern files read as all ones; give them values that are not (a kernel that ignores
+        // values must not pass).
+        let a = if a.values().iter().all(|&v| v == 1.0) {
+            a.with_values(wgspmv::suite::random_vector(a.nnz(), 5)).unwrap()
+        } else {
+            a
+        };
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        check_all_methods(&a, &name);
+        checked += 1;
+    }
+    eprintln!("{checked} real matrices checked, {refused} refused as unsupported (complex/hermitian)");
+    assert!(checked > 0);
+}
