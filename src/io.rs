@@ -131,11 +131,22 @@ fn parse_num<N: std::str::FromStr>(lines: &Lines, word: Option<&str>, what: &str
     w.parse().map_err(|_| lines.err(format!("'{w}' is not a valid {what}")))
 }
 
-fn parse_value(lines: &Lines, field: Field, word: Option<&str>) -> Result<f64> {
+/// The value of an entry line (consuming no token for `pattern`), parsed straight into `T`.
+fn parse_value<'a, T: Scalar>(lines: &Lines, field: Field, words: &mut impl Iterator<Item = &'a str>) -> Result<T> {
     match field {
-        Field::Pattern => Ok(1.0),
-        Field::Integer => parse_num::<i64>(lines, word, "integer value").map(|v| v as f64),
-        Field::Real => parse_num::<f64>(lines, word, "real value"),
+        Field::Pattern => Ok(T::from_f64(1.0)),
+        Field::Integer => parse_num::<i64>(lines, words.next(), "integer value").map(|v| T::from_f64(v as f64)),
+        Field::Real => {
+            let w = words.next().ok_or_else(|| lines.err("missing real value"))?;
+            T::parse_decimal(w).ok_or_else(|| lines.err(format!("'{w}' is not a valid real value")))
+        }
+    }
+}
+
+fn no_more_words<'a>(lines: &Lines, words: &mut impl Iterator<Item = &'a str>, what: &str) -> Result<()> {
+    match words.next() {
+        Some(extra) => Err(lines.err(format!("unexpected '{extra}' after the {what}"))),
+        None => Ok(()),
     }
 }
 
@@ -161,15 +172,13 @@ fn read_matrix<T: Scalar>(mut lines: Lines) -> Result<CsrMatrix<T>> {
     let nrows: usize = parse_num(&lines, w.next(), "row count")?;
     let ncols: usize = parse_num(&lines, w.next(), "column count")?;
     let nnz: usize = parse_num(&lines, w.next(), "entry count")?;
-    if w.next().is_some() {
-        return Err(lines.err("size line has more than three numbers"));
-    }
+    no_more_words(&lines, &mut w, "three numbers of the size line")?;
     if h.symmetry != Symmetry::General && nrows != ncols {
         return Err(lines.err(format!("a {:?} matrix must be square, found {nrows}x{ncols}", h.symmetry)));
     }
     let expand = h.symmetry != Symmetry::General;
     // Cap the reservation: a corrupt header must not make us allocate terabytes.
-    let mut triplets: Vec<(usize, usize, f64)> = Vec::with_capacity(nnz.min(1 << 26) * if expand { 2 } else { 1 });
+    let mut triplets: Vec<(usize, usize, T)> = Vec::with_capacity(nnz.min(1 << 26) * if expand { 2 } else { 1 });
     for k in 0..nnz {
         let line = lines
             .next_data()?
@@ -180,21 +189,18 @@ fn read_matrix<T: Scalar>(mut lines: Lines) -> Result<CsrMatrix<T>> {
         if i == 0 || i > nrows || j == 0 || j > ncols {
             return Err(lines.err(format!("entry ({i}, {j}) is outside the 1-based {nrows}x{ncols} matrix")));
         }
-        let v = parse_value(&lines, h.field, w.next())?;
-        if w.next().is_some() {
-            return Err(lines.err("too many numbers on an entry line"));
-        }
+        let v: T = parse_value(&lines, h.field, &mut w)?;
+        no_more_words(&lines, &mut w, "entry")?;
         let (r, c) = (i - 1, j - 1);
         triplets.push((r, c, v));
         if expand && r != c {
-            let mirrored = if h.symmetry == Symmetry::SkewSymmetric { -v } else { v };
+            let mirrored = if h.symmetry == Symmetry::SkewSymmetric { T::from_f64(-v.to_f64()) } else { v };
             triplets.push((c, r, mirrored));
         }
     }
     if lines.next_data()?.is_some() {
         return Err(lines.err(format!("more entries than the {nnz} the size line promised")));
     }
-    let triplets = triplets.into_iter().map(|(r, c, v)| (r, c, T::from_f64(v))).collect();
     CsrMatrix::from_triplets(nrows, ncols, triplets)
 }
 
@@ -210,21 +216,27 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
     if nrows != 1 && ncols != 1 {
         return Err(lines.err(format!("a vector must have one row or one column, found {nrows}x{ncols}")));
     }
-    let n = nrows * ncols;
-    let mut out = vec![0.0f64; n];
-    match h.layout {
+    let n = nrows * ncols; // one of them is 0 or 1
+    if n > u32::MAX as usize {
+        return Err(lines.err(format!("a vector of {n} elements exceeds the 32-bit index range")));
+    }
+    let out = match h.layout {
         Layout::Array => {
-            if w.next().is_some() {
-                return Err(lines.err("an array size line has two numbers"));
-            }
-            for (k, slot) in out.iter_mut().enumerate() {
+            no_more_words(&lines, &mut w, "two numbers of an array size line")?;
+            // Grow as values arrive: a corrupt size line must not allocate terabytes up front.
+            let mut out = Vec::with_capacity(n.min(1 << 26));
+            for k in 0..n {
                 let line = lines.next_data()?.ok_or_else(|| lines.err(format!("file ends after {k} of {n} values")))?;
                 let mut w = line.split_whitespace();
-                *slot = parse_value(&lines, h.field, w.next())?;
+                out.push(parse_value::<T>(&lines, h.field, &mut w)?);
+                no_more_words(&lines, &mut w, "value")?;
             }
+            out
         }
         Layout::Coordinate => {
             let nnz: usize = parse_num(&lines, w.next(), "entry count")?;
+            no_more_words(&lines, &mut w, "three numbers of the size line")?;
+            let mut entries = Vec::with_capacity(nnz.min(1 << 26));
             for k in 0..nnz {
                 let line = lines.next_data()?.ok_or_else(|| lines.err(format!("file ends after {k} of {nnz} entries")))?;
                 let mut w = line.split_whitespace();
@@ -233,14 +245,21 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
                 if i == 0 || i > nrows || j == 0 || j > ncols {
                     return Err(lines.err(format!("entry ({i}, {j}) is outside the {nrows}x{ncols} vector")));
                 }
-                out[(i - 1) + (j - 1)] += parse_value(&lines, h.field, w.next())?;
+                entries.push(((i - 1) + (j - 1), parse_value::<T>(&lines, h.field, &mut w)?));
+                no_more_words(&lines, &mut w, "entry")?;
             }
+            let mut out = vec![T::default(); n];
+            for (idx, v) in entries {
+                // A single entry stays exact; duplicates add up.
+                out[idx] = if out[idx] == T::default() { v } else { T::from_f64(out[idx].to_f64() + v.to_f64()) };
+            }
+            out
         }
-    }
+    };
     if lines.next_data()?.is_some() {
         return Err(lines.err(format!("more values than the {n} the size line promised")));
     }
-    Ok(out.into_iter().map(T::from_f64).collect())
+    Ok(out)
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {

@@ -19,6 +19,8 @@ pub trait Scalar:
     const EPSILON: f64;
     /// A quiet NaN, used to poison outputs so that unwritten elements are caught.
     const NAN: Self;
+    /// Parses a decimal number straight into this type (one rounding, not two via f64).
+    fn parse_decimal(s: &str) -> Option<Self>;
 }
 
 impl Scalar for f32 {
@@ -33,6 +35,9 @@ impl Scalar for f32 {
     }
     const EPSILON: f64 = f32::EPSILON as f64;
     const NAN: Self = f32::NAN;
+    fn parse_decimal(s: &str) -> Option<Self> {
+        s.parse().ok()
+    }
 }
 
 impl Scalar for f64 {
@@ -47,4 +52,7 @@ impl Scalar for f64 {
     }
     const EPSILON: f64 = f64::EPSILON;
     const NAN: Self = f64::NAN;
+    fn parse_decimal(s: &str) -> Option<Self> {
+        s.parse().ok()
+    }
 }
