@@ -23,21 +23,53 @@ pub struct Timing {
 }
 
 impl Gpu {
-    /// Times `repeats` calls of `record`, all in one compute pass of one submission, after one
-    /// untimed warm-up pass. Returns the mean time of one call.
+    /// Times `record`: the mean time of one call over `repeats` calls recorded back to back in
+    /// one compute pass, the median of several such samples. First the GPU is kept busy for a
+    /// fifth of a second, so that a discrete GPU's clocks have left their idle state (a GPU idle
+    /// while the host prepared the next matrix otherwise reads several times slower).
     pub fn time_pass(&self, repeats: u32, mut record: impl FnMut(&mut wgpu::ComputePass<'_>)) -> Result<Timing> {
         let repeats = repeats.max(1);
-        let device = self.device();
-        // Warm-up: pipelines, first-touch page faults, clocks.
-        self.scoped("warm-up", || {
-            let mut enc = device.create_command_encoder(&Default::default());
+        // The first call compiles and faults pages in; the second estimates one call's cost.
+        self.submit_pass(1, &mut record)?;
+        let once = self.submit_pass(1, &mut record)?.max(1e-6);
+        let per_batch = ((0.01 / once) as u32).clamp(1, 1000);
+        let warm_start = Instant::now();
+        while warm_start.elapsed().as_secs_f64() < 0.2 {
+            self.submit_pass(per_batch, &mut record)?;
+        }
+        // Keep one sample under about a second, whatever `repeats` asks.
+        let reps = repeats.min(((1.0 / once) as u32).max(1));
+        let samples = if reps as f64 * once > 0.3 { 3 } else { 7 };
+        let mut times = Vec::with_capacity(samples);
+        let mut timer = Timer::GpuTimestamps;
+        for _ in 0..samples {
+            let (ms, t) = self.sample(reps, &mut record)?;
+            times.push(ms);
+            timer = t;
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(Timing { ms: times[times.len() / 2], repeats: reps, timer })
+    }
+
+    /// Submits `reps` calls in one pass and waits; returns the wall-clock seconds.
+    fn submit_pass(&self, reps: u32, record: &mut impl FnMut(&mut wgpu::ComputePass<'_>)) -> Result<f64> {
+        let start = Instant::now();
+        self.scoped("timed submission", || {
+            let mut enc = self.device().create_command_encoder(&Default::default());
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
-                record(&mut pass);
+                for _ in 0..reps {
+                    record(&mut pass);
+                }
             }
             self.queue().submit([enc.finish()]);
         })?;
         self.wait()?;
+        Ok(start.elapsed().as_secs_f64())
+    }
+
+    /// One sample: milliseconds per call over `reps` calls, by timestamps where possible.
+    fn sample(&self, reps: u32, record: &mut impl FnMut(&mut wgpu::ComputePass<'_>)) -> Result<(f64, Timer)> {
         if self.info().has(wgpu::Features::TIMESTAMP_QUERY) {
             let ticks = self.timestamps(|enc, query_set| {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -48,29 +80,18 @@ impl Gpu {
                         end_of_pass_write_index: Some(1),
                     }),
                 });
-                for _ in 0..repeats {
+                for _ in 0..reps {
                     record(&mut pass);
                 }
             })?;
             let ns = ticks as f64 * self.queue().get_timestamp_period() as f64;
-            // A zero reading means the driver did not really time it; fall through to the clock.
+            // A zero reading means the driver did not really time it; fall back to the clock.
             if ns > 0.0 {
-                return Ok(Timing { ms: ns / 1e6 / repeats as f64, repeats, timer: Timer::GpuTimestamps });
+                return Ok((ns / 1e6 / reps as f64, Timer::GpuTimestamps));
             }
         }
-        let start = Instant::now();
-        self.scoped("timed submission", || {
-            let mut enc = device.create_command_encoder(&Default::default());
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                for _ in 0..repeats {
-                    record(&mut pass);
-                }
-            }
-            self.queue().submit([enc.finish()]);
-        })?;
-        self.wait()?;
-        Ok(Timing { ms: start.elapsed().as_secs_f64() * 1e3 / repeats as f64, repeats, timer: Timer::WallClock })
+        let secs = self.submit_pass(reps, record)?;
+        Ok((secs * 1e3 / reps as f64, Timer::WallClock))
     }
 
     /// Records work with a two-entry timestamp query set and returns `end - start` in ticks.
