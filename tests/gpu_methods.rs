@@ -195,3 +195,36 @@ fn timing_and_copy_bandwidth_are_positive() {
     let bw = gpu.copy_bandwidth(1 << 20, 3).unwrap();
     assert!(bw > 0.0 && bw.is_finite());
 }
+
+#[test]
+fn unknown_adapter_name_is_a_clear_error() {
+    if gpu().is_none() {
+        return;
+    }
+    let opts = wgspmv::GpuOptions { adapter_name: Some("no-such-adapter-xyz".into()), ..Default::default() };
+    match pollster::block_on(wgspmv::Gpu::with_options(opts)) {
+        Err(e @ Error::NoAdapter { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("no-such-adapter-xyz") && msg.contains("lavapipe"), "{msg}");
+        }
+        other => panic!("expected NoAdapter, got {other:?}"),
+    }
+}
+
+#[test]
+fn lost_device_is_an_error_not_a_panic() {
+    if gpu().is_none() {
+        return;
+    }
+    // A device of our own to destroy (the shared test device must live on).
+    let gpu = pollster::block_on(wgspmv::Gpu::with_options(Default::default())).unwrap();
+    let a = SuiteClass::ShortRows.generate(1_000, 1).cast::<f32>();
+    let plan = gpu.prepare(&a, Method::CsrScalar).unwrap();
+    let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
+    let mut y = GpuVector::filled(&gpu, a.nrows(), 0.0f32).unwrap();
+    gpu.device().destroy();
+    let _ = gpu.device().poll(wgpu::PollType::Poll);
+    assert!(matches!(plan.run(&x, &mut y), Err(Error::DeviceLost { .. })));
+    assert!(matches!(y.read(), Err(Error::DeviceLost { .. })));
+    assert!(matches!(gpu.prepare(&a, Method::CsrVector), Err(Error::DeviceLost { .. })));
+}

@@ -120,3 +120,25 @@ impl Kernel {
         scalars.iter().flat_map(|&s| modes.iter().map(move |&m| (s, m))).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Size in bytes of the WGSL struct `name` in an assembled kernel.
+    fn wgsl_struct_size(src: &str, name: &str) -> u32 {
+        let module = naga::front::wgsl::parse_str(src).unwrap();
+        let ty = module.types.iter().find(|(_, t)| t.name.as_deref() == Some(name)).unwrap_or_else(|| panic!("no struct {name}"));
+        ty.1.inner.size(module.to_ctx())
+    }
+
+    #[test]
+    fn host_mirrors_match_wgsl_struct_sizes() {
+        for (scalar, size) in [("f32", 4), ("f64", 8)] {
+            let src = CSR_SCALAR.source(scalar, LaneMode::Workgroup);
+            // `Coeffs` is uploaded as `[alpha, beta]` of the scalar type (plan.rs).
+            assert_eq!(wgsl_struct_size(&src, "Coeffs"), 2 * size);
+            assert_eq!(wgsl_struct_size(&src, "Chunk") as usize, std::mem::size_of::<crate::methods::csr::ChunkUniform>());
+        }
+    }
+}

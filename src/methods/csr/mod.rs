@@ -165,7 +165,8 @@ mod tests {
     fn chunks_cover_rows_and_respect_budget() {
         let row_ptr = [0u32, 3, 3, 10, 11, 20, 20];
         let c = row_chunks(&row_ptr, 4, 40).unwrap();
-        assert_eq!(c, vec![0..3, 3..5, 5..6]);
+        assert_eq!(c, vec![0..3, 3..6]); // 10 entries each: exactly the budget
+        assert_eq!(row_chunks(&row_ptr, 4, 36).unwrap(), vec![0..2, 2..4, 4..6]);
         assert_eq!(row_chunks(&row_ptr, 4, 1 << 20).unwrap(), vec![0..6]);
         assert!(matches!(row_chunks(&row_ptr, 4, 16), Err(Error::TooLargeForAdapter { .. })));
         assert!(row_chunks(&[0], 4, 16).unwrap().is_empty());
