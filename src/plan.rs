@@ -197,6 +197,7 @@ impl Gpu {
         };
         match method {
             Method::CsrScalar | Method::CsrVector => crate::methods::csr::prepare(self, a, method, opts),
+            Method::Cmrs | Method::CmrsPadded => crate::methods::cmrs::prepare(self, a, method, opts),
             Method::Auto => unreachable!("select::choose returns a concrete method"),
         }
     }

@@ -38,6 +38,8 @@ pub struct GpuInfo {
     pub name: String,
     pub backend: wgpu::Backend,
     pub device_type: wgpu::DeviceType,
+    /// PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x106b Apple; 0 when unknown).
+    pub vendor: u32,
     pub driver: String,
     pub subgroup_min_size: u32,
     pub subgroup_max_size: u32,
@@ -190,6 +192,7 @@ impl Gpu {
             name: a.name,
             backend: a.backend,
             device_type: a.device_type,
+            vendor: a.vendor,
             driver: format!("{} {}", a.driver, a.driver_info).trim().to_owned(),
             subgroup_min_size: a.subgroup_min_size,
             subgroup_max_size: a.subgroup_max_size,

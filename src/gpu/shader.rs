@@ -20,7 +20,7 @@ impl LaneMode {
 }
 
 /// A kernel: its file and which shared pieces it is assembled with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Kernel {
     pub name: &'static str,
     body: &'static str,
@@ -30,6 +30,9 @@ pub struct Kernel {
     lanes: bool,
     /// Override constants and every value the library may give each.
     pub overrides: &'static [(&'static str, &'static [u32])],
+    /// Keeps only the combinations the library can produce and adds the overrides derived from
+    /// the others (e.g. a buffer size); `None` keeps every combination.
+    derive: Option<fn(&mut Vec<(&'static str, u32)>) -> bool>,
 }
 
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
@@ -47,6 +50,7 @@ pub const CSR_SCALAR: Kernel = Kernel {
     spmv: true,
     lanes: false,
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+    derive: None,
 };
 
 pub const CSR_VECTOR: Kernel = Kernel {
@@ -55,7 +59,41 @@ pub const CSR_VECTOR: Kernel = Kernel {
     spmv: true,
     lanes: true,
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
+    derive: Some(|_| true),
 };
+
+/// Strip heights CMRS accepts (row-in-strip takes 4 bits).
+pub const CMRS_HEIGHTS: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
+/// Buffer columns of the CMRS variants: 0 is one per lane, the rest the smaller buffer's M.
+pub const CMRS_BUF_COLS: &[u32] = &[0, 1, 2, 4, 8, 16, 32, 64, 128];
+
+pub const CMRS: Kernel = Kernel {
+    name: "cmrs",
+    body: include_str!("../../shaders/cmrs.wgsl"),
+    spmv: true,
+    lanes: true,
+    overrides: &[
+        ("WG_SIZE", WORKGROUP_SIZES),
+        ("LANES", LANE_WIDTHS),
+        ("HEIGHT", CMRS_HEIGHTS),
+        ("BUF_COLS", CMRS_BUF_COLS),
+        ("PACKED", &[0, 1]),
+    ],
+    derive: Some(|set| {
+        let get = |s: &[(&str, u32)], n: &str| s.iter().find(|p| p.0 == n).unwrap().1;
+        let (wg, lanes, h, m) = (get(set, "WG_SIZE"), get(set, "LANES"), get(set, "HEIGHT"), get(set, "BUF_COLS"));
+        if m > lanes {
+            return false;
+        }
+        set.push(("CELLS", cmrs_cells(wg, lanes, h, m)));
+        true
+    }),
+};
+
+/// Workgroup buffer cells of the CMRS kernel.
+pub fn cmrs_cells(wg: u32, lanes: u32, height: u32, buf_cols: u32) -> u32 {
+    if buf_cols == 0 { wg * height } else { wg / lanes * buf_cols * height }
+}
 
 pub const COPY: Kernel = Kernel {
     name: "copy",
@@ -63,10 +101,11 @@ pub const COPY: Kernel = Kernel {
     spmv: false,
     lanes: false,
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+    derive: None,
 };
 
 /// Every kernel the library can dispatch.
-pub const ALL_KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, COPY];
+pub const ALL_KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, CMRS, COPY];
 
 impl Kernel {
     /// The assembled WGSL for one scalar type and lane mode (ignored by kernels without teams).
@@ -110,6 +149,9 @@ impl Kernel {
             (Some(w), Some(l)) => l <= w,
             _ => true,
         });
+        if let Some(derive) = self.derive {
+            sets.retain_mut(|s| derive(s));
+        }
         sets
     }
 

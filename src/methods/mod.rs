@@ -1,6 +1,8 @@
 //! The SpMV methods. Each has a host-side format build (pure CPU) and a GPU plan builder that
 //! turns it into dispatch stages.
 
+pub(crate) mod common;
+pub mod cmrs;
 pub mod csr;
 
 use crate::{Error, Result};
@@ -13,19 +15,25 @@ pub enum Method {
     CsrScalar,
     /// One SIMD group (subgroup, or a team of lanes in workgroup memory) per row (baseline).
     CsrVector,
+    /// Compressed multirow storage: one SIMD group per strip of rows (Koza et al.).
+    Cmrs,
+    /// CMRS with the smaller buffer and zero-padded strips of the paper's section 6.7.
+    CmrsPadded,
     /// Chosen from the matrix's row statistics and the adapter (see [`crate::select`]).
     Auto,
 }
 
 impl Method {
     /// Every concrete method, in report order.
-    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector];
+    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector, Method::Cmrs, Method::CmrsPadded];
 
     /// The name used on command lines and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Method::CsrScalar => "csr-scalar",
             Method::CsrVector => "csr-vector",
+            Method::Cmrs => "cmrs",
+            Method::CmrsPadded => "cmrs-padded",
             Method::Auto => "auto",
         }
     }
@@ -69,4 +77,6 @@ pub struct PlanOptions {
     /// Largest size of one matrix array on the GPU; larger matrices are split into row chunks.
     /// Defaults to the adapter's storage-binding limit; lower it to test chunking.
     pub max_chunk_bytes: Option<u64>,
+    /// Parameters of `cmrs` and `cmrs-padded`.
+    pub cmrs: cmrs::CmrsOptions,
 }

@@ -1,0 +1,158 @@
+//! `cmrs` and `cmrs-padded`: compressed multirow storage (Koza et al.). The format is built on
+//! the host ([`format`]); the plan uploads it in strip chunks and runs one team per strip.
+
+pub mod format;
+
+pub use format::{predicted_speedup, traffic_ratio, CmrsLayout, CmrsMatrix, RowLayout};
+
+use crate::gpu::shader::{self, LaneMode};
+use crate::gpu::{Gpu, GpuInfo, PipelineKey};
+use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, ptr_chunks, upload, workgroup_size, ChunkUniform};
+use crate::methods::{LanePolicy, Method, PlanOptions};
+use crate::plan::{Binding, SpmvPlan, Stage};
+use crate::{CsrMatrix, Result, Scalar};
+use std::sync::Arc;
+
+/// CMRS parameters; `None` means "choose for this adapter and matrix".
+#[derive(Clone, Debug, Default)]
+pub struct CmrsOptions {
+    /// Rows per strip, 1..=16. Default: [`default_height`] (`cmrs`), 16 (`cmrs-padded`).
+    pub height: Option<u32>,
+    /// Buffer columns M of `cmrs-padded` (a power of two up to the team width; default 8).
+    pub buffer_columns: Option<u32>,
+    /// Keep CSR order inside strips instead of sorting items by column.
+    pub keep_csr_order: bool,
+    /// Store row-in-strip numbers in a separate array even when they would fit the column word.
+    pub force_separate_rows: bool,
+}
+
+/// Memory segment size λ of the traffic model (the paper's value for 4-byte streams).
+pub const SEGMENT_BYTES: f64 = 128.0;
+
+/// Workgroup memory one resident invocation can use at full occupancy, by vendor: the paper's
+/// section 6.3 reasoning (strip height is capped by the shared memory per thread) applied to
+/// the hardware generations wgpu reaches. NVIDIA Turing..Hopper: 64..228 KiB per SM for 1024..2048
+/// threads; AMD GCN/RDNA: 64 KiB LDS per CU for up to 2560; Intel Xe: 64 KiB SLM per Xe-core for
+/// 512..1024; Apple: 32 KiB threadgroup memory for about 1024. Software adapters: no occupancy to
+/// lose, the cap is the workgroup limit alone.
+fn workgroup_bytes_per_invocation(info: &GpuInfo) -> u64 {
+    match (info.device_type, info.vendor) {
+        (wgpu::DeviceType::Cpu, _) => u64::MAX,
+        (_, 0x10de) => 64,
+        (_, 0x1002) => 24,
+        (_, 0x8086) => 64,
+        (_, 0x106b) => 32,
+        _ => 32,
+    }
+}
+
+/// The default strip height: the smallest height at which the paper's traffic model (eq. 5.1)
+/// wastes at most 10% of the bytes moved, capped by the occupancy bound.
+pub fn default_height(info: &GpuInfo, mean_row_len: f64, value_bytes: usize) -> u32 {
+    let b = value_bytes as f64;
+    let occupancy_cap = (workgroup_bytes_per_invocation(info) / value_bytes as u64).clamp(1, 16) as u32;
+    let model = (10.0 * (SEGMENT_BYTES - b) / (mean_row_len.max(1e-3) * b)).ceil().clamp(1.0, 16.0) as u32;
+    model.min(occupancy_cap)
+}
+
+pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+    let info = gpu.info();
+    let padded = method == Method::CmrsPadded;
+    let mut lanes = lane_mode(gpu, opts.lanes)?;
+    // The padded layout is arranged for one team width; a subgroup size that varies between
+    // dispatches would break it, so such adapters use the workgroup-memory teams.
+    if padded && lanes == LaneMode::Subgroup && info.subgroup_min_size != info.subgroup_max_size {
+        if opts.lanes == LanePolicy::Subgroup {
+            return Err(bad("lanes", "subgroup", "cmrs-padded needs a fixed subgroup size; this adapter's varies"));
+        }
+        lanes = LaneMode::Workgroup;
+    }
+    let team = match lanes {
+        LaneMode::Subgroup => {
+            if opts.lanes_per_row.is_some_and(|l| l != info.subgroup_min_size) {
+                return Err(bad("lanes_per_row", opts.lanes_per_row.unwrap(), "the subgroup path uses the adapter's subgroup size"));
+            }
+            info.subgroup_min_size
+        }
+        LaneMode::Workgroup => {
+            let t = opts.lanes_per_row.unwrap_or(32);
+            if !shader::LANE_WIDTHS.contains(&t) {
+                return Err(bad("lanes_per_row", t, format!("must be one of {:?}", shader::LANE_WIDTHS)));
+            }
+            t
+        }
+    };
+    let at_least = if lanes == LaneMode::Subgroup { info.subgroup_max_size } else { team };
+    let wg = workgroup_size(gpu, opts.workgroup_size, 128, at_least)?;
+    let elem = std::mem::size_of::<T>();
+    let height = match opts.cmrs.height {
+        Some(h) => h,
+        None if padded => 16,
+        None => default_height(info, a.row_stats().mean, elem),
+    };
+    let buf_cols = if padded { opts.cmrs.buffer_columns.unwrap_or(8.min(team)) } else { 0 };
+    let layout = CmrsLayout {
+        height,
+        sort_by_column: !opts.cmrs.keep_csr_order,
+        force_separate: opts.cmrs.force_separate_rows,
+        small_buffer: padded.then_some((team, buf_cols)),
+    };
+    layout.validate()?;
+    let cells = shader::cmrs_cells(wg, team, height, buf_cols);
+    // The workgroup path's team_sum needs WG_SIZE more cells.
+    let extra = if lanes == LaneMode::Workgroup { wg } else { 0 };
+    check_workgroup_memory(gpu, "height", height, (cells + extra) as u64 * elem as u64)?;
+    let m = CmrsMatrix::from_csr(a, &layout)?;
+
+    let kernel = shader::CMRS;
+    let packed = (m.rows == RowLayout::Packed) as u32;
+    let overrides = vec![("WG_SIZE", wg), ("LANES", team), ("HEIGHT", height), ("BUF_COLS", buf_cols), ("PACKED", packed), ("CELLS", cells)];
+    let pipeline = gpu.pipeline(PipelineKey { kernel: kernel.name, variant: kernel.variant(T::WGSL, lanes), overrides }, || {
+        kernel.source(T::WGSL, lanes)
+    })?;
+
+    let h = height as usize;
+    let strips_per_group = wg / team;
+    let chunks = ptr_chunks(&m.strip_ptr, elem.max(4) as u64, chunk_limit(gpu, opts), "strip")?;
+    let mut stages = Vec::with_capacity(chunks.len());
+    for strips in &chunks {
+        let (s, e) = (m.strip_ptr[strips.start] as usize, m.strip_ptr[strips.end] as usize);
+        let strip_ptr: Vec<u32> = m.strip_ptr[strips.clone()].iter().chain([&m.strip_ptr[strips.end]]).map(|p| p - s as u32).collect();
+        // Row-in-strip nibbles re-packed from the chunk's first item (a dummy word when packed).
+        let rows: Vec<u32> = match m.rows {
+            RowLayout::Packed => vec![0],
+            RowLayout::Separate => {
+                let nib: Vec<u32> = (s..e).map(|j| m.item(j).map_or(0, |(r, _)| r)).collect();
+                nib.chunks(8).map(|c| c.iter().enumerate().fold(0, |w, (i, &r)| w | r << (4 * i))).collect()
+            }
+        };
+        let row_begin = strips.start * h;
+        let params = ChunkUniform { row_begin: row_begin as u32, nrows: ((strips.end * h).min(a.nrows()) - row_begin) as u32 };
+        stages.push(Stage {
+            pipeline: pipeline.clone(),
+            bindings: vec![
+                upload(gpu, "strip_ptr", &strip_ptr)?,
+                upload(gpu, "col_words", &m.col_words[s..e])?,
+                upload(gpu, "values", &m.values[s..e])?,
+                Binding::X,
+                Binding::Y,
+                Binding::Coeffs,
+                Binding::Owned(Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)))),
+                upload(gpu, "row_in_strip", &rows)?,
+            ],
+            grid: gpu.grid((strips.len() as u32).div_ceil(strips_per_group)),
+        });
+    }
+    let details = format!(
+        "{}: height {height}, {} lanes per strip via {} reduction, {}, workgroup {wg}, {} row-in-strip, {} padding zeros ({:+} bytes vs CSR), {} chunk(s)",
+        method.name(),
+        team,
+        lanes.name(),
+        if padded { format!("buffer {buf_cols} columns") } else { "buffer column per lane".into() },
+        if packed == 1 { "packed" } else { "separate" },
+        m.padding,
+        m.overhead_bytes_vs_csr(),
+        chunks.len()
+    );
+    Ok(SpmvPlan::new(gpu, method, a, stages, details))
+}

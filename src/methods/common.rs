@@ -1,0 +1,121 @@
+//! Plan-building pieces every GPU method shares: row chunking under the binding limit, the lane
+//! mode and workgroup size choices, uploads.
+
+use crate::gpu::shader::{self, LaneMode};
+use crate::gpu::Gpu;
+use crate::methods::{LanePolicy, PlanOptions};
+use crate::plan::Binding;
+use crate::{Error, Result};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Mirrors `struct Chunk` in shaders/common.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct ChunkUniform {
+    pub row_begin: u32,
+    pub nrows: u32,
+}
+
+/// Splits rows (or strips: any pointer array) into consecutive ranges whose entries take at most
+/// `max_bytes` per array (`entry_bytes` per stored entry) and whose pointers fit too. A single row
+/// that cannot fit is an error: these methods never split a row.
+pub(crate) fn ptr_chunks(row_ptr: &[u32], entry_bytes: u64, max_bytes: u64, unit: &str) -> Result<Vec<Range<usize>>> {
+    let nrows = row_ptr.len() - 1;
+    let max_entries = max_bytes / entry_bytes;
+    let max_rows = (max_bytes / 4).saturating_sub(1).max(1) as usize;
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    while start < nrows {
+        let base = row_ptr[start] as u64;
+        // Last row end within the entry budget.
+        let fit = row_ptr[start + 1..].partition_point(|&p| p as u64 - base <= max_entries);
+        let end = start + fit.min(max_rows);
+        if end == start {
+            let len = (row_ptr[start + 1] - row_ptr[start]) as u64;
+            return Err(Error::TooLargeForAdapter {
+                what: format!("{unit} {start} with {len} entries"),
+                bytes: len * entry_bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit: max_bytes,
+            });
+        }
+        chunks.push(start..end);
+        start = end;
+    }
+    Ok(chunks)
+}
+
+pub(crate) fn bad(name: &'static str, value: impl ToString, reason: impl Into<String>) -> Error {
+    Error::InvalidParameter { name, value: value.to_string(), reason: reason.into() }
+}
+
+/// Chooses the lane mode for a kernel with teams.
+pub(crate) fn lane_mode(gpu: &Gpu, policy: LanePolicy) -> Result<LaneMode> {
+    let info = gpu.info();
+    let has = info.has(wgpu::Features::SUBGROUP) && shader::LANE_WIDTHS.contains(&info.subgroup_min_size);
+    match policy {
+        LanePolicy::Workgroup => Ok(LaneMode::Workgroup),
+        LanePolicy::Subgroup if !has => Err(Error::MissingFeature {
+            adapter: info.name.clone(),
+            feature: "SUBGROUP",
+            needed_for: "the subgroup lane path".into(),
+            hint: " (use LanePolicy::Auto or Workgroup)",
+        }),
+        LanePolicy::Subgroup => Ok(LaneMode::Subgroup),
+        LanePolicy::Auto => Ok(if has { LaneMode::Subgroup } else { LaneMode::Workgroup }),
+    }
+}
+
+/// Validates the requested workgroup size or chooses `default` (raised to `at_least`).
+pub(crate) fn workgroup_size(gpu: &Gpu, requested: Option<u32>, default: u32, at_least: u32) -> Result<u32> {
+    let max = gpu.info().limits.max_compute_invocations_per_workgroup.min(gpu.info().limits.max_compute_workgroup_size_x);
+    let wg = requested.unwrap_or(default.max(at_least).min(max));
+    if !shader::WORKGROUP_SIZES.contains(&wg) {
+        return Err(bad("workgroup_size", wg, format!("must be one of {:?}", shader::WORKGROUP_SIZES)));
+    }
+    if wg > max {
+        return Err(bad("workgroup_size", wg, format!("this adapter allows at most {max} invocations per workgroup")));
+    }
+    if wg < at_least {
+        return Err(bad("workgroup_size", wg, format!("must be at least {at_least} (the largest subgroup)")));
+    }
+    Ok(wg)
+}
+
+
+/// The largest array one chunk may hold on this adapter (or the caller's lower limit).
+pub(crate) fn chunk_limit(gpu: &Gpu, opts: &PlanOptions) -> u64 {
+    let limit = gpu.info().max_binding_bytes();
+    opts.max_chunk_bytes.unwrap_or(limit).min(limit)
+}
+
+/// Refuses a workgroup buffer the adapter cannot hold.
+pub(crate) fn check_workgroup_memory(gpu: &Gpu, name: &'static str, value: u32, bytes: u64) -> Result<()> {
+    let have = gpu.info().limits.max_compute_workgroup_storage_size as u64;
+    if bytes > have {
+        return Err(bad(name, value, format!("needs {bytes} bytes of workgroup memory, the adapter has {have}")));
+    }
+    Ok(())
+}
+
+/// Uploads a plan-owned storage array.
+pub(crate) fn upload<P: bytemuck::Pod>(gpu: &Gpu, label: &str, data: &[P]) -> Result<Binding> {
+    Ok(Binding::Owned(Arc::new(gpu.storage_buffer(label, bytemuck::cast_slice(data), wgpu::BufferUsages::empty())?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_rows_and_respect_budget() {
+        let row_ptr = [0u32, 3, 3, 10, 11, 20, 20];
+        let c = ptr_chunks(&row_ptr, 4, 40, "row").unwrap();
+        assert_eq!(c, vec![0..3, 3..6]); // 10 entries each: exactly the budget
+        assert_eq!(ptr_chunks(&row_ptr, 4, 36, "row").unwrap(), vec![0..2, 2..4, 4..6]);
+        assert_eq!(ptr_chunks(&row_ptr, 4, 1 << 20, "row").unwrap(), vec![0..6]);
+        assert!(matches!(ptr_chunks(&row_ptr, 4, 16, "row"), Err(Error::TooLargeForAdapter { .. })));
+        assert!(ptr_chunks(&[0], 4, 16, "row").unwrap().is_empty());
+    }
+}
