@@ -120,6 +120,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     let bar = ProgressBar::new((sources.len() * methods.len()) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed}]").unwrap());
     let mut rows = Vec::new();
+    let mut reports = Vec::new();
     for (name, make) in &sources {
         bar.set_message(name.clone());
         let a = match make() {
@@ -135,11 +136,17 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             bar.set_message(format!("{name}: writing .mtx"));
             io::write_matrix_market(dir.join(format!("{name}.mtx")), &a)?;
         }
-        let out = if args.f64 {
-            bench_matrix::<f64>(&gpu, name, &a, &methods, args.repeat, copy, &bar)
+        let (out, report) = if args.f64 {
+            let out = bench_matrix::<f64>(&gpu, name, &a, &methods, args.repeat, copy, &bar);
+            let report = cmrs_report::<f64>(&gpu, name, &a, &out);
+            (out, report)
         } else {
-            bench_matrix::<f32>(&gpu, name, &a.cast(), &methods, args.repeat, copy, &bar)
+            let a32 = a.cast::<f32>();
+            let out = bench_matrix::<f32>(&gpu, name, &a32, &methods, args.repeat, copy, &bar);
+            let report = cmrs_report::<f32>(&gpu, name, &a32, &out);
+            (out, report)
         };
+        reports.extend(report);
         for r in out {
             println!(
                 "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e}{}",
@@ -154,6 +161,13 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     let copy_end = gpu.copy_bandwidth(args.copy_mib << 20, 20)?;
     println!("# copy_gbps_end: {copy_end:.0}");
     print_table(&rows, copy);
+    if !reports.is_empty() {
+        println!("\nCMRS: predicted (eq. 5.2, λ = {} B) vs measured speedup over csr-vector; CSR->CMRS->CSR conversion in SpMV-equivalents; cmrs-padded's explicit zeros", wgspmv::methods::cmrs::SEGMENT_BYTES);
+        println!("{CMRS_HEADER}");
+        for r in &reports {
+            println!("{r}");
+        }
+    }
     if let Some(path) = &args.csv {
         let mut f = std::fs::File::create(path).map_err(|source| wgspmv::Error::Io { path: path.clone(), source })?;
         let mut text = header.clone();
@@ -162,6 +176,11 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         }
         writeln!(text, "# copy_gbps_end: {copy_end:.0}").unwrap();
         f.write_all(text.as_bytes()).map_err(|source| wgspmv::Error::Io { path: path.clone(), source })?;
+        if !reports.is_empty() {
+            let extra = path.with_extension("cmrs.csv");
+            let body = format!("{CMRS_HEADER}\n{}\n", reports.join("\n"));
+            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
+        }
     }
     Ok(())
 }
@@ -213,6 +232,37 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, methods: &[M
         bar.inc(1);
     }
     out
+}
+
+const CMRS_HEADER: &str = "matrix,mu,height,predicted_speedup,measured_speedup,to_cmrs_spmv_eq,to_csr_spmv_eq,padded_zeros,padded_overhead_pct";
+
+/// The CMRS figures issue 3 asks for, from the rows just measured (needs `cmrs` and `csr-vector`).
+fn cmrs_report<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, rows: &[Row]) -> Option<String> {
+    use wgspmv::methods::cmrs::{default_height, predicted_speedup, CmrsLayout, CmrsMatrix};
+    let ms = |m: &str| rows.iter().find(|r| r.method == m).map(|r| r.ms);
+    let (cmrs_ms, vector_ms) = (ms("cmrs")?, ms("csr-vector")?);
+    let mu = a.row_stats().mean;
+    let b = std::mem::size_of::<T>();
+    let height = default_height(gpu.info(), mu, b);
+    let layout = CmrsLayout { height, ..Default::default() };
+    let t = std::time::Instant::now();
+    let m = CmrsMatrix::from_csr(a, &layout).ok()?;
+    let to_cmrs = t.elapsed().as_secs_f64() * 1e3;
+    let t = std::time::Instant::now();
+    let _ = m.to_csr().ok()?;
+    let to_csr = t.elapsed().as_secs_f64() * 1e3;
+    let team = if gpu.info().has(wgpu::Features::SUBGROUP) { gpu.info().subgroup_min_size } else { 32 };
+    let padded = CmrsMatrix::from_csr(a, &CmrsLayout { height: 16, small_buffer: Some((team, 8.min(team))), ..Default::default() }).ok()?;
+    let csr_bytes = (a.nnz() * (b + 4) + (a.nrows() + 1) * 4) as f64;
+    Some(format!(
+        "{name},{mu:.2},{height},{:.2},{:.2},{:.1},{:.1},{},{:.1}",
+        predicted_speedup(height as f64, mu, b as f64, wgspmv::methods::cmrs::SEGMENT_BYTES),
+        vector_ms / cmrs_ms,
+        to_cmrs / cmrs_ms,
+        to_csr / cmrs_ms,
+        padded.padding,
+        100.0 * padded.overhead_bytes_vs_csr() as f64 / csr_bytes
+    ))
 }
 
 fn print_table(rows: &[Row], copy: f64) {

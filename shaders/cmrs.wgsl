@@ -1,7 +1,9 @@
 // cmrs: one team of lanes (a SIMD group) per strip of HEIGHT rows (Koza et al., Algorithm 1).
-// Each lane adds its products into a buffer cell of the item's row; the cells of each row are
-// then summed over the team. Buffer layout: row-major, `cols` cells per row, so the lanes of one
-// pass write consecutive addresses (no bank conflicts) whatever rows their items belong to.
+// Each lane adds its products into a buffer cell of the item's row; each row's cells are then
+// summed by a transposed reduction: S = cols / HEIGHT lanes per row each add every S-th cell,
+// then one lane per row adds those S partials. Rows are padded to cols + 1 cells, so both the
+// accumulation (lanes of a pass, consecutive columns) and the reduction (lanes of a row, strided
+// columns) spread over the memory banks.
 @group(0) @binding(0) var<storage, read> strip_ptr: array<u32>;
 @group(0) @binding(1) var<storage, read> col_words: array<u32>;
 @group(0) @binding(2) var<storage, read> vals: array<scalar>;
@@ -21,8 +23,8 @@ override HEIGHT: u32 = 8u;
 override BUF_COLS: u32 = 0u;
 // 1: row-in-strip in the low 4 bits of the column word; 0: in `row_in_strip`.
 override PACKED: u32 = 1u;
-// Workgroup buffer cells: WG_SIZE * HEIGHT, or (WG_SIZE / LANES) * BUF_COLS * HEIGHT.
-override CELLS: u32 = 1024u;
+// Workgroup buffer cells: (WG_SIZE / LANES) * HEIGHT * (cols + 1), cols = LANES or BUF_COLS.
+override CELLS: u32 = 1056u;
 override STRIPS_PER_GROUP: u32 = WG_SIZE / LANES;
 
 // Padding items of the smaller-buffer layout: skipped, so never 0 * inf.
@@ -49,15 +51,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     // for the whole workgroup, so barriers and team_sum stay in uniform control flow.
     let passes = (STRIPS_PER_GROUP + l.teams - 1u) / l.teams;
     let cols = select(l.width, BUF_COLS, BUF_COLS > 0u);
-    let base = l.team * HEIGHT * cols;
+    let stride = cols + 1u;
+    let base = l.team * HEIGHT * stride;
     let my_col = l.lane % cols;
+    // Reduction lanes per row.
+    let per_row = max(cols / HEIGHT, 1u);
     for (var p = 0u; p < passes; p++) {
         let i = p * l.teams + l.team;
         let strip = first + i;
         let live = i < STRIPS_PER_GROUP && strip < nstrips;
         if (l.lane < cols) {
             for (var r = 0u; r < HEIGHT; r++) {
-                cells[base + r * cols + l.lane] = scalar(0);
+                cells[base + r * stride + l.lane] = scalar(0);
             }
         }
         if (BUF_COLS > 0u) {
@@ -70,23 +75,37 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                 let word = col_words[j];
                 if (word != PADDING) {
                     let rc = row_and_col(j, word);
-                    cells[base + rc.x * cols + my_col] += vals[j] * x[rc.y];
+                    cells[base + rc.x * stride + my_col] += vals[j] * x[rc.y];
                 }
             }
         }
-        if (BUF_COLS > 0u) {
-            workgroupBarrier();
-        }
-        for (var r = 0u; r < HEIGHT; r++) {
-            var v = scalar(0);
-            if (l.lane < cols) {
-                v = cells[base + r * cols + l.lane];
+        workgroupBarrier();
+        // Partial q of row r: cells q, q + per_row, ... of the row, stored back into cell q (which
+        // no other partial reads).
+        for (var t = l.lane; t < per_row * HEIGHT; t += l.width) {
+            let r = t % HEIGHT;
+            let q = t / HEIGHT;
+            let row_cells = base + r * stride;
+            var sum = scalar(0);
+            for (var c = q; c < cols; c += per_row) {
+                sum += cells[row_cells + c];
             }
-            let total = team_sum(v, l);
-            let row = strip * HEIGHT + r;
-            if (live && l.lane == r % l.width && row < chunk.nrows) {
-                write_y(chunk.row_begin + row, total);
+            cells[row_cells + q] = sum;
+        }
+        workgroupBarrier();
+        if (live) {
+            for (var r = l.lane; r < HEIGHT; r += l.width) {
+                let row = strip * HEIGHT + r;
+                if (row < chunk.nrows) {
+                    var total = scalar(0);
+                    for (var q = 0u; q < per_row; q++) {
+                        total += cells[base + r * stride + q];
+                    }
+                    write_y(chunk.row_begin + row, total);
+                }
             }
         }
+        // The next pass zeroes these cells.
+        workgroupBarrier();
     }
 }

@@ -90,9 +90,12 @@ pub const CMRS: Kernel = Kernel {
     }),
 };
 
-/// Workgroup buffer cells of the CMRS kernel.
+/// Workgroup buffer cells of the CMRS kernel: per team, `height` rows of `cols + 1` cells (the
+/// extra cell staggers rows across memory banks). With subgroups larger than `lanes` there are
+/// fewer, wider teams, which need no more cells.
 pub fn cmrs_cells(wg: u32, lanes: u32, height: u32, buf_cols: u32) -> u32 {
-    if buf_cols == 0 { wg * height } else { wg / lanes * buf_cols * height }
+    let cols = if buf_cols == 0 { lanes } else { buf_cols };
+    wg / lanes * height * (cols + 1)
 }
 
 pub const COPY: Kernel = Kernel {

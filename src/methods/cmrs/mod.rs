@@ -99,9 +99,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
     };
     layout.validate()?;
     let cells = shader::cmrs_cells(wg, team, height, buf_cols);
-    // The workgroup path's team_sum needs WG_SIZE more cells.
-    let extra = if lanes == LaneMode::Workgroup { wg } else { 0 };
-    check_workgroup_memory(gpu, "height", height, (cells + extra) as u64 * elem as u64)?;
+    check_workgroup_memory(gpu, "height", height, cells as u64 * elem as u64)?;
     let m = CmrsMatrix::from_csr(a, &layout)?;
 
     let kernel = shader::CMRS;
@@ -144,7 +142,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
         });
     }
     let details = format!(
-        "{}: height {height}, {} lanes per strip via {} reduction, {}, workgroup {wg}, {} row-in-strip, {} padding zeros ({:+} bytes vs CSR), {} chunk(s)",
+        "{}: height {height}, {} lanes per strip ({} teams), {}, workgroup {wg}, {} row-in-strip, {} padding zeros ({:+} bytes vs CSR), {} chunk(s)",
         method.name(),
         team,
         lanes.name(),
