@@ -64,9 +64,9 @@ impl<T: Scalar> GpuVector<T> {
 
     /// Reads the vector back, blocking until the GPU has finished the work that writes it.
     pub fn read(&self) -> Result<Vec<T>> {
-        let (staging, mut rx) = self.start_read()?;
-        self.gpu.wait()?;
-        Self::finish_read(staging, rx.try_recv().ok().flatten(), self.len)
+        let (staging, rx) = self.start_read()?;
+        let status = self.gpu.wait_for_callback(rx)?;
+        Self::finish_read(staging, Some(status), self.len)
     }
 
     /// Reads the vector back without blocking the thread; the future drives the device itself

@@ -264,6 +264,25 @@ impl Gpu {
         self.check_alive()
     }
 
+    /// Waits for the GPU, then for a map callback to have run. Another thread polling the same
+    /// device may be the one that runs it, a moment after our own wait returns.
+    pub(crate) fn wait_for_callback<R>(&self, mut rx: futures::channel::oneshot::Receiver<R>) -> Result<R> {
+        self.wait()?;
+        let start = std::time::Instant::now();
+        loop {
+            match rx.try_recv() {
+                Ok(Some(r)) => return Ok(r),
+                Ok(None) if start.elapsed().as_secs() < 60 => {
+                    let _ = self.inner.device.poll(wgpu::PollType::Poll);
+                    std::thread::yield_now();
+                }
+                Ok(None) => return Err(Error::Map("a map callback did not run within 60 s of the GPU finishing".into())),
+                Err(_) => return Err(Error::Map("the map callback was dropped".into())),
+            }
+            self.check_alive()?;
+        }
+    }
+
     /// The compiled pipeline for a kernel variant, built once per device.
     pub(crate) fn pipeline(&self, key: PipelineKey, source: impl FnOnce() -> String) -> Result<Arc<wgpu::ComputePipeline>> {
         if let Some(p) = self.inner.pipelines.lock().unwrap().get(&key) {

@@ -183,7 +183,7 @@ mod tests {
             let src = CSR_SCALAR.source(scalar, LaneMode::Workgroup);
             // `Coeffs` is uploaded as `[alpha, beta]` of the scalar type (plan.rs).
             assert_eq!(wgsl_struct_size(&src, "Coeffs"), 2 * size);
-            assert_eq!(wgsl_struct_size(&src, "Chunk") as usize, std::mem::size_of::<crate::methods::csr::ChunkUniform>());
+            assert_eq!(wgsl_struct_size(&src, "Chunk") as usize, std::mem::size_of::<crate::methods::common::ChunkUniform>());
         }
     }
 }

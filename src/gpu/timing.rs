@@ -122,14 +122,11 @@ impl Gpu {
             self.queue().submit([enc.finish()]);
             (resolve, staging)
         })?;
-        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = futures::channel::oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
         });
-        self.wait()?;
-        rx.try_recv()
-            .map_err(|_| Error::Map("timestamp readback was not mapped".into()))?
-            .map_err(|e| Error::Map(e.to_string()))?;
+        self.wait_for_callback(rx)?.map_err(|e| Error::Map(e.to_string()))?;
         let view = staging.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?;
         let t: Vec<u64> = bytemuck::pod_collect_to_vec(&view[..16]);
         drop(view);
