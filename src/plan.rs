@@ -52,6 +52,13 @@ impl<T: Scalar> SpmvPlan<T> {
         Self { gpu: gpu.clone(), method, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), stages, details, device_bytes, _t: PhantomData }
     }
 
+    /// The same plan reported as `method` (a method that reduces to another's kernel).
+    pub(crate) fn relabel(mut self, method: Method, details: String) -> Self {
+        self.method = method;
+        self.details = details;
+        self
+    }
+
     /// The method this plan runs (never `Auto`: the choice is resolved when preparing).
     pub fn method(&self) -> Method {
         self.method

@@ -90,6 +90,14 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
         None if padded => 16,
         None => default_height(info, a.row_stats().mean, elem),
     };
+    if height == 1 && !padded && !opts.cmrs.force_separate_rows {
+        // With one row per strip CMRS is CSR and Algorithm 1 is the vector kernel (paper,
+        // section 3): run that, without the strip buffer and its reduction.
+        CmrsLayout { height, ..Default::default() }.validate()?;
+        let plan = crate::methods::csr::prepare(gpu, a, Method::CsrVector, opts)?;
+        let details = format!("cmrs: height 1, run as the CSR vector kernel ({})", plan.details());
+        return Ok(plan.relabel(method, details));
+    }
     let buf_cols = if padded { opts.cmrs.buffer_columns.unwrap_or(8.min(team)) } else { 0 };
     let layout = CmrsLayout {
         height,
