@@ -28,3 +28,13 @@ fn write_y(i: u32, sum: scalar) {
         y[i] = coeffs.alpha * sum + coeffs.beta * y[i];
     }
 }
+
+// Where an invocation sits in its team of lanes (a subgroup, or LANES invocations in workgroup
+// memory): filled by `lanes_of` of the lane module the kernel is assembled with.
+struct Lanes {
+    lid: u32,
+    team: u32,
+    teams: u32,
+    lane: u32,
+    width: u32,
+}

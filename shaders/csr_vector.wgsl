@@ -1,12 +1,6 @@
 // csr-vector: one team of lanes (a SIMD group) per row; lanes stride through the row and their
 // partial sums are reduced by `team_sum` (subgroup operations or workgroup memory).
-@group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
-@group(0) @binding(1) var<storage, read> col_idx: array<u32>;
-@group(0) @binding(2) var<storage, read> vals: array<scalar>;
-@group(0) @binding(3) var<storage, read> x: array<scalar>;
-@group(0) @binding(4) var<storage, read_write> y: array<scalar>;
-@group(0) @binding(5) var<uniform> coeffs: Coeffs;
-@group(0) @binding(6) var<uniform> chunk: Chunk;
+// Bindings: csr_bindings.wgsl.
 
 override WG_SIZE: u32 = 256u;
 // Lanes per team on the workgroup-memory path; on the subgroup path, the smallest subgroup size

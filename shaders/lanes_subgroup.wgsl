@@ -7,14 +7,6 @@ struct LaneInput {
     @builtin(subgroup_size) width: u32,
 }
 
-struct Lanes {
-    lid: u32,
-    team: u32,
-    teams: u32,
-    lane: u32,
-    width: u32,
-}
-
 fn lanes_of(li: LaneInput) -> Lanes {
     return Lanes(li.lid, li.team, li.teams, li.lane, li.width);
 }

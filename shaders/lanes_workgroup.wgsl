@@ -4,14 +4,6 @@ struct LaneInput {
     @builtin(local_invocation_index) lid: u32,
 }
 
-struct Lanes {
-    lid: u32,
-    team: u32,
-    teams: u32,
-    lane: u32,
-    width: u32,
-}
-
 fn lanes_of(li: LaneInput) -> Lanes {
     return Lanes(li.lid, li.lid / LANES, WG_SIZE / LANES, li.lid % LANES, LANES);
 }

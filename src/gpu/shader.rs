@@ -28,6 +28,8 @@ pub struct Kernel {
     spmv: bool,
     /// Needs a `team_sum` implementation (subgroup or workgroup memory).
     lanes: bool,
+    /// Shared pieces placed before the body (e.g. a binding list common to several kernels).
+    pieces: &'static [&'static str],
     /// Override constants and every value the library may give each.
     pub overrides: &'static [(&'static str, &'static [u32])],
     /// Keeps only the combinations the library can produce and adds the overrides derived from
@@ -38,6 +40,7 @@ pub struct Kernel {
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
 const LANES_SUBGROUP: &str = include_str!("../../shaders/lanes_subgroup.wgsl");
 const LANES_WORKGROUP: &str = include_str!("../../shaders/lanes_workgroup.wgsl");
+const CSR_BINDINGS: &str = include_str!("../../shaders/csr_bindings.wgsl");
 
 /// Workgroup sizes the library chooses from (all powers of two, so team reductions halve cleanly).
 pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512];
@@ -49,6 +52,7 @@ pub const CSR_SCALAR: Kernel = Kernel {
     body: include_str!("../../shaders/csr_scalar.wgsl"),
     spmv: true,
     lanes: false,
+    pieces: &[CSR_BINDINGS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
 };
@@ -58,6 +62,7 @@ pub const CSR_VECTOR: Kernel = Kernel {
     body: include_str!("../../shaders/csr_vector.wgsl"),
     spmv: true,
     lanes: true,
+    pieces: &[CSR_BINDINGS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
     derive: Some(|_| true),
 };
@@ -72,6 +77,7 @@ pub const CMRS: Kernel = Kernel {
     body: include_str!("../../shaders/cmrs.wgsl"),
     spmv: true,
     lanes: true,
+    pieces: &[],
     overrides: &[
         ("WG_SIZE", WORKGROUP_SIZES),
         ("LANES", LANE_WIDTHS),
@@ -103,6 +109,7 @@ pub const COPY: Kernel = Kernel {
     body: include_str!("../../shaders/copy.wgsl"),
     spmv: false,
     lanes: false,
+    pieces: &[],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
 };
@@ -123,6 +130,10 @@ impl Kernel {
                 LaneMode::Subgroup => LANES_SUBGROUP,
                 LaneMode::Workgroup => LANES_WORKGROUP,
             });
+            s.push('\n');
+        }
+        for piece in self.pieces {
+            s.push_str(piece);
             s.push('\n');
         }
         s.push_str(self.body);
