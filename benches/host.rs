@@ -1,5 +1,5 @@
 //! Host-side costs: CSR validation and construction, statistics, the CPU reference, Matrix Market
-//! I/O. (Format conversions of the paper methods join here as they land.)
+//! I/O, and the paper methods' format conversions (CMRS so far).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -24,6 +24,12 @@ fn host(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("reference_spmv_par", class.name()), &(), |b, _| {
             b.iter(|| reference::spmv_par(&a, &x).unwrap())
         });
+        let layout = wgspmv::methods::cmrs::CmrsLayout { height: 8, ..Default::default() };
+        g.bench_with_input(BenchmarkId::new("csr_to_cmrs_h8", class.name()), &(), |b, _| {
+            b.iter(|| wgspmv::methods::cmrs::CmrsMatrix::from_csr(&a, &layout).unwrap())
+        });
+        let cmrs = wgspmv::methods::cmrs::CmrsMatrix::from_csr(&a, &layout).unwrap();
+        g.bench_with_input(BenchmarkId::new("cmrs_h8_to_csr", class.name()), &(), |b, _| b.iter(|| cmrs.to_csr().unwrap()));
         let path = std::env::temp_dir().join(format!("wgspmv-bench-{}.mtx", class.name()));
         g.bench_with_input(BenchmarkId::new("mtx_write", class.name()), &(), |b, _| b.iter(|| io::write_matrix_market(&path, &a).unwrap()));
         g.bench_with_input(BenchmarkId::new("mtx_read", class.name()), &(), |b, _| {

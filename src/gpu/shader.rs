@@ -26,7 +26,8 @@ pub struct Kernel {
     body: &'static str,
     /// Uses `scalar`, `Coeffs`, `Chunk`, `write_y` from common.wgsl.
     spmv: bool,
-    /// Needs a `team_sum` implementation (subgroup or workgroup memory).
+    /// Assembled with a lane module: `lanes_of` (teams of lanes) and `team_sum`, from subgroups
+    /// or workgroup memory.
     lanes: bool,
     /// Shared pieces placed before the body (e.g. a binding list common to several kernels).
     pieces: &'static [&'static str],
