@@ -131,10 +131,15 @@ fn parse_num<N: std::str::FromStr>(lines: &Lines, word: Option<&str>, what: &str
     w.parse().map_err(|_| lines.err(format!("'{w}' is not a valid {what}")))
 }
 
-/// The value of an entry line (consuming no token for `pattern`), parsed straight into `T`.
+/// The value of an entry line, parsed straight into `T`. Pattern entries are 1.0; a single
+/// trailing token on them is skipped, because real files carry one (SuiteSparse's Ragusa16 is
+/// declared `pattern` yet lists weights), and the format gives pattern entries no value to take.
 fn parse_value<'a, T: Scalar>(lines: &Lines, field: Field, words: &mut impl Iterator<Item = &'a str>) -> Result<T> {
     match field {
-        Field::Pattern => Ok(T::from_f64(1.0)),
+        Field::Pattern => {
+            let _ignored = words.next();
+            Ok(T::from_f64(1.0))
+        }
         Field::Integer => parse_num::<i64>(lines, words.next(), "integer value").map(|v| T::from_f64(v as f64)),
         Field::Real => {
             let w = words.next().ok_or_else(|| lines.err("missing real value"))?;

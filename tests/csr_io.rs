@@ -620,11 +620,13 @@ fn mm_error_bad_value() {
     assert_mm_error(&coord("pattern", "general", "2 2 1\n1 1 1 2\n"), 3, "unexpected");
 }
 
-/// A pattern entry line has no value: a third token (even garbage) is refused, not swallowed.
+/// Real pattern files sometimes list a value anyway (SuiteSparse Ragusa16): one trailing token is
+/// skipped and the entry counts 1.0; a second one is refused.
 #[test]
-fn mm_error_pattern_entry_with_value() {
-    assert_mm_error(&coord("pattern", "general", "2 2 1\n1 1 1\n"), 3, "unexpected");
-    assert_mm_error(&coord("pattern", "general", "2 2 1\n1 1 abc\n"), 3, "unexpected");
+fn mm_pattern_entry_tolerates_one_trailing_value() {
+    let m = read_mm::<f64>(&coord("pattern", "general", "2 2 1\n1 1 7\n"));
+    assert_eq!(m.values(), &[1.0]);
+    assert_mm_error(&coord("pattern", "general", "2 2 1\n1 1 7 8\n"), 3, "unexpected");
 }
 
 /// symmetric and skew-symmetric files must be square; the size line is blamed.
