@@ -67,6 +67,28 @@ pub(crate) fn lane_mode(gpu: &Gpu, policy: LanePolicy) -> Result<LaneMode> {
     }
 }
 
+/// The team width for a lane mode, and the smallest workgroup that holds one team: the subgroup
+/// path takes the adapter's subgroup size (teams may be as wide as its largest subgroup); the
+/// workgroup-memory path takes `lanes_per_row`, 32 by default.
+pub(crate) fn team_width(gpu: &Gpu, lanes: LaneMode, lanes_per_row: Option<u32>) -> Result<(u32, u32)> {
+    let info = gpu.info();
+    match lanes {
+        LaneMode::Subgroup => {
+            if let Some(l) = lanes_per_row.filter(|&l| l != info.subgroup_min_size) {
+                return Err(bad("lanes_per_row", l, "the subgroup path uses the adapter's subgroup size"));
+            }
+            Ok((info.subgroup_min_size, info.subgroup_max_size))
+        }
+        LaneMode::Workgroup => {
+            let team = lanes_per_row.unwrap_or(32);
+            if !shader::LANE_WIDTHS.contains(&team) {
+                return Err(bad("lanes_per_row", team, format!("must be one of {:?}", shader::LANE_WIDTHS)));
+            }
+            Ok((team, team))
+        }
+    }
+}
+
 /// Validates the requested workgroup size or chooses `default` (raised to `at_least`).
 pub(crate) fn workgroup_size(gpu: &Gpu, requested: Option<u32>, default: u32, at_least: u32) -> Result<u32> {
     let max = gpu.info().limits.max_compute_invocations_per_workgroup.min(gpu.info().limits.max_compute_workgroup_size_x);

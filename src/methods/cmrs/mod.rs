@@ -7,7 +7,7 @@ pub use format::{predicted_speedup, traffic_ratio, CmrsLayout, CmrsMatrix, RowLa
 
 use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, GpuInfo, PipelineKey};
-use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, ptr_chunks, upload, workgroup_size, ChunkUniform};
+use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
 use crate::methods::{LanePolicy, Method, PlanOptions};
 use crate::plan::{Binding, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
@@ -67,22 +67,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
         }
         lanes = LaneMode::Workgroup;
     }
-    let team = match lanes {
-        LaneMode::Subgroup => {
-            if opts.lanes_per_row.is_some_and(|l| l != info.subgroup_min_size) {
-                return Err(bad("lanes_per_row", opts.lanes_per_row.unwrap(), "the subgroup path uses the adapter's subgroup size"));
-            }
-            info.subgroup_min_size
-        }
-        LaneMode::Workgroup => {
-            let t = opts.lanes_per_row.unwrap_or(32);
-            if !shader::LANE_WIDTHS.contains(&t) {
-                return Err(bad("lanes_per_row", t, format!("must be one of {:?}", shader::LANE_WIDTHS)));
-            }
-            t
-        }
-    };
-    let at_least = if lanes == LaneMode::Subgroup { info.subgroup_max_size } else { team };
+    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
     let wg = workgroup_size(gpu, opts.workgroup_size, 128, at_least)?;
     let elem = std::mem::size_of::<T>();
     let height = match opts.cmrs.height {

@@ -3,14 +3,13 @@
 
 use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, PipelineKey};
-use crate::methods::common::{bad, lane_mode, ptr_chunks, upload, workgroup_size, ChunkUniform};
+use crate::methods::common::{check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::{Binding, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
 
 pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
-    let info = gpu.info();
     let (kernel, lanes, wg, team, rows_per_group) = match method {
         Method::CsrScalar => {
             let wg = workgroup_size(gpu, opts.workgroup_size, 256, 1)?;
@@ -18,23 +17,11 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
         }
         Method::CsrVector => {
             let lanes = lane_mode(gpu, opts.lanes)?;
-            let (wg, team) = match lanes {
-                LaneMode::Subgroup => {
-                    if opts.lanes_per_row.is_some_and(|l| l != info.subgroup_min_size) {
-                        return Err(bad("lanes_per_row", opts.lanes_per_row.unwrap(), "the subgroup path uses the adapter's subgroup size"));
-                    }
-                    (workgroup_size(gpu, opts.workgroup_size, 256, info.subgroup_max_size)?, info.subgroup_min_size)
-                }
-                LaneMode::Workgroup => {
-                    let team = opts.lanes_per_row.unwrap_or(32);
-                    if !shader::LANE_WIDTHS.contains(&team) {
-                        return Err(bad("lanes_per_row", team, format!("must be one of {:?}", shader::LANE_WIDTHS)));
-                    }
-                    let wg = workgroup_size(gpu, opts.workgroup_size, 256, team)?;
-                    crate::methods::common::check_workgroup_memory(gpu, "workgroup_size", wg, wg as u64 * std::mem::size_of::<T>() as u64)?;
-                    (wg, team)
-                }
-            };
+            let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
+            let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least)?;
+            if lanes == LaneMode::Workgroup {
+                check_workgroup_memory(gpu, "workgroup_size", wg, wg as u64 * std::mem::size_of::<T>() as u64)?;
+            }
             (shader::CSR_VECTOR, lanes, wg, team, wg / team)
         }
         _ => unreachable!("csr::prepare only builds the CSR baselines"),
