@@ -8,6 +8,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// What one binding slot of a stage is bound to.
+#[derive(Clone)]
 pub(crate) enum Binding {
     /// A buffer the plan owns (matrix arrays, per-chunk parameters).
     Owned(Arc<wgpu::Buffer>),
@@ -20,10 +21,24 @@ pub(crate) enum Binding {
 }
 
 /// One dispatch: a pipeline, its bindings in slot order, and a grid.
+#[derive(Clone)]
 pub(crate) struct Stage {
     pub pipeline: Arc<wgpu::ComputePipeline>,
     pub bindings: Vec<Binding>,
     pub grid: [u32; 2],
+}
+
+/// A stage that runs on the host after the GPU stages (the speculative method's check stage).
+pub(crate) trait HostStage<T>: Send + Sync {
+    /// Finishes a product whose GPU stages (`HostPath::stages`) were submitted.
+    fn finish(&self, gpu: &Gpu, alpha: T, beta: T, y: &mut GpuVector<T>) -> Result<()>;
+}
+
+/// How `run` finishes on the host: the GPU stages it submits first, then the host stage.
+/// Recording into a caller's encoder always uses the plan's all-GPU `stages` instead.
+pub(crate) struct HostPath<T> {
+    pub stages: Vec<Stage>,
+    pub stage: Box<dyn HostStage<T>>,
 }
 
 /// A sparse matrix uploaded for one method, ready to multiply vectors on its GPU.
@@ -36,6 +51,8 @@ pub struct SpmvPlan<T> {
     stages: Vec<Stage>,
     details: String,
     device_bytes: u64,
+    host: Option<HostPath<T>>,
+    speculative: Option<Arc<crate::methods::speculative::Report>>,
     _t: PhantomData<T>,
 }
 
@@ -49,7 +66,29 @@ impl<T: Scalar> SpmvPlan<T> {
                 _ => None,
             })
             .sum();
-        Self { gpu: gpu.clone(), method, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), stages, details, device_bytes, _t: PhantomData }
+        Self { gpu: gpu.clone(), method, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), stages, details, device_bytes, host: None, speculative: None, _t: PhantomData }
+    }
+
+    /// Makes `run` submit `host.stages` and finish with `host.stage` on the host.
+    pub(crate) fn with_host_path(mut self, host: HostPath<T>) -> Self {
+        self.host = Some(host);
+        self
+    }
+
+    pub(crate) fn with_speculative_report(mut self, report: Arc<crate::methods::speculative::Report>) -> Self {
+        self.speculative = Some(report);
+        self
+    }
+
+    /// For `speculative` plans: the speculation hit rate, how products finish, and what the
+    /// last host-finished product saw and cost.
+    pub fn speculation(&self) -> Option<crate::methods::speculative::SpeculationReport> {
+        self.speculative.as_ref().map(|r| r.snapshot())
+    }
+
+    /// Whether `run` finishes on the host (the speculative method's host check stage).
+    pub fn finishes_on_host(&self) -> bool {
+        self.host.is_some()
     }
 
     /// The same plan reported as `method` (a method that reduces to another's kernel).
@@ -102,10 +141,10 @@ impl<T: Scalar> SpmvPlan<T> {
     }
 
     /// Bind groups for one call, created once and reused across repetitions.
-    fn bind(&self, x: &GpuVector<T>, y: &GpuVector<T>, alpha: T, beta: T) -> Vec<wgpu::BindGroup> {
+    fn bind(&self, stages: &[Stage], x: &GpuVector<T>, y: &GpuVector<T>, alpha: T, beta: T) -> Vec<wgpu::BindGroup> {
         // Mirrors `struct Coeffs { alpha: scalar, beta: scalar }` in shaders/common.wgsl.
         let coeffs = self.gpu.uniform_buffer("wgspmv coeffs", bytemuck::cast_slice(&[alpha, beta]));
-        self.stages
+        stages
             .iter()
             .map(|s| {
                 let entries: Vec<wgpu::BindGroupEntry> = s
@@ -131,8 +170,8 @@ impl<T: Scalar> SpmvPlan<T> {
             .collect()
     }
 
-    fn encode(&self, pass: &mut wgpu::ComputePass<'_>, groups: &[wgpu::BindGroup]) {
-        for (s, g) in self.stages.iter().zip(groups) {
+    fn encode(stages: &[Stage], pass: &mut wgpu::ComputePass<'_>, groups: &[wgpu::BindGroup]) {
+        for (s, g) in stages.iter().zip(groups) {
             pass.set_pipeline(&s.pipeline);
             pass.set_bind_group(0, g, &[]);
             pass.dispatch_workgroups(s.grid[0], s.grid[1], 1);
@@ -143,10 +182,13 @@ impl<T: Scalar> SpmvPlan<T> {
     /// `y` is not read, so it may hold anything, NaN included.
     pub fn record_axpby(&self, encoder: &mut wgpu::CommandEncoder, alpha: T, x: &GpuVector<T>, beta: T, y: &mut GpuVector<T>) -> Result<()> {
         self.check(x, y)?;
-        let groups = self.bind(x, y, alpha, beta);
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("wgspmv spmv"), timestamp_writes: None });
-        self.encode(&mut pass, &groups);
+        Self::record_stages(&self.stages, self.bind(&self.stages, x, y, alpha, beta), encoder);
         Ok(())
+    }
+
+    fn record_stages(stages: &[Stage], groups: Vec<wgpu::BindGroup>, encoder: &mut wgpu::CommandEncoder) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("wgspmv spmv"), timestamp_writes: None });
+        Self::encode(stages, &mut pass, &groups);
     }
 
     /// Records `y = A·x` into the caller's encoder.
@@ -154,14 +196,21 @@ impl<T: Scalar> SpmvPlan<T> {
         self.record_axpby(encoder, T::from_f64(1.0), x, T::from_f64(0.0), y)
     }
 
-    /// Computes `y = α·A·x + β·y` on the GPU (submitted; the result stays on the GPU).
+    /// Computes `y = α·A·x + β·y` on the GPU (submitted; the result stays on the GPU). A plan
+    /// that finishes on the host ([`finishes_on_host`](Self::finishes_on_host)) returns once
+    /// the host stage is done.
     pub fn run_axpby(&self, alpha: T, x: &GpuVector<T>, beta: T, y: &mut GpuVector<T>) -> Result<()> {
-        self.gpu.scoped("running SpMV", || -> Result<()> {
+        self.check(x, y)?;
+        let stages = self.host.as_ref().map_or(&self.stages[..], |h| &h.stages[..]);
+        self.gpu.scoped("running SpMV", || {
             let mut enc = self.gpu.device().create_command_encoder(&Default::default());
-            self.record_axpby(&mut enc, alpha, x, beta, y)?;
+            Self::record_stages(stages, self.bind(stages, x, y, alpha, beta), &mut enc);
             self.gpu.queue().submit([enc.finish()]);
-            Ok(())
-        })?
+        })?;
+        match &self.host {
+            Some(h) => h.stage.finish(&self.gpu, alpha, beta, y),
+            None => Ok(()),
+        }
     }
 
     /// Computes `y = A·x` on the GPU (submitted; the result stays on the GPU).
@@ -169,11 +218,30 @@ impl<T: Scalar> SpmvPlan<T> {
         self.run_axpby(T::from_f64(1.0), x, T::from_f64(0.0), y)
     }
 
-    /// Mean time of one `y = A·x` over `repeats` back-to-back products in one submission.
+    /// Mean time of one `y = A·x` over `repeats` back-to-back products in one submission; for a
+    /// plan that finishes on the host, the median wall-clock time of whole `run` calls.
     pub fn time(&self, x: &GpuVector<T>, y: &mut GpuVector<T>, repeats: u32) -> Result<Timing> {
         self.check(x, y)?;
-        let groups = self.bind(x, y, T::from_f64(1.0), T::from_f64(0.0));
-        self.gpu.time_pass(repeats, |pass| self.encode(pass, &groups))
+        if self.host.is_some() {
+            return self.time_runs(x, y, repeats);
+        }
+        let groups = self.bind(&self.stages, x, y, T::from_f64(1.0), T::from_f64(0.0));
+        self.gpu.time_pass(repeats, |pass| Self::encode(&self.stages, pass, &groups))
+    }
+
+    fn time_runs(&self, x: &GpuVector<T>, y: &mut GpuVector<T>, repeats: u32) -> Result<Timing> {
+        let mut once = || -> Result<f64> {
+            let t = std::time::Instant::now();
+            self.run(x, y)?;
+            self.gpu.wait()?;
+            Ok(t.elapsed().as_secs_f64() * 1e3)
+        };
+        once()?;
+        let first = once()?;
+        let reps = repeats.clamp(3, ((1000.0 / first.max(1e-3)) as u32).max(3));
+        let mut ms = (0..reps).map(|_| once()).collect::<Result<Vec<f64>>>()?;
+        ms.sort_by(f64::total_cmp);
+        Ok(Timing { ms: ms[ms.len() / 2], repeats: reps, timer: crate::gpu::Timer::WallClock })
     }
 
     /// Bytes one product must move at least: values, column indices, row pointers, x and y,
@@ -205,6 +273,7 @@ impl Gpu {
         match method {
             Method::CsrScalar | Method::CsrVector => crate::methods::csr::prepare(self, a, method, opts),
             Method::Cmrs | Method::CmrsPadded => crate::methods::cmrs::prepare(self, a, method, opts),
+            Method::Speculative => crate::methods::speculative::prepare(self, a, opts),
             Method::Auto => unreachable!("select::choose returns a concrete method"),
         }
     }

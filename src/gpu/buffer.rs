@@ -26,7 +26,15 @@ impl<T: Scalar> GpuVector<T> {
                 limit,
             });
         }
-        let buffer = gpu.storage_buffer("wgspmv vector", bytemuck::cast_slice(data), wgpu::BufferUsages::COPY_SRC)?;
+        // Where CPU and GPU share memory, vectors can be mapped in place (the speculative
+        // method's host stage reads and writes rows of y without a copy).
+        let info = gpu.info();
+        let map = if info.shares_memory_with_host() && info.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS) {
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::MAP_WRITE
+        } else {
+            wgpu::BufferUsages::empty()
+        };
+        let buffer = gpu.storage_buffer("wgspmv vector", bytemuck::cast_slice(data), wgpu::BufferUsages::COPY_SRC | map)?;
         Ok(Self { buffer, len: data.len(), gpu: gpu.clone(), _t: PhantomData })
     }
 

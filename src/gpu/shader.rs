@@ -29,6 +29,9 @@ pub struct Kernel {
     /// Assembled with a lane module: `lanes_of` (teams of lanes) and `team_sum`, from subgroups
     /// or workgroup memory.
     lanes: bool,
+    /// Assembled with the team scans matching the lane module (`team_lane`, `team_scan_u32`,
+    /// `team_seg_scan`).
+    scans: bool,
     /// Shared pieces placed before the body (e.g. a binding list common to several kernels).
     pieces: &'static [&'static str],
     /// Override constants and every value the library may give each.
@@ -42,6 +45,9 @@ const COMMON: &str = include_str!("../../shaders/common.wgsl");
 const LANES_SUBGROUP: &str = include_str!("../../shaders/lanes_subgroup.wgsl");
 const LANES_WORKGROUP: &str = include_str!("../../shaders/lanes_workgroup.wgsl");
 const CSR_BINDINGS: &str = include_str!("../../shaders/csr_bindings.wgsl");
+const SCAN_SUBGROUP: &str = include_str!("../../shaders/scan_subgroup.wgsl");
+const SCAN_WORKGROUP: &str = include_str!("../../shaders/scan_workgroup.wgsl");
+const SPECULATIVE_COMMON: &str = include_str!("../../shaders/speculative_common.wgsl");
 
 /// Workgroup sizes the library chooses from (all powers of two, so team reductions halve cleanly).
 pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512];
@@ -53,6 +59,7 @@ pub const CSR_SCALAR: Kernel = Kernel {
     body: include_str!("../../shaders/csr_scalar.wgsl"),
     spmv: true,
     lanes: false,
+    scans: false,
     pieces: &[CSR_BINDINGS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
@@ -63,6 +70,7 @@ pub const CSR_VECTOR: Kernel = Kernel {
     body: include_str!("../../shaders/csr_vector.wgsl"),
     spmv: true,
     lanes: true,
+    scans: false,
     pieces: &[CSR_BINDINGS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
     derive: Some(|_| true),
@@ -78,6 +86,7 @@ pub const CMRS: Kernel = Kernel {
     body: include_str!("../../shaders/cmrs.wgsl"),
     spmv: true,
     lanes: true,
+    scans: false,
     pieces: &[],
     overrides: &[
         ("WG_SIZE", WORKGROUP_SIZES),
@@ -110,13 +119,41 @@ pub const COPY: Kernel = Kernel {
     body: include_str!("../../shaders/copy.wgsl"),
     spmv: false,
     lanes: false,
+    scans: false,
     pieces: &[],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
 };
 
+/// Nonzeros per lane and tile (W) of `speculative`: a lane's head flags are one u32.
+pub const SPECULATIVE_WORK: &[u32] = &[1, 2, 4, 8, 16, 32];
+/// Tiles per team (S) of `speculative`.
+pub const SPECULATIVE_TILES: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16];
+
+pub const SPECULATIVE: Kernel = Kernel {
+    name: "speculative",
+    body: include_str!("../../shaders/speculative.wgsl"),
+    spmv: true,
+    lanes: true,
+    scans: true,
+    pieces: &[SPECULATIVE_COMMON],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES)],
+    derive: None,
+};
+
+pub const SPECULATIVE_FINISH: Kernel = Kernel {
+    name: "speculative_finish",
+    body: include_str!("../../shaders/speculative_finish.wgsl"),
+    spmv: true,
+    lanes: false,
+    scans: false,
+    pieces: &[SPECULATIVE_COMMON],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+    derive: None,
+};
+
 /// Every kernel the library can dispatch.
-pub const ALL_KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, CMRS, COPY];
+pub const ALL_KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, CMRS, SPECULATIVE, SPECULATIVE_FINISH, COPY];
 
 impl Kernel {
     /// The assembled WGSL for one scalar type and lane mode (ignored by kernels without teams).
@@ -130,6 +167,13 @@ impl Kernel {
             s.push_str(match lanes {
                 LaneMode::Subgroup => LANES_SUBGROUP,
                 LaneMode::Workgroup => LANES_WORKGROUP,
+            });
+            s.push('\n');
+        }
+        if self.scans {
+            s.push_str(match lanes {
+                LaneMode::Subgroup => SCAN_SUBGROUP,
+                LaneMode::Workgroup => SCAN_WORKGROUP,
             });
             s.push('\n');
         }

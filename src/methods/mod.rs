@@ -4,6 +4,7 @@
 pub(crate) mod common;
 pub mod cmrs;
 pub mod csr;
+pub mod speculative;
 
 use crate::{Error, Result};
 
@@ -19,13 +20,15 @@ pub enum Method {
     Cmrs,
     /// CMRS with the smaller buffer and zero-padded strips of the paper's section 6.7.
     CmrsPadded,
+    /// Speculative segmented sum on plain CSR, finished on the host or the GPU (Liu & Vinter).
+    Speculative,
     /// Chosen from the matrix's row statistics and the adapter (see [`crate::select`]).
     Auto,
 }
 
 impl Method {
     /// Every concrete method, in report order.
-    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector, Method::Cmrs, Method::CmrsPadded];
+    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector, Method::Cmrs, Method::CmrsPadded, Method::Speculative];
 
     /// The name used on command lines and in reports.
     pub fn name(self) -> &'static str {
@@ -34,6 +37,7 @@ impl Method {
             Method::CsrVector => "csr-vector",
             Method::Cmrs => "cmrs",
             Method::CmrsPadded => "cmrs-padded",
+            Method::Speculative => "speculative",
             Method::Auto => "auto",
         }
     }
@@ -72,11 +76,14 @@ pub struct PlanOptions {
     pub lanes: LanePolicy,
     /// Invocations per workgroup (64, 128, 256 or 512).
     pub workgroup_size: Option<u32>,
-    /// Lanes per row on the workgroup-memory path of `csr-vector` (4 to 128, a power of two).
+    /// Lanes per row on the workgroup-memory path of `csr-vector` (4 to 128, a power of two);
+    /// lanes per tile (T) on the workgroup-memory path of `speculative`.
     pub lanes_per_row: Option<u32>,
     /// Largest size of one matrix array on the GPU; larger matrices are split into row chunks.
     /// Defaults to the adapter's storage-binding limit; lower it to test chunking.
     pub max_chunk_bytes: Option<u64>,
     /// Parameters of `cmrs` and `cmrs-padded`.
     pub cmrs: cmrs::CmrsOptions,
+    /// Parameters of `speculative`.
+    pub speculative: speculative::SpeculativeOptions,
 }

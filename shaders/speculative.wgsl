@@ -1,0 +1,213 @@
+// speculative: the GPU stage of the speculative segmented sum CSR SpMV (Liu & Vinter,
+// Algorithm 1 lines 1-59). Nonzeros are cut into tiles of LANES x WORK; each team of LANES
+// lanes runs TILES consecutive tiles. Where each segment sum goes (y, the transmitter, the
+// synchronizer, or the shadow of a dirty tile) is explained in src/methods/speculative/tiles.rs,
+// whose CPU twin follows this kernel step by step.
+
+@group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
+@group(0) @binding(1) var<storage, read> col_idx: array<u32>;
+@group(0) @binding(2) var<storage, read> vals: array<scalar>;
+@group(0) @binding(3) var<storage, read> x: array<scalar>;
+@group(0) @binding(4) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(5) var<uniform> coeffs: Coeffs;
+@group(0) @binding(6) var<uniform> chunk: Chunk;
+@group(0) @binding(7) var<storage, read_write> sync: array<SyncEntry>;
+@group(0) @binding(8) var<storage, read_write> spec: array<atomic<u32>>;
+@group(0) @binding(9) var<storage, read_write> shadow: array<scalar>;
+
+override WG_SIZE: u32 = 256u;
+// T: lanes per team (the smallest subgroup size on the subgroup path).
+override LANES: u32 = 32u;
+// W: nonzeros per lane and tile (at most 32: a lane's head flags are one u32).
+override WORK: u32 = 8u;
+// S: tiles per team.
+override TILES: u32 = 7u;
+override TEAMS: u32 = WG_SIZE / LANES;
+// Products of one tile per team, lane-major, with one padding cell after every 32 so that
+// lanes reading their WORK consecutive products hit distinct banks.
+override TEAM_CELLS: u32 = LANES * WORK + (LANES * WORK + 31u) / 32u;
+override PROD_CELLS: u32 = TEAMS * TEAM_CELLS;
+override BOUND_CELLS: u32 = TEAMS * (TILES + 1u);
+
+var<workgroup> prod: array<scalar, PROD_CELLS>;
+// Segment descriptor: bit w of a lane's word flags a row start at its w-th product.
+var<workgroup> heads: array<atomic<u32>, WG_SIZE>;
+// Rows at the team's TILES + 1 tile boundaries (the paper's tile_offset).
+var<workgroup> bounds: array<u32, BOUND_CELLS>;
+// The transmitter: the last segment of a tile that runs on into the team's next tile.
+var<workgroup> transmit: array<scalar, TEAMS>;
+
+// The rightmost row whose first nonzero is at or before `b` (`nrows` when b == nnz).
+fn rightmost_row(b: u32) -> u32 {
+    var lo = 0u;
+    var hi = chunk.nrows;
+    while (lo < hi) {
+        let mid = hi - (hi - lo) / 2u;
+        if (row_ptr[mid] <= b) {
+            lo = mid;
+        } else {
+            hi = mid - 1u;
+        }
+    }
+    return lo;
+}
+
+// Lines 53-58: counts a dirty range and records its rows for the check stage.
+fn record_dirty(begin: u32, end: u32) {
+    let pos = atomicAdd(&spec[SPEC_COUNT], 1u);
+    atomicStore(&spec[SPEC_RECORDS + 2u * pos], begin);
+    atomicStore(&spec[SPEC_RECORDS + 2u * pos + 1u], end);
+}
+
+struct TileCtx {
+    slot: u32,
+    // Tile index within the team.
+    index: u32,
+    start: u32,
+    stop: u32,
+    // Index of the tile's last segment, and whether it runs past the tile's end.
+    last_seg: u32,
+    carries_on: bool,
+    dirty: bool,
+    team: u32,
+    team_first_row: u32,
+    team_cont: bool,
+}
+
+// Stores segment `k` of a tile (lines 36-52, with the places explained in tiles.rs).
+fn emit(t: TileCtx, k: u32, v: scalar) {
+    var row: u32;
+    if (k == t.last_seg && t.carries_on) {
+        if (t.index + 1u < TILES) {
+            transmit[t.slot] = v;
+            return;
+        }
+        row = t.stop;
+    } else if (k == 0u) {
+        row = t.start;
+    } else if (t.dirty) {
+        shadow[t.start + k] = v;
+        return;
+    } else {
+        row = t.start + k;
+    }
+    if (row == t.team_first_row && t.team_cont) {
+        sync[t.team] = SyncEntry(row, v);
+    } else {
+        write_y(chunk.row_begin + row, v);
+    }
+}
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        li: LaneInput) {
+    let l = lanes_of(li);
+    let tl = team_lane(l);
+    let nnz = row_ptr[chunk.nrows];
+    let tile_len = LANES * WORK;
+    let team = linear_group(wid, nwg) * TEAMS + tl.slot;
+    let team_begin = team * TILES * tile_len;
+
+    // Lines 4-7: the team's tile boundaries, one binary search per lane.
+    let bb = tl.slot * (TILES + 1u);
+    for (var i = tl.lane; i <= TILES; i += LANES) {
+        bounds[bb + i] = rightmost_row(min(team_begin + i * tile_len, nnz));
+    }
+    workgroupBarrier();
+    let team_first_row = bounds[bb];
+    let team_cont = team_begin < nnz && row_ptr[team_first_row] < team_begin;
+    if (tl.lane == 0u) {
+        if (!team_cont) {
+            sync[team] = SyncEntry(NONE, scalar(0));
+        }
+        // Rows before the first nonzero are empty; the first team records them.
+        if (team == 0u && team_first_row > 0u) {
+            record_dirty(0u, team_first_row);
+        }
+    }
+
+    let pbase = tl.slot * TEAM_CELLS;
+    for (var i = 0u; i < TILES; i++) {
+        let tile_begin = team_begin + i * tile_len;
+        let live = tile_begin < nnz;
+        let tile_end = min(tile_begin + tile_len, nnz);
+        let start = bounds[bb + i];
+        let stop = bounds[bb + i + 1u];
+        atomicStore(&heads[tl.cell], 0u);
+        workgroupBarrier();
+
+        // Lines 14-21: the segment descriptor, a head flag where each row inside the tile starts
+        // (an empty row shares its position with the next row; the count below notices).
+        if (live) {
+            if (tl.lane == 0u && row_ptr[start] == tile_begin) {
+                atomicOr(&heads[tl.slot * LANES], 1u);
+            }
+            for (var j = start + 1u + tl.lane; j <= stop; j += LANES) {
+                let p = row_ptr[j];
+                if (p < tile_end) {
+                    let o = p - tile_begin;
+                    atomicOr(&heads[tl.slot * LANES + o / WORK], 1u << (o % WORK));
+                }
+            }
+        }
+        // Lines 22-26: products, loaded coalesced and stored lane-major.
+        for (var k = 0u; k < WORK; k++) {
+            let e = k * LANES + tl.lane;
+            let g = tile_begin + e;
+            var p = scalar(0);
+            if (g < tile_end) {
+                p = vals[g] * x[col_idx[g]];
+            }
+            prod[pbase + e + e / 32u] = p;
+        }
+        workgroupBarrier();
+
+        let mask = atomicLoad(&heads[tl.cell]);
+        let cont = select(0u, 1u, live && row_ptr[start] < tile_begin);
+        let hs = team_scan_u32(countOneBits(mask), tl);
+        let carries_on = live && tile_end < nnz && row_ptr[stop] < tile_end;
+        // Without empty rows the tile's segments are exactly rows start..stop (less stop when it
+        // begins at the next tile): any other count means an empty row, i.e. a dirty tile.
+        let dirty = live && hs.total + cont != stop - start + select(0u, 1u, carries_on);
+        let ctx = TileCtx(tl.slot, i, start, stop, hs.total + cont - 1u, carries_on, dirty, team, team_first_row, team_cont);
+
+        // Lines 27-33: each lane's sequential segmented sum over its WORK products; the first
+        // lane starts from the transmitter when the tile continues the previous tile's row.
+        var acc = scalar(0);
+        if (tl.lane == 0u && cont == 1u && i > 0u) {
+            acc = transmit[tl.slot];
+        }
+        var prefix = scalar(0);
+        var seen = false;
+        var h = hs.excl;
+        for (var w = 0u; w < WORK; w++) {
+            if ((mask & (1u << w)) != 0u) {
+                if (seen) {
+                    emit(ctx, h + cont - 1u, acc);
+                } else {
+                    prefix = acc;
+                    seen = true;
+                }
+                acc = scalar(0);
+                h++;
+            }
+            let e = tl.lane * WORK + w;
+            acc += prod[pbase + e + e / 32u];
+        }
+        // The segment open at a lane's first head gathers the lanes before it.
+        let carry = team_seg_scan(seen, acc, tl);
+        if (live) {
+            if (seen && (hs.excl > 0u || cont == 1u)) {
+                emit(ctx, hs.excl + cont - 1u, carry.excl + prefix);
+            }
+            if (tl.lane == LANES - 1u) {
+                emit(ctx, ctx.last_seg, select(carry.excl + acc, acc, seen));
+            }
+            if (dirty && tl.lane == 0u) {
+                record_dirty(start + 1u, stop);
+            }
+        }
+        workgroupBarrier();
+    }
+}

@@ -1,0 +1,567 @@
+//! `speculative`: the speculative segmented sum CSR SpMV of Liu & Vinter. Plain CSR (no format
+//! conversion), nonzeros cut evenly into tiles so no row length unbalances the GPU; a GPU stage
+//! does the segmented sums assuming no empty rows, marks the tiles where that was wrong, and a
+//! check stage adds the cross-team carries and re-arranges the dirty tiles.
+//!
+//! The check stage runs on the host with rayon over the plan's buffers (the paper's design, for
+//! chips where CPU and GPU share memory: there the buffers are mapped in place, no copy), or on
+//! the GPU in a small second kernel (discrete GPUs, where the round trip costs more than the
+//! kernel, and plans recorded into a caller's encoder, where no round trip is possible). The
+//! geometry and the CPU twin of the GPU stage are in [`tiles`].
+
+pub mod tiles;
+
+pub use tiles::{Speculation, TileGeometry};
+
+use crate::gpu::shader::{self, LaneMode};
+use crate::gpu::{Gpu, GpuVector, PipelineKey};
+use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
+use crate::methods::{Method, PlanOptions};
+use crate::plan::{Binding, HostPath, HostStage, SpmvPlan, Stage};
+use crate::{CsrMatrix, Error, Result, Scalar};
+use rayon::prelude::*;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where the check stage runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Finish {
+    /// On the host where CPU and GPU share memory (integrated GPUs, software adapters), on the
+    /// GPU elsewhere.
+    #[default]
+    Auto,
+    /// On the host, with rayon (`run` returns when it is done).
+    Host,
+    /// In a second GPU kernel.
+    Gpu,
+}
+
+/// How the host check stage reaches the GPU's buffers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostTransfer {
+    /// Map in place where memory is shared and the device maps storage buffers
+    /// (`MAPPABLE_PRIMARY_BUFFERS`), copy otherwise.
+    #[default]
+    Auto,
+    /// Map the working buffers themselves (zero copy); an error without `MAPPABLE_PRIMARY_BUFFERS`.
+    Map,
+    /// Copy just the counters, synchronizer, records and the rows concerned to a staging buffer,
+    /// and write back just the rows changed.
+    Copy,
+}
+
+/// Parameters of `speculative`; `None` means "choose for this adapter".
+#[derive(Clone, Debug, Default)]
+pub struct SpeculativeOptions {
+    /// W: nonzeros per lane and tile (1, 2, 4, 8, 16 or 32). Default 8 for f32, 4 for f64 (the
+    /// paper's NVIDIA values).
+    pub work_per_lane: Option<u32>,
+    /// S: tiles per team (1..=16, see [`shader::SPECULATIVE_TILES`]). Default 7 (the paper's).
+    pub tiles_per_team: Option<u32>,
+    pub finish: Finish,
+    pub transfer: HostTransfer,
+}
+
+/// Mirrors `struct FinishParams` in shaders/speculative_finish.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct FinishParams {
+    teams: u32,
+    sync_groups: u32,
+    groups: u32,
+    pad: u32,
+}
+
+/// Invocations per workgroup of the GPU finishing pass: records are short row ranges.
+const FINISH_WG: u32 = 64;
+
+/// What one host-finished product saw and cost.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HostRun {
+    /// Speculator records the GPU stage wrote (dirty tiles, plus one for leading empty rows).
+    pub dirty_records: u64,
+    /// Rows the synchronizer added to.
+    pub synchronized_rows: u64,
+    /// Time of the host stage, after the GPU stage finished.
+    pub host_stage: Duration,
+    /// Bytes read from and written to the GPU's buffers (through mappings or copies).
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+/// How a speculative plan runs and what its last host-finished product did.
+#[derive(Clone, Debug)]
+pub struct SpeculationReport {
+    pub geometry: TileGeometry,
+    /// Over all row chunks of the matrix.
+    pub speculation: Speculation,
+    pub finish_on_host: bool,
+    /// "map" or "copy" when finishing on the host.
+    pub transfer: Option<&'static str>,
+    pub last_host_run: Option<HostRun>,
+}
+
+pub(crate) struct Report {
+    geometry: TileGeometry,
+    speculation: Speculation,
+    finish_on_host: bool,
+    transfer: Option<&'static str>,
+    last: Mutex<Option<HostRun>>,
+}
+
+impl Report {
+    pub(crate) fn snapshot(&self) -> SpeculationReport {
+        SpeculationReport {
+            geometry: self.geometry,
+            speculation: self.speculation.clone(),
+            finish_on_host: self.finish_on_host,
+            transfer: self.transfer,
+            last_host_run: *self.last.lock().unwrap(),
+        }
+    }
+}
+
+/// One row chunk's buffers, as the host stage needs them.
+struct Part {
+    row_begin: usize,
+    row_ptr: Vec<u32>,
+    teams: u64,
+    needs_check: bool,
+    sync: Arc<wgpu::Buffer>,
+    spec: Arc<wgpu::Buffer>,
+    shadow: Arc<wgpu::Buffer>,
+}
+
+pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+    let info = gpu.info();
+    let so = &opts.speculative;
+    let lanes = lane_mode(gpu, opts.lanes)?;
+    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
+    let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least)?;
+    let work = so.work_per_lane.unwrap_or(if T::NEEDS_F64 { 4 } else { 8 });
+    if !shader::SPECULATIVE_WORK.contains(&work) {
+        return Err(bad("work_per_lane", work, format!("must be one of {:?}", shader::SPECULATIVE_WORK)));
+    }
+    let tiles_per_team = so.tiles_per_team.unwrap_or(7);
+    if !shader::SPECULATIVE_TILES.contains(&tiles_per_team) {
+        return Err(bad("tiles_per_team", tiles_per_team, format!("must be one of {:?}", shader::SPECULATIVE_TILES)));
+    }
+    let geom = TileGeometry { lanes: team, work, tiles_per_team, teams_per_group: wg / team };
+    let s = std::mem::size_of::<T>() as u64;
+    let (w, teams) = (wg as u64, geom.teams_per_group as u64);
+    let tile = geom.tile_len();
+    let mut wg_bytes = teams * (tile + tile.div_ceil(32)) * s + w * 4 + teams * (tiles_per_team as u64 + 1) * 4 + teams * s;
+    if lanes == LaneMode::Workgroup {
+        // Team scans, and the lane module's reduction buffer.
+        wg_bytes += w * (8 + s) + w * s;
+    }
+    check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
+
+    let on_host = match so.finish {
+        Finish::Host => true,
+        Finish::Gpu => false,
+        Finish::Auto => info.shares_memory_with_host(),
+    };
+    let mappable = info.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
+    let map = match so.transfer {
+        HostTransfer::Map if !mappable => {
+            return Err(Error::MissingFeature {
+                adapter: info.name.clone(),
+                feature: "MAPPABLE_PRIMARY_BUFFERS",
+                needed_for: "mapping the speculative method's working buffers".into(),
+                hint: " (use HostTransfer::Auto or Copy)",
+            })
+        }
+        HostTransfer::Map => true,
+        HostTransfer::Copy => false,
+        HostTransfer::Auto => mappable && info.shares_memory_with_host(),
+    };
+    let aux_usage = match (on_host, map) {
+        (false, _) => wgpu::BufferUsages::empty(),
+        (true, true) => wgpu::BufferUsages::MAP_READ,
+        (true, false) => wgpu::BufferUsages::COPY_SRC,
+    };
+
+    let main = gpu.pipeline(
+        PipelineKey {
+            kernel: shader::SPECULATIVE.name,
+            variant: shader::SPECULATIVE.variant(T::WGSL, lanes),
+            overrides: vec![("WG_SIZE", wg), ("LANES", team), ("WORK", work), ("TILES", tiles_per_team)],
+        },
+        || shader::SPECULATIVE.source(T::WGSL, lanes),
+    )?;
+    let finish = gpu.pipeline(
+        PipelineKey {
+            kernel: shader::SPECULATIVE_FINISH.name,
+            variant: shader::SPECULATIVE_FINISH.variant(T::WGSL, LaneMode::Workgroup),
+            overrides: vec![("WG_SIZE", FINISH_WG)],
+        },
+        || shader::SPECULATIVE_FINISH.source(T::WGSL, LaneMode::Workgroup),
+    )?;
+
+    // The shadow holds one scalar per row of a chunk: chunk rows by the larger of the two.
+    let max_bytes = chunk_limit(gpu, opts);
+    let entry_bytes = s.max(4);
+    let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes / (s / 4).max(1), "row")?;
+    let chunks = if chunks.is_empty() { vec![0..0] } else { chunks };
+    let mut gpu_stages = Vec::new();
+    let mut host_stages = Vec::new();
+    let mut parts = Vec::new();
+    let mut total = Speculation { tiles: 0, dirty_tiles: 0, leading_empty_rows: 0, synchronized: 0 };
+    for rows in &chunks {
+        let (begin, end) = (a.row_ptr()[rows.start] as usize, a.row_ptr()[rows.end] as usize);
+        let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end].iter().map(|p| p - begin as u32).collect();
+        let nnz = (end - begin) as u64;
+        let spec_info = tiles::analyse(&row_ptr, &geom);
+        total.tiles += spec_info.tiles;
+        total.dirty_tiles += spec_info.dirty_tiles;
+        total.leading_empty_rows += spec_info.leading_empty_rows;
+        total.synchronized += spec_info.synchronized;
+        let team_count = geom.teams(nnz);
+        let records = spec_info.dirty_tiles + (spec_info.leading_empty_rows > 0) as u64;
+        let zeroed = |label: &str, bytes: u64| gpu.storage_buffer(label, &vec![0u8; bytes as usize], aux_usage).map(Arc::new);
+        // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
+        let sync = zeroed("speculative synchronizer", team_count * 2 * s)?;
+        let spec = zeroed("speculative speculator", (2 + 2 * geom.max_records(nnz)) * 4)?;
+        let shadow = zeroed("speculative shadow", rows.len().max(1) as u64 * s)?;
+        let chunk_params = ChunkUniform { row_begin: rows.start as u32, nrows: rows.len() as u32 };
+        let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
+        let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
+        let main_stage = Stage {
+            pipeline: main.clone(),
+            bindings: vec![
+                row_ptr_buf.clone(),
+                upload(gpu, "col_idx", &a.col_idx()[begin..end])?,
+                upload(gpu, "values", &a.values()[begin..end])?,
+                Binding::X,
+                Binding::Y,
+                Binding::Coeffs,
+                Binding::Owned(chunk.clone()),
+                Binding::Owned(sync.clone()),
+                Binding::Owned(spec.clone()),
+                Binding::Owned(shadow.clone()),
+            ],
+            grid: gpu.grid(geom.groups(nnz) as u32),
+        };
+        host_stages.push(main_stage.clone());
+        gpu_stages.push(main_stage);
+        // No check at all where the structure allows none (no empty row, no row across teams).
+        if spec_info.needs_check() {
+            let sync_groups = if spec_info.synchronized > 0 { team_count.div_ceil(FINISH_WG as u64) as u32 } else { 0 };
+            let groups = sync_groups + records.min(1 << 20) as u32;
+            let params = FinishParams { teams: team_count as u32, sync_groups, groups, pad: 0 };
+            gpu_stages.push(Stage {
+                pipeline: finish.clone(),
+                bindings: vec![
+                    row_ptr_buf,
+                    Binding::Y,
+                    Binding::Coeffs,
+                    Binding::Owned(chunk),
+                    Binding::Owned(sync.clone()),
+                    Binding::Owned(spec.clone()),
+                    Binding::Owned(shadow.clone()),
+                    Binding::Owned(Arc::new(gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)))),
+                ],
+                grid: gpu.grid(groups),
+            });
+        }
+        parts.push(Part { row_begin: rows.start, row_ptr, teams: team_count, needs_check: spec_info.needs_check(), sync, spec, shadow });
+    }
+
+    let transfer = on_host.then_some(if map { "map" } else { "copy" });
+    let report = Arc::new(Report { geometry: geom, speculation: total.clone(), finish_on_host: on_host, transfer, last: Mutex::new(None) });
+    let details = format!(
+        "speculative: tiles of {}x{} (T x W), {} tiles per team, {} teams per workgroup ({} lanes via {}), {} row chunk(s), hit rate {:.1}% ({} of {} tiles dirty), check on the {}",
+        geom.lanes,
+        geom.work,
+        geom.tiles_per_team,
+        geom.teams_per_group,
+        wg,
+        lanes.name(),
+        chunks.len(),
+        100.0 * total.hit_rate(),
+        total.dirty_tiles,
+        total.tiles,
+        match transfer {
+            Some(t) => format!("host ({t})"),
+            None => "GPU".into(),
+        }
+    );
+    let plan = SpmvPlan::new(gpu, Method::Speculative, a, gpu_stages, details).with_speculative_report(report.clone());
+    Ok(if on_host {
+        plan.with_host_path(HostPath { stages: host_stages, stage: Box::new(HostCheck::<T> { parts, map, report, _t: PhantomData }) })
+    } else {
+        plan
+    })
+}
+
+/// The host check stage (lines 62-68 and section 3.2's checking stage), with rayon.
+struct HostCheck<T> {
+    parts: Vec<Part>,
+    /// Map buffers in place rather than copy.
+    map: bool,
+    report: Arc<Report>,
+    _t: PhantomData<T>,
+}
+
+/// Byte ranges of one buffer to read.
+struct Fetch<'a> {
+    buffer: &'a wgpu::Buffer,
+    ranges: Vec<Range<u64>>,
+}
+
+impl<T: Scalar> HostCheck<T> {
+    fn mapped(&self, b: &wgpu::Buffer, usage: wgpu::BufferUsages) -> bool {
+        self.map && b.usage().contains(usage)
+    }
+
+    /// Reads the ranges of several buffers in one round trip: mappable buffers are mapped in
+    /// place, the others copied to one staging buffer. Returns the bytes per request and range.
+    fn fetch(&self, gpu: &Gpu, reqs: &[Fetch], bytes_read: &mut u64) -> Result<Vec<Vec<Vec<u8>>>> {
+        let reqs: Vec<&Fetch> = reqs.iter().collect();
+        let mut staging_len = 0u64;
+        let mut at = Vec::new();
+        for r in &reqs {
+            let mut offs = Vec::new();
+            if !self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) {
+                for range in &r.ranges {
+                    offs.push(staging_len);
+                    staging_len += range.end - range.start;
+                }
+            }
+            at.push(offs);
+        }
+        let staging = if staging_len > 0 {
+            let staging = gpu.scoped("allocating a staging buffer", || {
+                gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("speculative check staging"),
+                    size: staging_len,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })?;
+            let mut enc = gpu.device().create_command_encoder(&Default::default());
+            for (r, offs) in reqs.iter().zip(&at) {
+                for (range, &o) in r.ranges.iter().zip(offs) {
+                    enc.copy_buffer_to_buffer(r.buffer, range.start, &staging, o, range.end - range.start);
+                }
+            }
+            gpu.queue().submit([enc.finish()]);
+            Some(staging)
+        } else {
+            None
+        };
+        let mut pending = Vec::new();
+        let mut map_one = |b: &wgpu::Buffer| {
+            let (tx, rx) = futures::channel::oneshot::channel();
+            b.map_async(wgpu::MapMode::Read, .., move |r| {
+                let _ = tx.send(r);
+            });
+            pending.push(rx);
+        };
+        for r in &reqs {
+            if self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) && !r.ranges.is_empty() {
+                map_one(r.buffer);
+            }
+        }
+        if let Some(s) = &staging {
+            map_one(s);
+        }
+        for rx in pending {
+            gpu.wait_for_callback(rx)?.map_err(|e| Error::Map(e.to_string()))?;
+        }
+        let mut out = Vec::new();
+        let staging_view = match &staging {
+            Some(s) => Some(s.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?),
+            None => None,
+        };
+        for (r, offs) in reqs.iter().zip(&at) {
+            let mut got = Vec::new();
+            if offs.is_empty() && !r.ranges.is_empty() {
+                let view = r.buffer.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?;
+                for range in &r.ranges {
+                    got.push(view[range.start as usize..range.end as usize].to_vec());
+                }
+                drop(view);
+                r.buffer.unmap();
+            } else if let Some(view) = &staging_view {
+                for (range, &o) in r.ranges.iter().zip(offs) {
+                    got.push(view[o as usize..(o + range.end - range.start) as usize].to_vec());
+                }
+            }
+            *bytes_read += r.ranges.iter().map(|g| g.end - g.start).sum::<u64>();
+            out.push(got);
+        }
+        drop(staging_view);
+        if let Some(s) = staging {
+            s.unmap();
+        }
+        Ok(out)
+    }
+
+    /// Writes byte ranges into `buffer`: through a write mapping of the span they cover where the
+    /// buffer maps, else as queued writes (ordered before the next submission).
+    fn store(&self, gpu: &Gpu, buffer: &wgpu::Buffer, writes: &[(u64, Vec<u8>)], bytes_written: &mut u64) -> Result<()> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        *bytes_written += writes.iter().map(|w| w.1.len() as u64).sum::<u64>();
+        if !self.mapped(buffer, wgpu::BufferUsages::MAP_WRITE) {
+            for (off, bytes) in writes {
+                gpu.queue().write_buffer(buffer, *off, bytes);
+            }
+            return Ok(());
+        }
+        let lo = writes.iter().map(|w| w.0).min().unwrap() / wgpu::MAP_ALIGNMENT * wgpu::MAP_ALIGNMENT;
+        let hi = writes.iter().map(|w| w.0 + w.1.len() as u64).max().unwrap().next_multiple_of(4).min(buffer.size());
+        let (tx, rx) = futures::channel::oneshot::channel();
+        buffer.map_async(wgpu::MapMode::Write, lo..hi, move |r| {
+            let _ = tx.send(r);
+        });
+        gpu.wait_for_callback(rx)?.map_err(|e| Error::Map(e.to_string()))?;
+        {
+            let mut view = buffer.get_mapped_range_mut(lo..hi).map_err(|e| Error::Map(e.to_string()))?;
+            for (off, bytes) in writes {
+                let o = (off - lo) as usize;
+                view.slice(o..o + bytes.len()).copy_from_slice(bytes);
+            }
+        }
+        buffer.unmap();
+        Ok(())
+    }
+}
+
+fn u32s(bytes: &[u8]) -> Vec<u32> {
+    bytemuck::pod_collect_to_vec(bytes)
+}
+
+fn scalars<T: Scalar>(bytes: &[u8]) -> Vec<T> {
+    bytemuck::pod_collect_to_vec(bytes)
+}
+
+/// Merges sorted row ranges closer than `gap` rows (fewer copies for scattered rows).
+fn merge(mut ranges: Vec<Range<u32>>, gap: u32) -> Vec<Range<u32>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u32>> = Vec::new();
+    for r in ranges.into_iter().filter(|r| !r.is_empty()) {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// Joins row runs that touch into one run each, in row order.
+fn coalesce<T: Copy>(mut runs: Vec<(u32, Vec<T>)>) -> Vec<(u32, Vec<T>)> {
+    runs.sort_by_key(|r| r.0);
+    let mut out: Vec<(u32, Vec<T>)> = Vec::new();
+    for (start, v) in runs {
+        match out.last_mut() {
+            Some(last) if last.0 + last.1.len() as u32 == start => last.1.extend(v),
+            _ => out.push((start, v)),
+        }
+    }
+    out
+}
+
+impl<T: Scalar> HostStage<T> for HostCheck<T> {
+    fn finish(&self, gpu: &Gpu, alpha: T, beta: T, y: &mut GpuVector<T>) -> Result<()> {
+        if !self.parts.iter().any(|p| p.needs_check) {
+            *self.report.last.lock().unwrap() =
+                Some(HostRun { dirty_records: 0, synchronized_rows: 0, host_stage: Duration::ZERO, bytes_read: 0, bytes_written: 0 });
+            return Ok(());
+        }
+        gpu.wait()?;
+        let start = Instant::now();
+        let s = std::mem::size_of::<T>() as u64;
+        let (mut bytes_read, mut bytes_written) = (0, 0);
+        let parts: Vec<&Part> = self.parts.iter().filter(|p| p.needs_check).collect();
+
+        // Round 1: each part's dirty counter and synchronizer.
+        let reqs: Vec<Fetch> = parts
+            .iter()
+            .flat_map(|p| [Fetch { buffer: &p.spec, ranges: vec![0..4] }, Fetch { buffer: &p.sync, ranges: vec![0..p.teams * 2 * s] }])
+            .collect();
+        let got = self.fetch(gpu, &reqs, &mut bytes_read)?;
+        let mut counts = Vec::new();
+        let mut syncs = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            counts.push(u32s(&got[2 * i][0])[0]);
+            // SyncEntry: the row's u32, then the value at the scalar's alignment.
+            let entries: Vec<(u32, T)> = got[2 * i + 1][0]
+                .chunks_exact(2 * s as usize)
+                .map(|e| (u32::from_le_bytes(e[..4].try_into().unwrap()), scalars::<T>(&e[s as usize..])[0]))
+                .collect();
+            debug_assert_eq!(entries.len() as u64, p.teams);
+            syncs.push(tiles::sync_runs(&entries));
+        }
+
+        // Round 2: the records of the parts with dirty tiles.
+        let reqs: Vec<Fetch> = parts.iter().zip(&counts).map(|(p, &c)| Fetch { buffer: &p.spec, ranges: if c > 0 { vec![8..8 + 8 * c as u64] } else { vec![] } }).collect();
+        let got = self.fetch(gpu, &reqs, &mut bytes_read)?;
+        let records: Vec<Vec<Range<u32>>> =
+            got.iter().map(|g| g.first().map(|b| u32s(b).chunks_exact(2).map(|r| r[0]..r[1]).collect()).unwrap_or_default()).collect();
+
+        // Round 3: the rows of y read (synchronized rows; dirty rows when β·y counts) and the
+        // shadow of the dirty rows.
+        let read_old = beta.to_f64() != 0.0;
+        let mut y_rows = Vec::new();
+        let mut shadow_reqs = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            let base = p.row_begin as u32;
+            y_rows.extend(syncs[i].iter().map(|&(r, _)| base + r..base + r + 1));
+            if read_old {
+                y_rows.extend(records[i].iter().map(|r| base + r.start..base + r.end));
+            }
+            let shadow_rows = merge(records[i].clone(), 0);
+            shadow_reqs.push(Fetch { buffer: &p.shadow, ranges: shadow_rows.iter().map(|r| r.start as u64 * s..r.end as u64 * s).collect() });
+        }
+        let y_rows = merge(y_rows, 64);
+        let mut reqs = vec![Fetch { buffer: &y.buffer, ranges: y_rows.iter().map(|r| r.start as u64 * s..r.end as u64 * s).collect() }];
+        reqs.extend(shadow_reqs);
+        let got = self.fetch(gpu, &reqs, &mut bytes_read)?;
+        let y_read: Vec<(u32, Vec<T>)> = y_rows.iter().zip(&got[0]).map(|(r, b)| (r.start, scalars::<T>(b))).collect();
+        let y_old = |row: u32| -> T {
+            let k = y_read.partition_point(|(start, _)| *start <= row) - 1;
+            y_read[k].1[(row - y_read[k].0) as usize]
+        };
+        let mut out: Vec<(u32, Vec<T>)> = Vec::new();
+        let mut synchronized_rows = 0;
+        for (i, p) in parts.iter().enumerate() {
+            let base = p.row_begin as u32;
+            for &(r, sum) in &syncs[i] {
+                out.push((base + r, vec![T::from_f64(y_old(base + r).to_f64() + alpha.to_f64() * sum)]));
+            }
+            synchronized_rows += syncs[i].len() as u64;
+            let shadow: Vec<(u32, Vec<T>)> = merge(records[i].clone(), 0).iter().zip(&got[1 + i]).map(|(r, b)| (r.start, scalars::<T>(b))).collect();
+            let rearranged: Vec<(u32, Vec<T>)> = records[i]
+                .par_iter()
+                .filter(|r| !r.is_empty())
+                .map(|r| {
+                    let k = shadow.partition_point(|(start, _)| *start <= r.start) - 1;
+                    let sh = &shadow[k].1[(r.start - shadow[k].0) as usize..];
+                    let mut ys: Vec<T> = if read_old { (r.start..r.end).map(|row| y_old(base + row)).collect() } else { vec![T::from_f64(0.0); r.len()] };
+                    tiles::rearrange(&p.row_ptr, r.clone(), sh, alpha, beta, &mut ys);
+                    (base + r.start, ys)
+                })
+                .collect();
+            out.extend(rearranged);
+        }
+
+        // Write back only the rows changed, and reset the dirty counters.
+        let writes: Vec<(u64, Vec<u8>)> = coalesce(out).into_iter().map(|(r, v)| (r as u64 * s, bytemuck::cast_slice(&v).to_vec())).collect();
+        self.store(gpu, &y.buffer, &writes, &mut bytes_written)?;
+        for (p, &c) in parts.iter().zip(&counts) {
+            if c > 0 {
+                gpu.queue().write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
+                bytes_written += 4;
+            }
+        }
+        let dirty_records = counts.iter().map(|&c| c as u64).sum();
+        *self.report.last.lock().unwrap() = Some(HostRun { dirty_records, synchronized_rows, host_stage: start.elapsed(), bytes_read, bytes_written });
+        Ok(())
+    }
+}
