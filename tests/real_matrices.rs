@@ -4,7 +4,8 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use wgspmv::{io, CsrMatrix, Error};
+use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
+use wgspmv::{io, CsrMatrix, Error, Method, PlanOptions};
 
 fn matrix_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
@@ -47,6 +48,11 @@ fn real_matrices_all_methods() {
         };
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         check_all_methods(&a, &name);
+        // `speculative` finishes on the host on this adapter by default; the GPU pass too.
+        if let Some(gpu) = common::gpu() {
+            let o = PlanOptions { speculative: SpeculativeOptions { finish: Finish::Gpu, ..Default::default() }, ..Default::default() };
+            common::check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{name} / speculative / gpu finishing"));
+        }
         checked += 1;
     }
     eprintln!("{checked} real matrices checked, {refused} refused as unsupported (complex/hermitian)");

@@ -1,0 +1,183 @@
+//! The speculative segmented sum: every suite class with host finishing (mapped and copied) and
+//! GPU finishing, empty rows placed exactly on tile, team and workgroup boundaries, long rows
+//! across many teams, tiny matrices, the host stage's report against the structure analysis,
+//! repeated products (the dirty counter must be reset between them) and bad options.
+
+mod common;
+
+use common::{check_method, gpu, gpu_without_subgroups, gpus, has_f64};
+use wgspmv::methods::speculative::{Finish, HostTransfer, SpeculativeOptions};
+use wgspmv::{CsrMatrix, Error, Gpu, GpuOptions, GpuVector, LanePolicy, Method, PlanOptions, SuiteClass};
+
+fn opts(finish: Finish, transfer: HostTransfer) -> PlanOptions {
+    PlanOptions { speculative: SpeculativeOptions { finish, transfer, ..Default::default() }, ..Default::default() }
+}
+
+/// The three ways a product can finish.
+fn finishes() -> Vec<(&'static str, PlanOptions)> {
+    vec![
+        ("host, mapped", opts(Finish::Host, HostTransfer::Map)),
+        ("host, copied", opts(Finish::Host, HostTransfer::Copy)),
+        ("gpu", opts(Finish::Gpu, HostTransfer::Auto)),
+    ]
+}
+
+/// A tiny geometry on the workgroup path: tiles of 4 lanes x 2 nonzeros, 2 tiles per team, 16
+/// teams per workgroup. So tiles are 8 nonzeros, teams 16, workgroups 256.
+fn tiny_geometry(finish: Finish) -> PlanOptions {
+    PlanOptions {
+        lanes: LanePolicy::Workgroup,
+        lanes_per_row: Some(4),
+        workgroup_size: Some(64),
+        speculative: SpeculativeOptions { work_per_lane: Some(2), tiles_per_team: Some(2), finish, ..Default::default() },
+        ..Default::default()
+    }
+}
+
+/// A matrix with the given row lengths and irregular columns and values.
+fn rows(lens: &[usize]) -> CsrMatrix<f64> {
+    let ncols = 700;
+    let mut t = Vec::new();
+    for (r, &len) in lens.iter().enumerate() {
+        for c in 0..len {
+            t.push((r, (c * 13 + r * 7) % ncols, 0.5 + ((r * 31 + c * 17) % 11) as f64 / 3.0));
+        }
+    }
+    CsrMatrix::from_triplets(lens.len(), ncols, t).unwrap()
+}
+
+fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {
+    for (dev, gpu) in gpus() {
+        for (how, o) in finishes() {
+            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / f32 / {how} / {dev}"));
+            if has_f64(&gpu) {
+                check_method(&gpu, a, Method::Speculative, &o, &format!("{label} / f64 / {how} / {dev}"));
+            }
+        }
+        for finish in [Finish::Host, Finish::Gpu] {
+            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &tiny_geometry(finish), &format!("{label} / tiny tiles / {finish:?} / {dev}"));
+        }
+    }
+}
+
+#[test]
+fn every_suite_class_every_finish() {
+    for class in SuiteClass::ALL {
+        check_everywhere(&class.generate(6_000, 21), class.name());
+    }
+}
+
+#[test]
+fn empty_rows_on_tile_team_and_workgroup_boundaries() {
+    // With the tiny geometry, rows of 8 end exactly on tile boundaries, of 16 on team
+    // boundaries, and 16 rows of 16 on a workgroup boundary.
+    let mut lens = vec![0, 0, 8, 0, 8, 0, 0, 16, 0, 3, 5, 0, 8];
+    lens.extend(std::iter::repeat_n(16, 16));
+    lens.extend([0, 0, 0, 1, 7, 0, 16, 0, 256, 0, 2, 0, 0]);
+    check_everywhere(&rows(&lens), "empty rows on boundaries");
+    // Many empty rows: more than a tile's worth between two nonzeros.
+    let mut lens = vec![1; 50];
+    lens.extend(std::iter::repeat_n(0, 3000));
+    lens.extend([9, 0, 0, 1]);
+    lens.extend(std::iter::repeat_n(0, 500));
+    check_everywhere(&rows(&lens), "long runs of empty rows");
+}
+
+#[test]
+fn rows_across_many_tiles_teams_and_workgroups() {
+    let mut lens = vec![3, 0, 1];
+    lens.push(5000); // hundreds of tiny-geometry teams, a dozen workgroups
+    lens.extend([0, 2, 600, 0]);
+    check_everywhere(&rows(&lens), "long rows");
+    check_everywhere(&rows(&[4096]), "a single row");
+}
+
+#[test]
+fn tiny_and_ragged_matrices() {
+    check_everywhere(&rows(&[]), "no rows");
+    check_everywhere(&rows(&[0, 0, 0]), "all rows empty");
+    check_everywhere(&rows(&[1]), "one nonzero");
+    check_everywhere(&rows(&[2, 0, 1]), "smaller than a tile");
+    check_everywhere(&rows(&[1; 77]), "nnz not a multiple of a tile, rows of one");
+    check_everywhere(&CsrMatrix::zeros(5, 0).unwrap(), "no columns");
+}
+
+#[test]
+fn host_stage_reports_the_dirty_tiles_the_structure_predicts() {
+    let Some(gpu) = gpu() else { return };
+    for class in [SuiteClass::EmptyRows, SuiteClass::Banded, SuiteClass::PowerLaw] {
+        let a = class.generate(20_000, 4).cast::<f32>();
+        let plan = gpu.prepare_with(&a, Method::Speculative, &opts(Finish::Host, HostTransfer::Auto)).unwrap();
+        let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
+        let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+        plan.run(&x, &mut y).unwrap();
+        let r = plan.speculation().unwrap();
+        let run = r.last_host_run.expect("a host-finished product reports its host stage");
+        let s = &r.speculation;
+        assert_eq!(run.dirty_records, s.dirty_tiles + (s.leading_empty_rows > 0) as u64, "{}", class.name());
+        assert_eq!(run.synchronized_rows > 0, s.synchronized > 0, "{}", class.name());
+        match class {
+            SuiteClass::EmptyRows => assert!(s.hit_rate() < 1.0 && run.dirty_records > 0),
+            _ => assert_eq!(s.dirty_tiles, 0, "{} has no empty rows", class.name()),
+        }
+        assert!(r.finish_on_host && plan.finishes_on_host());
+    }
+    let plan = gpu.prepare_with(&SuiteClass::Banded.generate(2_000, 1).cast::<f32>(), Method::Speculative, &opts(Finish::Gpu, HostTransfer::Auto)).unwrap();
+    assert!(!plan.finishes_on_host() && plan.speculation().unwrap().last_host_run.is_none());
+}
+
+/// Products back to back must each find the dirty counter reset: run many, in one encoder and
+/// one at a time, and require the same bits every time (a race shows up as a changing result).
+#[test]
+fn repeated_products_give_identical_results() {
+    for (dev, gpu) in gpus() {
+        let a = SuiteClass::EmptyRows.generate(30_000, 8).cast::<f32>();
+        let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 2).into_iter().map(|v| v as f32).collect();
+        let gx = GpuVector::from_slice(&gpu, &x).unwrap();
+        for (how, o) in finishes() {
+            let plan = gpu.prepare_with(&a, Method::Speculative, &o).unwrap();
+            let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+            plan.run(&gx, &mut y).unwrap();
+            let first = y.read().unwrap();
+            let want = wgspmv::reference::spmv_par(&a, &x).unwrap();
+            assert!(wgspmv::reference::check(1.0, &a, &x, 0.0, None, &first, &want).ok, "{how} / {dev}");
+            for i in 0..8 {
+                y.fill(f32::NAN).unwrap();
+                plan.run(&gx, &mut y).unwrap();
+                assert_eq!(bits(&y.read().unwrap()), bits(&first), "{how} / {dev}: run {i} differs");
+            }
+            // Recorded products always finish on the GPU, whatever `run` does.
+            let mut ys: Vec<GpuVector<f32>> = (0..6).map(|_| GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap()).collect();
+            let mut enc = gpu.device().create_command_encoder(&Default::default());
+            for y in &mut ys {
+                plan.record(&mut enc, &gx, y).unwrap();
+            }
+            gpu.queue().submit([enc.finish()]);
+            for (i, y) in ys.iter().enumerate() {
+                assert_eq!(bits(&y.read().unwrap()), bits(&first), "{how} / {dev}: recorded product {i} differs");
+            }
+        }
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|f| f.to_bits()).collect()
+}
+
+#[test]
+fn bad_options_are_clear_errors() {
+    let Some(gpu) = gpu() else { return };
+    let a = rows(&[3, 0, 2]).cast::<f32>();
+    let with = |s: SpeculativeOptions| gpu.prepare_with(&a, Method::Speculative, &PlanOptions { speculative: s, ..Default::default() });
+    assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(3), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
+    assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(64), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
+    assert!(matches!(with(SpeculativeOptions { tiles_per_team: Some(0), ..Default::default() }), Err(Error::InvalidParameter { name: "tiles_per_team", .. })));
+    let Some(nosg) = gpu_without_subgroups() else { return };
+    let sg = PlanOptions { lanes: LanePolicy::Subgroup, ..Default::default() };
+    assert!(matches!(nosg.prepare_with(&a, Method::Speculative, &sg), Err(Error::MissingFeature { feature: "SUBGROUP", .. })));
+    // Mapping in place needs MAPPABLE_PRIMARY_BUFFERS; without it the default copies.
+    let plain = pollster::block_on(Gpu::with_options(GpuOptions { disabled_features: wgpu::Features::MAPPABLE_PRIMARY_BUFFERS, ..Default::default() })).unwrap();
+    let map = opts(Finish::Host, HostTransfer::Map);
+    assert!(matches!(plain.prepare_with(&a, Method::Speculative, &map), Err(Error::MissingFeature { feature: "MAPPABLE_PRIMARY_BUFFERS", .. })));
+    check_method(&plain, &rows(&[5, 0, 0, 9, 1, 0]).cast::<f32>(), Method::Speculative, &opts(Finish::Host, HostTransfer::Auto), "host finishing without mappable buffers");
+}
