@@ -10,7 +10,15 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
-use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, Scalar, SuiteClass};
+use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
+use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
+
+/// One benchmarked configuration: a method and its options, under a label.
+struct Variant {
+    label: String,
+    method: Method,
+    opts: PlanOptions,
+}
 
 #[derive(Parser)]
 #[command(about = "Benchmark every SpMV method against the device copy bandwidth")]
@@ -42,6 +50,16 @@ struct Args {
     /// Products per timing.
     #[arg(long, default_value_t = 50)]
     repeat: u32,
+    /// Where `speculative` runs its check stage: auto, host, gpu, or both (two rows,
+    /// `speculative-host` and `speculative-gpu`).
+    #[arg(long, default_value = "auto")]
+    finish: String,
+    /// `speculative`'s nonzeros per lane and tile (W); default: the library's choice.
+    #[arg(long)]
+    spec_work: Option<u32>,
+    /// `speculative`'s tiles per team (S); default: the library's choice.
+    #[arg(long)]
+    spec_tiles: Option<u32>,
     /// Bytes copied for the bandwidth ceiling, in MiB (capped by the binding limit).
     #[arg(long, default_value_t = 1024)]
     copy_mib: u64,
@@ -80,6 +98,21 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     } else {
         args.methods.iter().map(|m| Method::from_name(m)).collect::<wgspmv::Result<_>>()?
     };
+    let finishes: Vec<(&str, Finish)> = match args.finish.as_str() {
+        "auto" => vec![("", Finish::Auto)],
+        "host" => vec![("", Finish::Host)],
+        "gpu" => vec![("", Finish::Gpu)],
+        "both" => vec![("-host", Finish::Host), ("-gpu", Finish::Gpu)],
+        other => return Err(wgspmv::Error::UnknownName { what: "finish", name: other.into(), expected: "auto, host, gpu, both".into() }),
+    };
+    let mut variants = Vec::new();
+    for &m in &methods {
+        let fs: &[(&str, Finish)] = if m == Method::Speculative { &finishes } else { &[("", Finish::Auto)] };
+        for &(suffix, finish) in fs {
+            let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, ..Default::default() };
+            variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { speculative, ..Default::default() } });
+        }
+    }
     let classes: Vec<SuiteClass> = if args.classes.is_empty() {
         SuiteClass::ALL.to_vec()
     } else {
@@ -117,17 +150,18 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     writeln!(header, "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err").unwrap();
     print!("{header}");
 
-    let bar = ProgressBar::new((sources.len() * methods.len()) as u64);
+    let bar = ProgressBar::new((sources.len() * variants.len()) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed}]").unwrap());
     let mut rows = Vec::new();
     let mut reports = Vec::new();
+    let mut spec_reports = Vec::new();
     for (name, make) in &sources {
         bar.set_message(name.clone());
         let a = match make() {
             Ok(a) => a,
             Err(e) => {
                 bar.println(format!("skipping {name}: {e}"));
-                bar.inc(methods.len() as u64);
+                bar.inc(variants.len() as u64);
                 continue;
             }
         };
@@ -137,12 +171,14 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             io::write_matrix_market(dir.join(format!("{name}.mtx")), &a)?;
         }
         let (out, report) = if args.f64 {
-            let out = bench_matrix::<f64>(&gpu, name, &a, &methods, args.repeat, copy, &bar);
+            let (out, spec) = bench_matrix::<f64>(&gpu, name, &a, &variants, args.repeat, copy, &bar);
+            spec_reports.extend(spec);
             let report = cmrs_report::<f64>(&gpu, name, &a, &out);
             (out, report)
         } else {
             let a32 = a.cast::<f32>();
-            let out = bench_matrix::<f32>(&gpu, name, &a32, &methods, args.repeat, copy, &bar);
+            let (out, spec) = bench_matrix::<f32>(&gpu, name, &a32, &variants, args.repeat, copy, &bar);
+            spec_reports.extend(spec);
             let report = cmrs_report::<f32>(&gpu, name, &a32, &out);
             (out, report)
         };
@@ -168,6 +204,13 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             println!("{r}");
         }
     }
+    if !spec_reports.is_empty() {
+        println!("\nspeculative: tiles, speculation hit rate (clean tiles / tiles), check stage and its cost per product");
+        println!("{SPEC_HEADER}");
+        for r in &spec_reports {
+            println!("{r}");
+        }
+    }
     if let Some(path) = &args.csv {
         let mut f = std::fs::File::create(path).map_err(|source| wgspmv::Error::Io { path: path.clone(), source })?;
         let mut text = header.clone();
@@ -181,24 +224,33 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             let body = format!("{CMRS_HEADER}\n{}\n", reports.join("\n"));
             std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
         }
+        if !spec_reports.is_empty() {
+            let extra = path.with_extension("speculative.csv");
+            let body = format!("{SPEC_HEADER}\n{}\n", spec_reports.join("\n"));
+            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
+        }
     }
     Ok(())
 }
 
-fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, methods: &[Method], repeat: u32, copy: f64, bar: &ProgressBar) -> Vec<Row> {
+const SPEC_HEADER: &str = "matrix,variant,tiles,dirty_tiles,hit_rate,synchronized_teams,check,host_stage_ms,host_bytes_read,host_bytes_written";
+
+fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[Variant], repeat: u32, copy: f64, bar: &ProgressBar) -> (Vec<Row>, Vec<String>) {
     let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 7).into_iter().map(T::from_f64).collect();
     let y_ref = match reference::spmv_par(a, &x) {
         Ok(y) => y,
         Err(e) => {
             bar.println(format!("{name}: {e}"));
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
     };
     let mut out = Vec::new();
-    for &m in methods {
+    let mut spec = Vec::new();
+    for v in variants {
+        let m = &v.label;
         bar.set_message(format!("{name} / {m}"));
         let result = (|| -> wgspmv::Result<Row> {
-            let plan = gpu.prepare(a, m)?;
+            let plan = gpu.prepare_with(a, v.method, &v.opts)?;
             let gx = GpuVector::from_slice(gpu, &x)?;
             let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN)?;
             plan.run(&gx, &mut gy)?;
@@ -206,9 +258,24 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, methods: &[M
             let c = reference::check(1.0, a, &x, 0.0, None, &y, &y_ref);
             let t = plan.time(&gx, &mut gy, repeat)?;
             let gbps = plan.minimal_traffic_bytes() as f64 / (t.ms * 1e6);
+            if let Some(r) = plan.speculation() {
+                let s = &r.speculation;
+                let host = r.last_host_run;
+                spec.push(format!(
+                    "{name},{m},{},{},{:.4},{},{},{},{},{}",
+                    s.tiles,
+                    s.dirty_tiles,
+                    s.hit_rate(),
+                    s.synchronized,
+                    r.transfer.map_or("gpu".to_owned(), |t| format!("host-{t}")),
+                    host.map_or(String::new(), |h| format!("{:.4}", h.host_stage.as_secs_f64() * 1e3)),
+                    host.map_or(String::new(), |h| h.bytes_read.to_string()),
+                    host.map_or(String::new(), |h| h.bytes_written.to_string()),
+                ));
+            }
             Ok(Row {
                 matrix: name.to_owned(),
-                method: m.name().to_owned(),
+                method: m.clone(),
                 rows: a.nrows(),
                 cols: a.ncols(),
                 nnz: a.nnz(),
@@ -231,7 +298,7 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, methods: &[M
         }
         bar.inc(1);
     }
-    out
+    (out, spec)
 }
 
 const CMRS_HEADER: &str = "matrix,mu,height,predicted_speedup,measured_speedup,to_cmrs_spmv_eq,to_csr_spmv_eq,padded_zeros,padded_overhead_pct";

@@ -7,7 +7,8 @@
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, Scalar, SuiteClass};
+use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
+use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
 
 #[derive(Parser)]
 #[command(about = "Sparse matrix-vector multiplication on the GPU, checked against an f64 CPU reference")]
@@ -15,9 +16,13 @@ struct Args {
     /// Matrix Market file (coordinate; gzipped or not). Default: a generated power-law matrix.
     #[arg(long)]
     matrix: Option<PathBuf>,
-    /// Method name (csr-scalar, csr-vector, auto); default: every method.
+    /// Method name (csr-scalar, csr-vector, cmrs, cmrs-padded, speculative, auto); default:
+    /// every method.
     #[arg(long)]
     method: Option<String>,
+    /// Where `speculative` runs its check stage: auto, host or gpu.
+    #[arg(long, default_value = "auto")]
+    finish: String,
     /// Input vector x as a Matrix Market array. Default: a fixed random vector.
     #[arg(long)]
     x: Option<PathBuf>,
@@ -77,8 +82,15 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut all_ok = true;
     println!("{:<12} {:>10} {:>9} {:>9} {:>10}  check ({}; {})", "method", "ms", "GFLOP/s", "GB/s", "rel_err", T::NAME, "timer");
+    let finish = match args.finish.as_str() {
+        "auto" => Finish::Auto,
+        "host" => Finish::Host,
+        "gpu" => Finish::Gpu,
+        other => return Err(wgspmv::Error::UnknownName { what: "finish", name: other.into(), expected: "auto, host, gpu".into() }),
+    };
+    let opts = PlanOptions { speculative: SpeculativeOptions { finish, ..Default::default() }, ..Default::default() };
     for (i, &m) in methods.iter().enumerate() {
-        let plan = gpu.prepare(a, m)?;
+        let plan = gpu.prepare_with(a, m, &opts)?;
         let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN)?;
         plan.run(&gx, &mut gy)?;
         let y = gy.read()?;
@@ -97,6 +109,18 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
             t.timer,
             plan.details()
         );
+        if let Some(r) = plan.speculation() {
+            if let Some(h) = r.last_host_run {
+                println!(
+                    "             host stage {:.3} ms: {} dirty records, {} synchronized rows, {} B read, {} B written",
+                    h.host_stage.as_secs_f64() * 1e3,
+                    h.dirty_records,
+                    h.synchronized_rows,
+                    h.bytes_read,
+                    h.bytes_written
+                );
+            }
+        }
         if !c.ok {
             if let Some((row, err, bound)) = c.worst_row {
                 println!("             worst row {row}: error {err:e} > bound {bound:e}");
