@@ -60,6 +60,9 @@ struct Args {
     /// `speculative`'s tiles per team (S); default: the library's choice.
     #[arg(long)]
     spec_tiles: Option<u32>,
+    /// Invocations per workgroup for every method; default: each method's choice.
+    #[arg(long)]
+    workgroup_size: Option<u32>,
     /// Bytes copied for the bandwidth ceiling, in MiB (capped by the binding limit).
     #[arg(long, default_value_t = 1024)]
     copy_mib: u64,
@@ -110,7 +113,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         let fs: &[(&str, Finish)] = if m == Method::Speculative { &finishes } else { &[("", Finish::Auto)] };
         for &(suffix, finish) in fs {
             let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, ..Default::default() };
-            variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { speculative, ..Default::default() } });
+            variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { speculative, workgroup_size: args.workgroup_size, ..Default::default() } });
         }
     }
     let classes: Vec<SuiteClass> = if args.classes.is_empty() {

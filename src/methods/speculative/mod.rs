@@ -68,11 +68,14 @@ pub struct SpeculativeOptions {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 struct FinishParams {
-    teams: u32,
-    sync_groups: u32,
-    groups: u32,
-    pad: u32,
+    short_runs: u32,
+    long_runs: u32,
+    short_groups: u32,
+    record_groups: u32,
 }
+
+/// Synchronizer runs longer than this get a workgroup of the finishing pass each.
+const LONG_RUN: u32 = 16;
 
 /// Invocations per workgroup of the GPU finishing pass: records are short row ranges.
 const FINISH_WG: u32 = 64;
@@ -249,9 +252,18 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         gpu_stages.push(main_stage);
         // No check at all where the structure allows none (no empty row, no row across teams).
         if spec_info.needs_check() {
-            let sync_groups = if spec_info.synchronized > 0 { team_count.div_ceil(FINISH_WG as u64) as u32 } else { 0 };
-            let groups = sync_groups + records.min(1 << 20) as u32;
-            let params = FinishParams { teams: team_count as u32, sync_groups, groups, pad: 0 };
+            let mut runs = tiles::sync_run_bounds(&row_ptr, &geom);
+            runs.sort_by_key(|r| r.1 > LONG_RUN);
+            let short_runs = runs.iter().filter(|r| r.1 <= LONG_RUN).count() as u32;
+            let long_runs = runs.len() as u32 - short_runs;
+            let runs: Vec<[u32; 2]> = runs.into_iter().map(|r| [r.0, r.1]).collect();
+            let params = FinishParams {
+                short_runs,
+                long_runs,
+                short_groups: short_runs.div_ceil(FINISH_WG),
+                record_groups: (records as u32).div_ceil(FINISH_WG),
+            };
+            let groups = params.short_groups + params.long_runs + params.record_groups;
             gpu_stages.push(Stage {
                 pipeline: finish.clone(),
                 bindings: vec![
@@ -262,6 +274,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
                     Binding::Owned(sync.clone()),
                     Binding::Owned(spec.clone()),
                     Binding::Owned(shadow.clone()),
+                    upload(gpu, "speculative runs", &runs)?,
                     Binding::Owned(Arc::new(gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)))),
                 ],
                 grid: gpu.grid(groups),

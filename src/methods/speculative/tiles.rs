@@ -143,6 +143,29 @@ pub fn analyse(row_ptr: &[u32], g: &TileGeometry) -> Speculation {
     Speculation { tiles, dirty_tiles, leading_empty_rows: rightmost_row(row_ptr, 0), synchronized }
 }
 
+/// The runs of synchronizer entries that add to one row, as `(first team, teams)`, in team
+/// order: a row crossing k team boundaries has a run of k entries. Known from the structure
+/// alone, so the GPU finishing pass can give long runs a whole workgroup.
+pub fn sync_run_bounds(row_ptr: &[u32], g: &TileGeometry) -> Vec<(u32, u32)> {
+    let nnz = *row_ptr.last().unwrap() as u64;
+    let mut runs: Vec<(u32, u32, u32)> = Vec::new();
+    for team in 0..g.teams(nnz) {
+        let begin = team * g.team_len();
+        if begin >= nnz {
+            break;
+        }
+        let row = rightmost_row(row_ptr, begin as u32);
+        if row_ptr[row as usize] as u64 == begin {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(last) if last.2 == row && last.0 + last.1 == team as u32 => last.1 += 1,
+            _ => runs.push((team as u32, 1, row)),
+        }
+    }
+    runs.into_iter().map(|r| (r.0, r.1)).collect()
+}
+
 /// What the GPU stage leaves for the check stage.
 #[derive(Clone, Debug, Default)]
 pub struct StageOutput<T> {
@@ -342,6 +365,13 @@ mod tests {
             let dirty = out.records.len() as u64 - (s.leading_empty_rows > 0) as u64;
             assert_eq!(dirty, s.dirty_tiles, "{g:?}");
             assert_eq!(out.sync.iter().filter(|e| e.0 != NONE).count() as u64, s.synchronized, "{g:?}");
+            let runs = sync_run_bounds(a.row_ptr(), &g);
+            assert_eq!(runs.iter().map(|r| r.1 as u64).sum::<u64>(), s.synchronized);
+            for (first, len) in runs {
+                let row = out.sync[first as usize].0;
+                assert!((first..first + len).all(|t| out.sync[t as usize].0 == row));
+                assert_ne!(out.sync.get((first + len) as usize).map(|e| e.0), Some(row));
+            }
             assert!(s.dirty_tiles > 0 && s.hit_rate() < 1.0);
         }
         let clean = csr(30, &[2; 30]);
