@@ -1,4 +1,5 @@
-// The bindings of the CSR kernels (csr_scalar, csr_vector), in the order the plan binds them.
+// The bindings of the kernels that read plain CSR (csr_scalar, csr_vector, speculative), in the
+// order the plans bind them.
 @group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
 @group(0) @binding(1) var<storage, read> col_idx: array<u32>;
 @group(0) @binding(2) var<storage, read> vals: array<scalar>;

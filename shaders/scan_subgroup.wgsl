@@ -1,24 +1,10 @@
 // Scans over teams of LANES lanes, with subgroup shuffles. A subgroup may hold several teams
 // (the host sets LANES to the smallest subgroup size). Called in uniform control flow.
 
-// Where a lane sits in its team of LANES lanes, and its cell in per-lane workgroup arrays.
-struct TeamLane {
-    slot: u32,
-    lane: u32,
-    cell: u32,
-    // The subgroup lane of this team's lane 0.
-    first: u32,
-}
-
 fn team_lane(l: Lanes) -> TeamLane {
     let slot = l.team * (l.width / LANES) + l.lane / LANES;
     let lane = l.lane % LANES;
     return TeamLane(slot, lane, slot * LANES + lane, l.lane - lane);
-}
-
-struct ScanU32 {
-    excl: u32,
-    total: u32,
 }
 
 // Exclusive sum of `v` over the team, and the team's total.
@@ -31,12 +17,6 @@ fn team_scan_u32(v: u32, t: TeamLane) -> ScanU32 {
         }
     }
     return ScanU32(incl - v, subgroupShuffle(incl, t.first + LANES - 1u));
-}
-
-struct SegScan {
-    // Sum of `v` over the lanes before this one, back to and including the nearest lane whose
-    // `head` is set (0 on lane 0).
-    excl: scalar,
 }
 
 // Exclusive segmented sum over the team.

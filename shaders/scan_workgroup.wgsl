@@ -1,13 +1,6 @@
 // Scans over teams of LANES lanes through workgroup memory (Hillis-Steele), for adapters
 // without subgroup operations. Called in workgroup-uniform control flow (they hold barriers).
 
-struct TeamLane {
-    slot: u32,
-    lane: u32,
-    cell: u32,
-    first: u32,
-}
-
 fn team_lane(l: Lanes) -> TeamLane {
     return TeamLane(l.team, l.lane, l.team * LANES + l.lane, l.team * LANES);
 }
@@ -15,11 +8,6 @@ fn team_lane(l: Lanes) -> TeamLane {
 var<workgroup> scan_u32: array<u32, WG_SIZE>;
 var<workgroup> scan_flag: array<u32, WG_SIZE>;
 var<workgroup> scan_val: array<scalar, WG_SIZE>;
-
-struct ScanU32 {
-    excl: u32,
-    total: u32,
-}
 
 fn team_scan_u32(v: u32, t: TeamLane) -> ScanU32 {
     var incl = v;
@@ -38,10 +26,6 @@ fn team_scan_u32(v: u32, t: TeamLane) -> ScanU32 {
     let total = scan_u32[t.first + LANES - 1u];
     workgroupBarrier();
     return ScanU32(incl - v, total);
-}
-
-struct SegScan {
-    excl: scalar,
 }
 
 fn team_seg_scan(head: bool, v: scalar, t: TeamLane) -> SegScan {

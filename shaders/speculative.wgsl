@@ -4,13 +4,7 @@
 // synchronizer, or the shadow of a dirty tile) is explained in src/methods/speculative/tiles.rs,
 // whose CPU twin follows this kernel step by step.
 
-@group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
-@group(0) @binding(1) var<storage, read> col_idx: array<u32>;
-@group(0) @binding(2) var<storage, read> vals: array<scalar>;
-@group(0) @binding(3) var<storage, read> x: array<scalar>;
-@group(0) @binding(4) var<storage, read_write> y: array<scalar>;
-@group(0) @binding(5) var<uniform> coeffs: Coeffs;
-@group(0) @binding(6) var<uniform> chunk: Chunk;
+// Bindings 0-6: csr_bindings.wgsl; then the speculative method's own.
 @group(0) @binding(7) var<storage, read_write> sync: array<SyncEntry>;
 @group(0) @binding(8) var<storage, read_write> spec: array<atomic<u32>>;
 @group(0) @binding(9) var<storage, read_write> shadow: array<scalar>;

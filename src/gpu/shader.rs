@@ -45,6 +45,7 @@ const COMMON: &str = include_str!("../../shaders/common.wgsl");
 const LANES_SUBGROUP: &str = include_str!("../../shaders/lanes_subgroup.wgsl");
 const LANES_WORKGROUP: &str = include_str!("../../shaders/lanes_workgroup.wgsl");
 const CSR_BINDINGS: &str = include_str!("../../shaders/csr_bindings.wgsl");
+const SCAN_COMMON: &str = include_str!("../../shaders/scan_common.wgsl");
 const SCAN_SUBGROUP: &str = include_str!("../../shaders/scan_subgroup.wgsl");
 const SCAN_WORKGROUP: &str = include_str!("../../shaders/scan_workgroup.wgsl");
 const SPECULATIVE_COMMON: &str = include_str!("../../shaders/speculative_common.wgsl");
@@ -136,7 +137,7 @@ pub const SPECULATIVE: Kernel = Kernel {
     spmv: true,
     lanes: true,
     scans: true,
-    pieces: &[SPECULATIVE_COMMON],
+    pieces: &[CSR_BINDINGS, SPECULATIVE_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES)],
     derive: None,
 };
@@ -171,6 +172,8 @@ impl Kernel {
             s.push('\n');
         }
         if self.scans {
+            s.push_str(SCAN_COMMON);
+            s.push('\n');
             s.push_str(match lanes {
                 LaneMode::Subgroup => SCAN_SUBGROUP,
                 LaneMode::Workgroup => SCAN_WORKGROUP,

@@ -333,10 +333,9 @@ impl<T: Scalar> HostCheck<T> {
     /// Reads the ranges of several buffers in one round trip: mappable buffers are mapped in
     /// place, the others copied to one staging buffer. Returns the bytes per request and range.
     fn fetch(&self, gpu: &Gpu, reqs: &[Fetch], bytes_read: &mut u64) -> Result<Vec<Vec<Vec<u8>>>> {
-        let reqs: Vec<&Fetch> = reqs.iter().collect();
         let mut staging_len = 0u64;
         let mut at = Vec::new();
-        for r in &reqs {
+        for r in reqs {
             let mut offs = Vec::new();
             if !self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) {
                 for range in &r.ranges {
@@ -374,7 +373,7 @@ impl<T: Scalar> HostCheck<T> {
             });
             pending.push(rx);
         };
-        for r in &reqs {
+        for r in reqs {
             if self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) && !r.ranges.is_empty() {
                 map_one(r.buffer);
             }
