@@ -15,11 +15,6 @@ struct Chunk {
     nrows: u32,
 }
 
-// Workgroup index across a 2-D dispatch (at most 65 535 workgroups per dimension).
-fn linear_group(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return wid.x + wid.y * nwg.x;
-}
-
 // Every SpMV kernel declares `y` and `coeffs`; with beta == 0, y is not read (it may hold NaN).
 fn write_y(i: u32, sum: scalar) {
     if (coeffs.beta == scalar(0)) {

@@ -20,12 +20,22 @@ pub(crate) enum Binding {
     Coeffs,
 }
 
+/// How many workgroups a stage dispatches.
+#[derive(Clone)]
+pub(crate) enum Grid {
+    /// A grid known when the plan is built (see [`Gpu::grid`]).
+    Direct([u32; 2]),
+    /// Read by the GPU from `(buffer, byte offset)`, where an earlier GPU pass wrote it
+    /// (`dispatch_workgroups_indirect`).
+    Indirect(Arc<wgpu::Buffer>, u64),
+}
+
 /// One dispatch: a pipeline, its bindings in slot order, and a grid.
 #[derive(Clone)]
 pub(crate) struct Stage {
     pub pipeline: Arc<wgpu::ComputePipeline>,
     pub bindings: Vec<Binding>,
-    pub grid: [u32; 2],
+    pub grid: Grid,
 }
 
 /// A stage that runs on the host after the GPU stages (the speculative method's check stage).
@@ -53,6 +63,7 @@ pub struct SpmvPlan<T> {
     device_bytes: u64,
     host: Option<HostPath<T>>,
     speculative: Option<Arc<crate::methods::speculative::Report>>,
+    suraa: Option<crate::methods::suraa::SuraaReport>,
     _t: PhantomData<T>,
 }
 
@@ -66,7 +77,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 _ => None,
             })
             .sum();
-        Self { gpu: gpu.clone(), method, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), stages, details, device_bytes, host: None, speculative: None, _t: PhantomData }
+        Self { gpu: gpu.clone(), method, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), stages, details, device_bytes, host: None, speculative: None, suraa: None, _t: PhantomData }
     }
 
     /// Makes `run` submit `host.stages` and finish with `host.stage` on the host.
@@ -78,6 +89,16 @@ impl<T: Scalar> SpmvPlan<T> {
     pub(crate) fn with_speculative_report(mut self, report: Arc<crate::methods::speculative::Report>) -> Self {
         self.speculative = Some(report);
         self
+    }
+
+    pub(crate) fn with_suraa_report(mut self, report: crate::methods::suraa::SuraaReport) -> Self {
+        self.suraa = Some(report);
+        self
+    }
+
+    /// For `suraa` plans: the groups, segments and what the setup cost.
+    pub fn suraa(&self) -> Option<&crate::methods::suraa::SuraaReport> {
+        self.suraa.as_ref()
     }
 
     /// For `speculative` plans: the speculation hit rate, how products finish, and what the
@@ -96,6 +117,10 @@ impl<T: Scalar> SpmvPlan<T> {
         self.method = method;
         self.details = details;
         self
+    }
+
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.gpu
     }
 
     /// The method this plan runs (never `Auto`: the choice is resolved when preparing).
@@ -174,7 +199,10 @@ impl<T: Scalar> SpmvPlan<T> {
         for (s, g) in stages.iter().zip(groups) {
             pass.set_pipeline(&s.pipeline);
             pass.set_bind_group(0, g, &[]);
-            pass.dispatch_workgroups(s.grid[0], s.grid[1], 1);
+            match &s.grid {
+                Grid::Direct([x, y]) => pass.dispatch_workgroups(*x, *y, 1),
+                Grid::Indirect(buf, offset) => pass.dispatch_workgroups_indirect(buf, *offset),
+            }
         }
     }
 
@@ -274,6 +302,7 @@ impl Gpu {
             Method::CsrScalar | Method::CsrVector => crate::methods::csr::prepare(self, a, method, opts),
             Method::Cmrs | Method::CmrsPadded => crate::methods::cmrs::prepare(self, a, method, opts),
             Method::Speculative => crate::methods::speculative::prepare(self, a, opts),
+            Method::Suraa => crate::methods::suraa::prepare(self, a, opts),
             Method::Auto => unreachable!("select::choose returns a concrete method"),
         }
     }

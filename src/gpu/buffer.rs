@@ -19,12 +19,7 @@ impl<T: Scalar> GpuVector<T> {
         let bytes = std::mem::size_of_val(data) as u64;
         let limit = gpu.info().max_binding_bytes();
         if bytes > limit {
-            return Err(Error::TooLargeForAdapter {
-                what: format!("a vector of {} {}", data.len(), T::NAME),
-                bytes,
-                limit_name: "max_storage_buffer_binding_size",
-                limit,
-            });
+            return Err(Error::TooLargeForAdapter { what: format!("a vector of {} {}", data.len(), T::NAME), bytes, limit_name: "max_storage_buffer_binding_size", limit });
         }
         // Where CPU and GPU share memory, vectors can be mapped in place (the speculative
         // method's host stage reads and writes rows of y without a copy).
@@ -102,38 +97,57 @@ impl<T: Scalar> GpuVector<T> {
     }
 
     fn start_read(&self) -> Result<(wgpu::Buffer, futures::channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>)> {
-        let size = self.buffer.size();
-        let staging = self.gpu.scoped("allocating a readback buffer", || {
-            self.gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("wgspmv readback"),
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        })?;
-        let mut enc = self.gpu.device().create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&self.buffer, 0, &staging, 0, size);
-        self.gpu.queue().submit([enc.finish()]);
-        let (tx, rx) = futures::channel::oneshot::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        Ok((staging, rx))
+        start_read(&self.gpu, &self.buffer)
     }
 
     fn finish_read(staging: wgpu::Buffer, status: Option<Result<(), wgpu::BufferAsyncError>>, len: usize) -> Result<Vec<T>> {
-        match status {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return Err(Error::Map(e.to_string())),
-            None => return Err(Error::Map("the GPU finished but the buffer was not mapped".into())),
-        }
-        let view = staging.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?;
-        // Collect rather than cast in place: mapped memory need not be aligned for T.
-        let out: Vec<T> = bytemuck::pod_collect_to_vec(&view[..len * std::mem::size_of::<T>()]);
-        drop(view);
-        staging.unmap();
-        Ok(out)
+        finish_read(staging, status, len)
     }
+}
+
+impl super::Gpu {
+    /// Reads the first `len` elements of a plan's buffer back, blocking (for tests and reports).
+    pub(crate) fn read_buffer<P: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<P>> {
+        let (staging, rx) = start_read(self, buffer)?;
+        let status = self.wait_for_callback(rx)?;
+        finish_read(staging, Some(status), len)
+    }
+}
+
+type MapReceiver = futures::channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>;
+
+fn start_read(gpu: &super::Gpu, buffer: &wgpu::Buffer) -> Result<(wgpu::Buffer, MapReceiver)> {
+    let size = buffer.size();
+    let staging = gpu.scoped("allocating a readback buffer", || {
+        gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgspmv readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    })?;
+    let mut enc = gpu.device().create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+    gpu.queue().submit([enc.finish()]);
+    let (tx, rx) = futures::channel::oneshot::channel();
+    staging.map_async(wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    Ok((staging, rx))
+}
+
+fn finish_read<P: bytemuck::Pod>(staging: wgpu::Buffer, status: Option<Result<(), wgpu::BufferAsyncError>>, len: usize) -> Result<Vec<P>> {
+    match status {
+        Some(Ok(())) => {}
+        Some(Err(e)) => return Err(Error::Map(e.to_string())),
+        None => return Err(Error::Map("the GPU finished but the buffer was not mapped".into())),
+    }
+    let view = staging.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?;
+    // Collect rather than cast in place: mapped memory need not be aligned for T.
+    let out: Vec<P> = bytemuck::pod_collect_to_vec(&view[..len * std::mem::size_of::<P>()]);
+    drop(view);
+    staging.unmap();
+    Ok(out)
 }
 
 impl<T> std::fmt::Debug for GpuVector<T> {

@@ -338,6 +338,23 @@ impl Gpu {
         })
     }
 
+    /// Creates a zero-filled storage buffer of `bytes` (at least 16) for the GPU to write.
+    pub(crate) fn storage_zeroed(&self, label: &str, bytes: u64, extra: wgpu::BufferUsages) -> Result<wgpu::Buffer> {
+        let size = bytes.max(16).next_multiple_of(4);
+        let limit = self.info().max_binding_bytes();
+        if size > limit {
+            return Err(Error::TooLargeForAdapter { what: label.into(), bytes: size, limit_name: "max_storage_buffer_binding_size", limit });
+        }
+        self.scoped(&format!("allocating {label} ({size} bytes)"), || {
+            self.inner.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC | extra,
+                mapped_at_creation: false,
+            })
+        })
+    }
+
     /// Creates a small uniform buffer.
     pub(crate) fn uniform_buffer(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
         use wgpu::util::DeviceExt;

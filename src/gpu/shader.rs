@@ -32,6 +32,9 @@ pub struct Kernel {
     /// Assembled with the team scans matching the lane module (`team_lane`, `team_scan_u32`,
     /// `team_seg_scan`).
     scans: bool,
+    /// Assembled with `width_sum` (sums over aligned runs of lanes of any power-of-two width up to
+    /// the workgroup) and `lane_slot`, matching the lane module.
+    sums: bool,
     /// Shared pieces placed before the body (e.g. a binding list common to several kernels).
     pieces: &'static [&'static str],
     /// Override constants and every value the library may give each.
@@ -42,12 +45,17 @@ pub struct Kernel {
 }
 
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
+/// Prepended to every kernel.
+const GRID: &str = include_str!("../../shaders/grid.wgsl");
 const LANES_SUBGROUP: &str = include_str!("../../shaders/lanes_subgroup.wgsl");
 const LANES_WORKGROUP: &str = include_str!("../../shaders/lanes_workgroup.wgsl");
 const CSR_BINDINGS: &str = include_str!("../../shaders/csr_bindings.wgsl");
 const SCAN_COMMON: &str = include_str!("../../shaders/scan_common.wgsl");
 const SCAN_SUBGROUP: &str = include_str!("../../shaders/scan_subgroup.wgsl");
 const SCAN_WORKGROUP: &str = include_str!("../../shaders/scan_workgroup.wgsl");
+const WIDTH_SUM_SUBGROUP: &str = include_str!("../../shaders/width_sum_subgroup.wgsl");
+const WIDTH_SUM_WORKGROUP: &str = include_str!("../../shaders/width_sum_workgroup.wgsl");
+const SURAA_COMMON: &str = include_str!("../../shaders/suraa_common.wgsl");
 const SPECULATIVE_COMMON: &str = include_str!("../../shaders/speculative_common.wgsl");
 
 /// Workgroup sizes the library chooses from (all powers of two, so team reductions halve cleanly).
@@ -61,6 +69,7 @@ pub const CSR_SCALAR: Kernel = Kernel {
     spmv: true,
     lanes: false,
     scans: false,
+    sums: false,
     pieces: &[CSR_BINDINGS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
@@ -72,6 +81,7 @@ pub const CSR_VECTOR: Kernel = Kernel {
     spmv: true,
     lanes: true,
     scans: false,
+    sums: false,
     pieces: &[CSR_BINDINGS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
     derive: Some(|_| true),
@@ -88,6 +98,7 @@ pub const CMRS: Kernel = Kernel {
     spmv: true,
     lanes: true,
     scans: false,
+    sums: false,
     pieces: &[],
     overrides: &[
         ("WG_SIZE", WORKGROUP_SIZES),
@@ -121,6 +132,7 @@ pub const COPY: Kernel = Kernel {
     spmv: false,
     lanes: false,
     scans: false,
+    sums: false,
     pieces: &[],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
@@ -137,6 +149,7 @@ pub const SPECULATIVE: Kernel = Kernel {
     spmv: true,
     lanes: true,
     scans: true,
+    sums: false,
     pieces: &[CSR_BINDINGS, SPECULATIVE_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES)],
     derive: None,
@@ -148,18 +161,81 @@ pub const SPECULATIVE_FINISH: Kernel = Kernel {
     spmv: true,
     lanes: false,
     scans: false,
+    sums: false,
     pieces: &[SPECULATIVE_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
 };
 
+/// Nonzeros per lane of one workgroup of SURAA's dynamic kernel.
+pub const SURAA_DYNAMIC_ITEMS: &[u32] = &[1, 2, 4, 8, 16, 32, 64];
+
+pub const SURAA: Kernel = Kernel {
+    name: "suraa",
+    body: include_str!("../../shaders/suraa.wgsl"),
+    spmv: true,
+    lanes: true,
+    scans: false,
+    sums: true,
+    pieces: &[SURAA_COMMON],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS)],
+    derive: None,
+};
+
+pub const SURAA_COMBINE: Kernel = Kernel {
+    name: "suraa_combine",
+    body: include_str!("../../shaders/suraa_combine.wgsl"),
+    spmv: true,
+    lanes: true,
+    scans: false,
+    sums: true,
+    pieces: &[SURAA_COMMON],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
+    derive: None,
+};
+
+const RADIX_COMMON: &str = include_str!("../../shaders/radix_common.wgsl");
+const SCAN_U32_COMMON: &str = include_str!("../../shaders/scan_u32_common.wgsl");
+
+/// A u32 setup kernel: one file, shared pieces, no scalar type, no lane teams.
+const fn setup_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
+    Kernel { name, body, spmv: false, lanes: false, scans: false, sums: false, pieces, overrides, derive: None }
+}
+
+/// Keys per invocation of one radix-sort tile.
+pub const RADIX_ITEMS: &[u32] = &[8];
+
+pub const SURAA_KEYS: Kernel = setup_kernel("suraa_keys", include_str!("../../shaders/suraa_keys.wgsl"), &[], &[]);
+pub const RADIX_COUNT: Kernel = setup_kernel("radix_count", include_str!("../../shaders/radix_count.wgsl"), &[RADIX_COMMON], &[("ITEMS", RADIX_ITEMS)]);
+pub const RADIX_SCATTER: Kernel = setup_kernel("radix_scatter", include_str!("../../shaders/radix_scatter.wgsl"), &[RADIX_COMMON], &[("ITEMS", RADIX_ITEMS)]);
+pub const SCAN_U32_REDUCE: Kernel = setup_kernel("scan_u32_reduce", include_str!("../../shaders/scan_u32_reduce.wgsl"), &[SCAN_U32_COMMON], &[]);
+pub const SCAN_U32_DOWN: Kernel = setup_kernel("scan_u32_down", include_str!("../../shaders/scan_u32_down.wgsl"), &[SCAN_U32_COMMON], &[]);
+pub const SURAA_LENGTHS: Kernel = setup_kernel("suraa_lengths", include_str!("../../shaders/suraa_lengths.wgsl"), &[], &[]);
+pub const SURAA_PLAN: Kernel = setup_kernel("suraa_plan", include_str!("../../shaders/suraa_plan.wgsl"), &[SURAA_COMMON], &[]);
+
 /// Every kernel the library can dispatch.
-pub const ALL_KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, CMRS, SPECULATIVE, SPECULATIVE_FINISH, COPY];
+pub const ALL_KERNELS: &[Kernel] = &[
+    CSR_SCALAR,
+    CSR_VECTOR,
+    CMRS,
+    SPECULATIVE,
+    SPECULATIVE_FINISH,
+    SURAA,
+    SURAA_COMBINE,
+    SURAA_KEYS,
+    RADIX_COUNT,
+    RADIX_SCATTER,
+    SCAN_U32_REDUCE,
+    SCAN_U32_DOWN,
+    SURAA_LENGTHS,
+    SURAA_PLAN,
+    COPY,
+];
 
 impl Kernel {
     /// The assembled WGSL for one scalar type and lane mode (ignored by kernels without teams).
     pub fn source(&self, scalar: &str, lanes: LaneMode) -> String {
-        let mut s = String::new();
+        let mut s = String::from(GRID);
         if self.spmv {
             s.push_str(COMMON);
             s.push('\n');
@@ -177,6 +253,13 @@ impl Kernel {
             s.push_str(match lanes {
                 LaneMode::Subgroup => SCAN_SUBGROUP,
                 LaneMode::Workgroup => SCAN_WORKGROUP,
+            });
+            s.push('\n');
+        }
+        if self.sums {
+            s.push_str(match lanes {
+                LaneMode::Subgroup => WIDTH_SUM_SUBGROUP,
+                LaneMode::Workgroup => WIDTH_SUM_WORKGROUP,
             });
             s.push('\n');
         }

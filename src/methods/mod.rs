@@ -5,6 +5,7 @@ pub(crate) mod common;
 pub mod cmrs;
 pub mod csr;
 pub mod speculative;
+pub mod suraa;
 
 use crate::{Error, Result};
 
@@ -22,13 +23,16 @@ pub enum Method {
     CmrsPadded,
     /// Speculative segmented sum on plain CSR, finished on the host or the GPU (Liu & Vinter).
     Speculative,
+    /// Rows sorted by length and cut into Freedman–Diaconis segments, run by scalar, vector and
+    /// "dynamic" kernels (SURAA).
+    Suraa,
     /// Chosen from the matrix's row statistics and the adapter (see [`crate::select`]).
     Auto,
 }
 
 impl Method {
     /// Every concrete method, in report order.
-    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector, Method::Cmrs, Method::CmrsPadded, Method::Speculative];
+    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector, Method::Cmrs, Method::CmrsPadded, Method::Speculative, Method::Suraa];
 
     /// The name used on command lines and in reports.
     pub fn name(self) -> &'static str {
@@ -38,6 +42,7 @@ impl Method {
             Method::Cmrs => "cmrs",
             Method::CmrsPadded => "cmrs-padded",
             Method::Speculative => "speculative",
+            Method::Suraa => "suraa",
             Method::Auto => "auto",
         }
     }
@@ -86,4 +91,6 @@ pub struct PlanOptions {
     pub cmrs: cmrs::CmrsOptions,
     /// Parameters of `speculative`.
     pub speculative: speculative::SpeculativeOptions,
+    /// Parameters of `suraa`.
+    pub suraa: suraa::SuraaOptions,
 }

@@ -9,7 +9,7 @@ use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, GpuInfo, PipelineKey};
 use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
 use crate::methods::{LanePolicy, Method, PlanOptions};
-use crate::plan::{Binding, SpmvPlan, Stage};
+use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
 
@@ -131,7 +131,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
                 Binding::Owned(Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)))),
                 upload(gpu, "row_in_strip", &rows)?,
             ],
-            grid: gpu.grid((strips.len() as u32).div_ceil(strips_per_group)),
+            grid: Grid::Direct(gpu.grid((strips.len() as u32).div_ceil(strips_per_group))),
         });
     }
     let details = format!(

@@ -5,7 +5,7 @@ use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, PipelineKey};
 use crate::methods::common::{check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
 use crate::methods::{Method, PlanOptions};
-use crate::plan::{Binding, SpmvPlan, Stage};
+use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
                 Binding::Coeffs,
                 Binding::Owned(Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)))),
             ],
-            grid: gpu.grid((rows.len() as u32).div_ceil(rows_per_group)),
+            grid: Grid::Direct(gpu.grid((rows.len() as u32).div_ceil(rows_per_group))),
         });
     }
     let lanes_text = match method {

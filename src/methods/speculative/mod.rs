@@ -17,7 +17,7 @@ use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, GpuVector, PipelineKey};
 use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
 use crate::methods::{Method, PlanOptions};
-use crate::plan::{Binding, HostPath, HostStage, SpmvPlan, Stage};
+use crate::plan::{Binding, Grid, HostPath, HostStage, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
 use rayon::prelude::*;
 use std::marker::PhantomData;
@@ -246,7 +246,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
                 Binding::Owned(spec.clone()),
                 Binding::Owned(shadow.clone()),
             ],
-            grid: gpu.grid(geom.groups(nnz) as u32),
+            grid: Grid::Direct(gpu.grid(geom.groups(nnz) as u32)),
         };
         host_stages.push(main_stage.clone());
         gpu_stages.push(main_stage);
@@ -277,7 +277,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
                     upload(gpu, "speculative runs", &runs)?,
                     Binding::Owned(Arc::new(gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)))),
                 ],
-                grid: gpu.grid(groups),
+                grid: Grid::Direct(gpu.grid(groups)),
             });
         }
         parts.push(Part { row_begin: rows.start, row_ptr, teams: team_count, needs_check: spec_info.needs_check(), sync, spec, shadow });

@@ -1,0 +1,46 @@
+// Exclusive scan of a u32 array in place, in blocks of SCAN_WG * SCAN_ITEMS entries:
+// scan_u32_reduce sums each block, scan_u32_down scans each block from the sum of the blocks
+// before it (each workgroup adds those itself: there are few, and no workgroup waits for another).
+
+struct ScanParams {
+    n: u32,
+    blocks: u32,
+}
+
+const SCAN_WG: u32 = 256u;
+const SCAN_ITEMS: u32 = 8u;
+
+@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@group(0) @binding(1) var<storage, read_write> block_sums: array<u32>;
+@group(0) @binding(2) var<uniform> scan: ScanParams;
+
+var<workgroup> scan_buf: array<u32, SCAN_WG>;
+
+// Inclusive scan of one value per invocation over the workgroup (Hillis–Steele), and the
+// workgroup's total. Called in uniform control flow.
+fn workgroup_inclusive_scan(v: u32, lid: u32) -> vec2<u32> {
+    scan_buf[lid] = v;
+    workgroupBarrier();
+    for (var o = 1u; o < SCAN_WG; o = o * 2u) {
+        var add = 0u;
+        if (lid >= o) {
+            add = scan_buf[lid - o];
+        }
+        workgroupBarrier();
+        scan_buf[lid] += add;
+        workgroupBarrier();
+    }
+    let out = vec2<u32>(scan_buf[lid], scan_buf[SCAN_WG - 1u]);
+    workgroupBarrier();
+    return out;
+}
+
+// The invocation's SCAN_ITEMS consecutive entries of block b (zero past the end).
+fn block_items(b: u32, lid: u32) -> array<u32, SCAN_ITEMS> {
+    var v: array<u32, SCAN_ITEMS>;
+    let base = (b * SCAN_WG + lid) * SCAN_ITEMS;
+    for (var k = 0u; k < SCAN_ITEMS; k++) {
+        v[k] = select(0u, data[base + k], base + k < scan.n);
+    }
+    return v;
+}

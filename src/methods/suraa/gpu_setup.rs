@@ -1,0 +1,202 @@
+//! SURAA's setup on the GPU, so that preparing a matrix costs a few SpMVs rather than a host
+//! sort and an upload (the paper sorts on the GPU too, with a radix sort by key). All in one
+//! submission, nothing read back:
+//!
+//! 1. `suraa_keys`: each row's 64-bit key (length descending, then first column) and its index;
+//! 2. an LSD radix sort of the keys by 8-bit digits, as many passes as the key has bytes
+//!    (`radix_count`, a u32 scan, `radix_scatter`: stable, no workgroup waits for another);
+//! 3. `suraa_lengths` and the scan: exclusive prefix sums of the sorted rows' lengths;
+//! 4. `suraa_plan` (one workgroup): segments, groups, classes, the dynamic kernel's planning pass
+//!    and the indirect dispatch sizes; the schedule is then copied into the uniform buffer the
+//!    kernels read.
+//!
+//! `setup.rs` is the CPU twin; `tests/suraa.rs` checks that both give the same permutation and
+//! schedule.
+
+use super::setup::Schedule;
+use super::{Built, SetupParams, INDIRECT_BYTES};
+use crate::gpu::shader::{self, Kernel, LaneMode};
+use crate::gpu::{Gpu, PipelineKey};
+use crate::plan::SpmvPlan;
+use crate::{Error, Result, Scalar};
+use std::sync::Arc;
+
+/// Keys per radix-sort tile and u32 entries per scan block (see the WGSL constants).
+const RADIX_TILE: u32 = 256 * 8;
+const SCAN_BLOCK: u32 = 256 * 8;
+
+/// Mirrors `struct RadixParams` in shaders/radix_common.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct RadixParams {
+    n: u32,
+    shift: u32,
+    tiles: u32,
+    pad: u32,
+}
+
+/// Mirrors `struct ScanParams` in shaders/scan_u32_common.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ScanParams {
+    n: u32,
+    blocks: u32,
+}
+
+/// Mirrors `struct KeyParams` in shaders/suraa_keys.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct KeyParams {
+    nrows: u32,
+    npr_bits: u32,
+    col_bits: u32,
+    pad: u32,
+}
+
+/// Mirrors `struct PlanParams` in shaders/suraa_plan.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct PlanParams {
+    nrows: u32,
+    max_child: u32,
+    dynamic_min_mean: u32,
+    vector_min_mean: u32,
+    lanes: u32,
+    workgroup_size: u32,
+    dynamic_chunk: u32,
+    max_dim: u32,
+}
+
+/// Bits needed to hold `v`.
+fn bits(v: u64) -> u32 {
+    64 - v.leading_zeros()
+}
+
+/// Records dispatches of u32 kernels, binding buffers by position.
+struct Recorder<'a> {
+    gpu: &'a Gpu,
+    pass: wgpu::ComputePass<'static>,
+}
+
+impl Recorder<'_> {
+    fn dispatch(&mut self, kernel: Kernel, overrides: Vec<(&'static str, u32)>, buffers: &[&wgpu::Buffer], groups: u32) -> Result<()> {
+        let pipeline = self.gpu.pipeline(PipelineKey { kernel: kernel.name, variant: kernel.variant("u32", LaneMode::Workgroup), overrides }, || {
+            kernel.source("u32", LaneMode::Workgroup)
+        })?;
+        let entries: Vec<wgpu::BindGroupEntry> =
+            buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+        let group = self.gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(kernel.name),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let [x, y] = self.gpu.grid(groups);
+        self.pass.set_pipeline(&pipeline);
+        self.pass.set_bind_group(0, &group, &[]);
+        self.pass.dispatch_workgroups(x, y, 1);
+        Ok(())
+    }
+
+    /// Exclusive scan of the first `n` entries of `data` in place.
+    fn scan(&mut self, data: &wgpu::Buffer, block_sums: &wgpu::Buffer, n: u32) -> Result<()> {
+        let blocks = n.div_ceil(SCAN_BLOCK);
+        let params = self.gpu.uniform_buffer("suraa scan params", bytemuck::bytes_of(&ScanParams { n, blocks }));
+        self.dispatch(shader::SCAN_U32_REDUCE, vec![], &[data, block_sums, &params], blocks)?;
+        self.dispatch(shader::SCAN_U32_DOWN, vec![], &[data, block_sums, &params], blocks)
+    }
+}
+
+/// Runs the setup on the GPU (submitted, not waited for).
+pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams, row_ptr: &wgpu::Buffer, col_idx: &wgpu::Buffer) -> Result<Built> {
+    let m = u32::try_from(a.nrows()).map_err(|_| Error::InvalidParameter { name: "nrows", value: a.nrows().to_string(), reason: "suraa needs fewer than 2^32 rows".into() })?;
+    let none = wgpu::BufferUsages::empty();
+    let u32s = |label: &str, n: u64| gpu.storage_zeroed(label, n * 4, none);
+    let (lo_a, hi_a, rows_a) = (u32s("suraa keys lo", m as u64)?, u32s("suraa keys hi", m as u64)?, u32s("suraa rows", m as u64)?);
+    let (lo_b, hi_b, rows_b) = (u32s("suraa keys lo'", m as u64)?, u32s("suraa keys hi'", m as u64)?, u32s("suraa rows'", m as u64)?);
+    let tiles = m.div_ceil(RADIX_TILE);
+    let counts = u32s("suraa digit counts", 256 * tiles as u64)?;
+    let block_sums = u32s("suraa block sums", (256 * tiles as u64).max(m as u64 + 1).div_ceil(SCAN_BLOCK as u64))?;
+    let lengths = u32s("suraa sorted lengths", m as u64 + 1)?;
+    let g1_max = p.max_child.min(m) as u64;
+    let dynamic_ptr = Arc::new(u32s("suraa dynamic_ptr", g1_max + 1)?);
+    let partials_len = g1_max + a.nnz() as u64 / p.dynamic_chunk as u64;
+    let partials = Arc::new(gpu.storage_zeroed("suraa partials", partials_len * std::mem::size_of::<T>() as u64, none)?);
+    let schedule_out = Arc::new(gpu.storage_zeroed("suraa schedule (setup)", std::mem::size_of::<Schedule>() as u64, none)?);
+    let indirect = Arc::new(gpu.storage_zeroed("suraa indirect", INDIRECT_BYTES, wgpu::BufferUsages::INDIRECT)?);
+    let schedule = Arc::new(gpu.scoped("allocating the suraa schedule", || {
+        gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("suraa schedule"),
+            size: std::mem::size_of::<Schedule>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    })?);
+
+    // Key width: lengths never exceed the columns (nor the nonzeros), columns need bits(ncols - 1).
+    let npr_bits = bits(a.ncols().min(a.nnz()) as u64);
+    let col_bits = bits(a.ncols().saturating_sub(1) as u64);
+    let passes = if m > 1 { (npr_bits + col_bits).div_ceil(8) } else { 0 };
+    let key_params = gpu.uniform_buffer("suraa key params", bytemuck::bytes_of(&KeyParams { nrows: m, npr_bits, col_bits, pad: 0 }));
+    let radix_params: Vec<wgpu::Buffer> = (0..passes)
+        .map(|pass| gpu.uniform_buffer("suraa radix params", bytemuck::bytes_of(&RadixParams { n: m, shift: 8 * pass, tiles, pad: 0 })))
+        .collect();
+    let length_params = gpu.uniform_buffer("suraa length params", bytemuck::cast_slice(&[m, 0u32]));
+    let plan_params = gpu.uniform_buffer(
+        "suraa plan params",
+        bytemuck::bytes_of(&PlanParams {
+            nrows: m,
+            max_child: p.max_child,
+            dynamic_min_mean: p.dynamic_min_mean,
+            vector_min_mean: p.vector_min_mean,
+            lanes: p.lanes,
+            workgroup_size: p.workgroup_size,
+            dynamic_chunk: p.dynamic_chunk,
+            max_dim: gpu.info().limits.max_compute_workgroups_per_dimension.max(1),
+        }),
+    );
+
+    let perm = if passes % 2 == 0 { &rows_a } else { &rows_b };
+    gpu.scoped("running the suraa setup", || -> Result<()> {
+        let mut enc = gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("suraa setup") });
+        {
+            let pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("suraa setup"), timestamp_writes: None }).forget_lifetime();
+            let mut r = Recorder { gpu, pass };
+            r.dispatch(shader::SURAA_KEYS, vec![], &[row_ptr, col_idx, &lo_a, &hi_a, &rows_a, &key_params], m.div_ceil(256))?;
+            for (pass, params) in radix_params.iter().enumerate() {
+                let ((lo, hi, rows), (lo2, hi2, rows2)) =
+                    if pass % 2 == 0 { ((&lo_a, &hi_a, &rows_a), (&lo_b, &hi_b, &rows_b)) } else { ((&lo_b, &hi_b, &rows_b), (&lo_a, &hi_a, &rows_a)) };
+                let items = vec![("ITEMS", shader::RADIX_ITEMS[0])];
+                r.dispatch(shader::RADIX_COUNT, items.clone(), &[lo, hi, &counts, params], tiles)?;
+                r.scan(&counts, &block_sums, 256 * tiles)?;
+                r.dispatch(shader::RADIX_SCATTER, items, &[lo, hi, rows, params, &counts, lo2, hi2, rows2], tiles)?;
+            }
+            r.dispatch(shader::SURAA_LENGTHS, vec![], &[row_ptr, perm, &lengths, &length_params], (m + 1).div_ceil(256))?;
+            r.scan(&lengths, &block_sums, m + 1)?;
+            r.dispatch(shader::SURAA_PLAN, vec![], &[&lengths, &plan_params, &schedule_out, &dynamic_ptr, &indirect], 1)?;
+        }
+        enc.copy_buffer_to_buffer(&schedule_out, 0, &schedule, 0, std::mem::size_of::<Schedule>() as u64);
+        gpu.queue().submit([enc.finish()]);
+        Ok(())
+    })??;
+    let perm = Arc::new(if passes % 2 == 0 { rows_a } else { rows_b });
+    Ok(Built { perm, dynamic_ptr, partials, schedule, schedule_storage: Some(schedule_out), indirect, schedule_value: Schedule::default() })
+}
+
+/// Reads a `suraa` plan's permutation, dynamic plan and schedule back from the GPU (for tests and
+/// reports; a plan never needs them on the host).
+pub fn read_back<T: Scalar>(plan: &SpmvPlan<T>) -> Result<(Vec<u32>, Vec<u32>, Schedule)> {
+    let r = plan.suraa().ok_or(Error::InvalidParameter { name: "plan", value: plan.method().to_string(), reason: "not a suraa plan".into() })?;
+    let gpu = plan.gpu();
+    let b = &r.buffers;
+    let schedule = read_schedule(gpu, b)?;
+    let perm = gpu.read_buffer(&b.perm, schedule.nrows as usize)?;
+    let dynamic_ptr = gpu.read_buffer(&b.dynamic_ptr, schedule.dynamic_rows as usize + 1)?;
+    Ok((perm, dynamic_ptr, schedule))
+}
+
+pub(crate) fn read_schedule(gpu: &Gpu, b: &Built) -> Result<Schedule> {
+    match &b.schedule_storage {
+        Some(s) => Ok(gpu.read_buffer::<Schedule>(s, 1)?[0]),
+        None => Ok(b.schedule_value),
+    }
+}

@@ -1,0 +1,202 @@
+//! `suraa`: SURAA (rows sorted by length, cut into Freedman–Diaconis segments, segments grouped
+//! by mean length and run by scalar, vector and "dynamic" kernels).
+//!
+//! The matrix stays plain CSR on the GPU; the setup adds a permutation (sorted position →
+//! row) and a [`Schedule`]. Kernels read rows through the permutation and write `y` in the
+//! original order. WGSL cannot launch kernels from the GPU, so the paper's dynamic parallelism
+//! becomes a planning pass (workgroups per long row, [`setup::schedule`] or `suraa_plan.wgsl`)
+//! whose output sizes an indirect dispatch; a second small dispatch adds each long row's
+//! per-workgroup partial sums in order (no float atomics).
+//!
+//! The setup runs on the GPU (a radix sort of the rows, then the plan, see [`gpu_setup`]) or on
+//! the host with rayon ([`setup`], also the GPU setup's CPU twin).
+
+pub mod gpu_setup;
+pub mod setup;
+
+pub use setup::{Schedule, SetupParams};
+
+use crate::gpu::shader::{self, LaneMode};
+use crate::gpu::{Gpu, PipelineKey};
+use crate::methods::common::{bad, check_workgroup_memory, lane_mode, team_width, upload, workgroup_size};
+use crate::methods::{Method, PlanOptions};
+use crate::plan::{Binding, Grid, SpmvPlan, Stage};
+use crate::{CsrMatrix, Error, Result, Scalar};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where the setup (sort, segments, groups, plan) runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SetupOn {
+    /// On the GPU, except for matrices so small that a dispatch costs more than the host work.
+    #[default]
+    Auto,
+    /// On the host, with rayon; the results are uploaded.
+    Host,
+    /// On the GPU: nothing is read back.
+    Gpu,
+}
+
+/// Parameters of `suraa`; `None` means the default.
+#[derive(Clone, Debug, Default)]
+pub struct SuraaOptions {
+    /// Most rows the dynamic group G1 may take (the paper's `max_child_threads`; default 2048,
+    /// 0 disables G1).
+    pub max_child: Option<u32>,
+    /// Segments whose mean row length is above this may enter G1 (default 32, the paper's).
+    pub dynamic_min_mean: Option<u32>,
+    /// Segments whose mean row length reaches this go to the vector kernel (G2), the rest to the
+    /// scalar kernel (G3) (default 32, the paper's warp width).
+    pub vector_min_mean: Option<u32>,
+    /// Nonzeros per lane of one dynamic workgroup (1 to 64, a power of two; default 16).
+    pub dynamic_items: Option<u32>,
+    pub setup: SetupOn,
+}
+
+/// How a `suraa` plan is laid out and what its setup cost.
+#[derive(Clone, Debug)]
+pub struct SuraaReport {
+    pub params: SetupParams,
+    pub schedule: Schedule,
+    /// "gpu" or "host".
+    pub setup_on: &'static str,
+    /// Wall-clock time of the setup beyond uploading the CSR arrays: sort, segments, groups,
+    /// plan, and (host setup) uploading their results; waits for the GPU to finish.
+    pub setup_time: Duration,
+    pub(crate) buffers: Arc<Built>,
+}
+
+/// Default of [`SuraaOptions::max_child`] (the paper's value for 23 of its 26 matrices).
+pub const DEFAULT_MAX_CHILD: u32 = 2048;
+/// Below this many rows `SetupOn::Auto` sets up on the host.
+const HOST_SETUP_ROWS: usize = 4096;
+
+/// Mirrors the six u32 of the two indirect dispatches (`main`, then `combine`).
+pub(crate) const INDIRECT_BYTES: u64 = 24;
+
+pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+    let o = &opts.suraa;
+    let lanes = lane_mode(gpu, opts.lanes)?;
+    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
+    let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least.max(team))?;
+    let scalar_bytes = std::mem::size_of::<T>() as u64;
+    let wg_arrays = if lanes == LaneMode::Workgroup { 2 } else { 1 };
+    check_workgroup_memory(gpu, "workgroup_size", wg, wg_arrays * wg as u64 * scalar_bytes)?;
+    let items = o.dynamic_items.unwrap_or(16);
+    if !shader::SURAA_DYNAMIC_ITEMS.contains(&items) {
+        return Err(bad("suraa.dynamic_items", items, format!("must be one of {:?}", shader::SURAA_DYNAMIC_ITEMS)));
+    }
+    let params = SetupParams {
+        max_child: o.max_child.unwrap_or(DEFAULT_MAX_CHILD),
+        dynamic_min_mean: o.dynamic_min_mean.unwrap_or(32),
+        vector_min_mean: o.vector_min_mean.unwrap_or(32),
+        lanes: team,
+        workgroup_size: wg,
+        dynamic_chunk: wg * items,
+    };
+    // Rows are read through the permutation, so the matrix is not split into row chunks: each
+    // array must fit one storage binding.
+    let limit = gpu.info().max_binding_bytes();
+    let widest = a.nnz() as u64 * scalar_bytes.max(4);
+    if widest > limit {
+        return Err(Error::TooLargeForAdapter {
+            what: format!("suraa's matrix arrays ({} nonzeros; suraa does not split matrices into row chunks)", a.nnz()),
+            bytes: widest,
+            limit_name: "max_storage_buffer_binding_size",
+            limit,
+        });
+    }
+
+    let none = wgpu::BufferUsages::empty();
+    let row_ptr = Arc::new(gpu.storage_buffer("row_ptr", bytemuck::cast_slice(a.row_ptr()), none)?);
+    let col_idx = Arc::new(gpu.storage_buffer("col_idx", bytemuck::cast_slice(a.col_idx()), none)?);
+    let vals = upload(gpu, "values", a.values())?;
+
+    let on_gpu = match o.setup {
+        SetupOn::Host => false,
+        SetupOn::Gpu => true,
+        SetupOn::Auto => a.nrows() >= HOST_SETUP_ROWS,
+    };
+    // The setup's cost is timed from an idle GPU (the CSR uploads done) to its results on the GPU.
+    gpu.wait()?;
+    let start = Instant::now();
+    let b = if on_gpu {
+        gpu_setup::run(gpu, a, &params, &row_ptr, &col_idx)?
+    } else {
+        Built::upload(gpu, &setup::setup(a.row_ptr(), a.col_idx(), &params), scalar_bytes)?
+    };
+    gpu.wait()?;
+    let setup_time = start.elapsed();
+    // Only for the report: the GPU setup's schedule lives on the GPU.
+    let schedule = gpu_setup::read_schedule(gpu, &b)?;
+
+    let overrides = |k: &shader::Kernel| {
+        let mut v = vec![("WG_SIZE", wg), ("LANES", team)];
+        if k.name == shader::SURAA.name {
+            v.push(("DYNAMIC_ITEMS", items));
+        }
+        v
+    };
+    let pipeline = |k: shader::Kernel| gpu.pipeline(PipelineKey { kernel: k.name, variant: k.variant(T::WGSL, lanes), overrides: overrides(&k) }, || k.source(T::WGSL, lanes));
+    let owned = |b: &Arc<wgpu::Buffer>| Binding::Owned(b.clone());
+    let main = Stage {
+        pipeline: pipeline(shader::SURAA)?,
+        bindings: vec![owned(&row_ptr), owned(&col_idx), vals, Binding::X, Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.dynamic_ptr), owned(&b.partials)],
+        grid: Grid::Indirect(b.indirect.clone(), 0),
+    };
+    let combine = Stage {
+        pipeline: pipeline(shader::SURAA_COMBINE)?,
+        bindings: vec![Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.dynamic_ptr), owned(&b.partials)],
+        grid: Grid::Indirect(b.indirect.clone(), 12),
+    };
+    let report = SuraaReport { params, schedule, setup_on: if on_gpu { "gpu" } else { "host" }, setup_time, buffers: Arc::new(b) };
+    let details = format!(
+        "suraa: {} rows per segment ({} segments), G1 {} rows in {} workgroups, G2 {} rows, G3 {} rows; base width {team} via {}, workgroup {wg}, setup on the {}",
+        schedule.segment_rows,
+        schedule.segments,
+        schedule.dynamic_rows,
+        schedule.dynamic_groups,
+        schedule.vector_rows(),
+        schedule.scalar_rows(),
+        lanes.name(),
+        report.setup_on,
+    );
+    Ok(SpmvPlan::new(gpu, Method::Suraa, a, vec![main, combine], details).with_suraa_report(report))
+}
+
+/// The setup's results on the GPU.
+pub(crate) struct Built {
+    pub perm: Arc<wgpu::Buffer>,
+    pub dynamic_ptr: Arc<wgpu::Buffer>,
+    pub partials: Arc<wgpu::Buffer>,
+    pub schedule: Arc<wgpu::Buffer>,
+    pub indirect: Arc<wgpu::Buffer>,
+    /// Where the GPU setup wrote the schedule (the uniform `schedule` cannot be read back).
+    pub schedule_storage: Option<Arc<wgpu::Buffer>>,
+    /// The schedule of a host setup.
+    pub schedule_value: Schedule,
+}
+
+impl std::fmt::Debug for Built {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("suraa buffers")
+    }
+}
+
+impl Built {
+    fn upload(gpu: &Gpu, s: &setup::Setup, scalar_bytes: u64) -> Result<Self> {
+        let sc = &s.schedule;
+        let main = gpu.grid(sc.main_groups);
+        let combine = gpu.grid(sc.dynamic_rows);
+        let args = [main[0], main[1], 1, combine[0], combine[1], 1];
+        Ok(Self {
+            perm: Arc::new(gpu.storage_buffer("suraa perm", bytemuck::cast_slice(&s.perm), wgpu::BufferUsages::empty())?),
+            dynamic_ptr: Arc::new(gpu.storage_buffer("suraa dynamic_ptr", bytemuck::cast_slice(&s.dynamic_ptr), wgpu::BufferUsages::empty())?),
+            partials: Arc::new(gpu.storage_zeroed("suraa partials", sc.dynamic_groups as u64 * scalar_bytes, wgpu::BufferUsages::empty())?),
+            schedule: Arc::new(gpu.uniform_buffer("suraa schedule", bytemuck::bytes_of(sc))),
+            indirect: Arc::new(gpu.storage_buffer("suraa indirect", bytemuck::cast_slice(&args), wgpu::BufferUsages::INDIRECT)?),
+            schedule_storage: None,
+            schedule_value: *sc,
+        })
+    }
+}
