@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
+use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
 
 /// One benchmarked configuration: a method and its options, under a label.
@@ -60,6 +61,12 @@ struct Args {
     /// `speculative`'s tiles per team (S); default: the library's choice.
     #[arg(long)]
     spec_tiles: Option<u32>,
+    /// Where `suraa` sets up: auto, host, gpu, or both (rows `suraa-host` and `suraa-gpu`).
+    #[arg(long, default_value = "auto")]
+    setup: String,
+    /// `suraa`'s G1 budget (the paper's max_child_threads); default: the library's.
+    #[arg(long)]
+    max_child: Option<u32>,
     /// Invocations per workgroup for every method; default: each method's choice.
     #[arg(long)]
     workgroup_size: Option<u32>,
@@ -108,12 +115,30 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         "both" => vec![("-host", Finish::Host), ("-gpu", Finish::Gpu)],
         other => return Err(wgspmv::Error::UnknownName { what: "finish", name: other.into(), expected: "auto, host, gpu, both".into() }),
     };
+    let setups: Vec<(&str, SetupOn)> = match args.setup.as_str() {
+        "auto" => vec![("", SetupOn::Auto)],
+        "host" => vec![("", SetupOn::Host)],
+        "gpu" => vec![("", SetupOn::Gpu)],
+        "both" => vec![("-host", SetupOn::Host), ("-gpu", SetupOn::Gpu)],
+        other => return Err(wgspmv::Error::UnknownName { what: "setup", name: other.into(), expected: "auto, host, gpu, both".into() }),
+    };
     let mut variants = Vec::new();
     for &m in &methods {
-        let fs: &[(&str, Finish)] = if m == Method::Speculative { &finishes } else { &[("", Finish::Auto)] };
-        for &(suffix, finish) in fs {
-            let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, ..Default::default() };
-            variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { speculative, workgroup_size: args.workgroup_size, ..Default::default() } });
+        let base = PlanOptions { workgroup_size: args.workgroup_size, ..Default::default() };
+        match m {
+            Method::Speculative => {
+                for &(suffix, finish) in &finishes {
+                    let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, ..Default::default() };
+                    variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { speculative, ..base.clone() } });
+                }
+            }
+            Method::Suraa => {
+                for &(suffix, setup) in &setups {
+                    let suraa = SuraaOptions { setup, max_child: args.max_child, ..Default::default() };
+                    variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { suraa, ..base.clone() } });
+                }
+            }
+            _ => variants.push(Variant { label: m.to_string(), method: m, opts: base }),
         }
     }
     let classes: Vec<SuiteClass> = if args.classes.is_empty() {
@@ -158,6 +183,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     let mut rows = Vec::new();
     let mut reports = Vec::new();
     let mut spec_reports = Vec::new();
+    let mut suraa_reports = Vec::new();
     for (name, make) in &sources {
         bar.set_message(name.clone());
         let a = match make() {
@@ -174,14 +200,16 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             io::write_matrix_market(dir.join(format!("{name}.mtx")), &a)?;
         }
         let (out, report) = if args.f64 {
-            let (out, spec) = bench_matrix::<f64>(&gpu, name, &a, &variants, args.repeat, copy, &bar);
-            spec_reports.extend(spec);
+            let (out, extra) = bench_matrix::<f64>(&gpu, name, &a, &variants, args.repeat, copy, &bar);
+            spec_reports.extend(extra.speculative);
+            suraa_reports.extend(extra.suraa);
             let report = cmrs_report::<f64>(&gpu, name, &a, &out);
             (out, report)
         } else {
             let a32 = a.cast::<f32>();
-            let (out, spec) = bench_matrix::<f32>(&gpu, name, &a32, &variants, args.repeat, copy, &bar);
-            spec_reports.extend(spec);
+            let (out, extra) = bench_matrix::<f32>(&gpu, name, &a32, &variants, args.repeat, copy, &bar);
+            spec_reports.extend(extra.speculative);
+            suraa_reports.extend(extra.suraa);
             let report = cmrs_report::<f32>(&gpu, name, &a32, &out);
             (out, report)
         };
@@ -214,6 +242,13 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             println!("{r}");
         }
     }
+    if !suraa_reports.is_empty() {
+        println!("\nsuraa: setup cost (in SpMV-equivalents of its own product), segments and groups");
+        println!("{SURAA_HEADER}");
+        for r in &suraa_reports {
+            println!("{r}");
+        }
+    }
     if let Some(path) = &args.csv {
         let mut f = std::fs::File::create(path).map_err(|source| wgspmv::Error::Io { path: path.clone(), source })?;
         let mut text = header.clone();
@@ -227,6 +262,11 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             let body = format!("{CMRS_HEADER}\n{}\n", reports.join("\n"));
             std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
         }
+        if !suraa_reports.is_empty() {
+            let extra = path.with_extension("suraa.csv");
+            let body = format!("{SURAA_HEADER}\n{}\n", suraa_reports.join("\n"));
+            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
+        }
         if !spec_reports.is_empty() {
             let extra = path.with_extension("speculative.csv");
             let body = format!("{SPEC_HEADER}\n{}\n", spec_reports.join("\n"));
@@ -236,19 +276,28 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     Ok(())
 }
 
+const SURAA_HEADER: &str = "matrix,variant,setup_on,setup_ms,setup_spmv_eq,segment_rows,segments,g1_rows,g1_workgroups,g2_rows,g3_rows";
+
+/// Per-method reports beside the main table.
+#[derive(Default)]
+struct Extra {
+    speculative: Vec<String>,
+    suraa: Vec<String>,
+}
+
 const SPEC_HEADER: &str = "matrix,variant,tiles,dirty_tiles,hit_rate,synchronized_teams,check,host_stage_ms,host_bytes_read,host_bytes_written";
 
-fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[Variant], repeat: u32, copy: f64, bar: &ProgressBar) -> (Vec<Row>, Vec<String>) {
+fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[Variant], repeat: u32, copy: f64, bar: &ProgressBar) -> (Vec<Row>, Extra) {
     let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 7).into_iter().map(T::from_f64).collect();
     let y_ref = match reference::spmv_par(a, &x) {
         Ok(y) => y,
         Err(e) => {
             bar.println(format!("{name}: {e}"));
-            return (Vec::new(), Vec::new());
+            return (Vec::new(), Extra::default());
         }
     };
     let mut out = Vec::new();
-    let mut spec = Vec::new();
+    let mut extra = Extra::default();
     for v in variants {
         let m = &v.label;
         bar.set_message(format!("{name} / {m}"));
@@ -264,7 +313,7 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
             if let Some(r) = plan.speculation() {
                 let s = &r.speculation;
                 let host = r.last_host_run;
-                spec.push(format!(
+                extra.speculative.push(format!(
                     "{name},{m},{},{},{:.4},{},{},{},{},{}",
                     s.tiles,
                     s.dirty_tiles,
@@ -274,6 +323,20 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
                     host.map_or(String::new(), |h| format!("{:.4}", h.host_stage.as_secs_f64() * 1e3)),
                     host.map_or(String::new(), |h| h.bytes_read.to_string()),
                     host.map_or(String::new(), |h| h.bytes_written.to_string()),
+                ));
+            }
+            if let Some(r) = plan.suraa() {
+                let (s, ms) = (&r.schedule, r.setup_time.as_secs_f64() * 1e3);
+                extra.suraa.push(format!(
+                    "{name},{m},{},{ms:.4},{:.2},{},{},{},{},{},{}",
+                    r.setup_on,
+                    ms / t.ms,
+                    s.segment_rows,
+                    s.segments,
+                    s.dynamic_rows,
+                    s.dynamic_groups,
+                    s.vector_rows(),
+                    s.scalar_rows()
                 ));
             }
             Ok(Row {
@@ -301,7 +364,7 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
         }
         bar.inc(1);
     }
-    (out, spec)
+    (out, extra)
 }
 
 const CMRS_HEADER: &str = "matrix,mu,height,predicted_speedup,measured_speedup,to_cmrs_spmv_eq,to_csr_spmv_eq,padded_zeros,padded_overhead_pct";

@@ -8,6 +8,7 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
+use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
 
 #[derive(Parser)]
@@ -16,13 +17,19 @@ struct Args {
     /// Matrix Market file (coordinate; gzipped or not). Default: a generated power-law matrix.
     #[arg(long)]
     matrix: Option<PathBuf>,
-    /// Method name (csr-scalar, csr-vector, cmrs, cmrs-padded, speculative, auto); default:
+    /// Method name (csr-scalar, csr-vector, cmrs, cmrs-padded, speculative, suraa, auto); default:
     /// every method.
     #[arg(long)]
     method: Option<String>,
     /// Where `speculative` runs its check stage: auto, host or gpu.
     #[arg(long, default_value = "auto")]
     finish: String,
+    /// Where `suraa` sets up (sorts rows, plans its groups): auto, host or gpu.
+    #[arg(long, default_value = "auto")]
+    setup: String,
+    /// `suraa`'s G1 budget (the paper's max_child_threads; 0 disables the dynamic kernel).
+    #[arg(long)]
+    max_child: Option<u32>,
     /// Input vector x as a Matrix Market array. Default: a fixed random vector.
     #[arg(long)]
     x: Option<PathBuf>,
@@ -88,7 +95,17 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
         "gpu" => Finish::Gpu,
         other => return Err(wgspmv::Error::UnknownName { what: "finish", name: other.into(), expected: "auto, host, gpu".into() }),
     };
-    let opts = PlanOptions { speculative: SpeculativeOptions { finish, ..Default::default() }, ..Default::default() };
+    let setup = match args.setup.as_str() {
+        "auto" => SetupOn::Auto,
+        "host" => SetupOn::Host,
+        "gpu" => SetupOn::Gpu,
+        other => return Err(wgspmv::Error::UnknownName { what: "setup", name: other.into(), expected: "auto, host, gpu".into() }),
+    };
+    let opts = PlanOptions {
+        speculative: SpeculativeOptions { finish, ..Default::default() },
+        suraa: SuraaOptions { setup, max_child: args.max_child, ..Default::default() },
+        ..Default::default()
+    };
     for (i, &m) in methods.iter().enumerate() {
         let plan = gpu.prepare_with(a, m, &opts)?;
         let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN)?;
@@ -120,6 +137,10 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
                     h.bytes_written
                 );
             }
+        }
+        if let Some(r) = plan.suraa() {
+            let ms = r.setup_time.as_secs_f64() * 1e3;
+            println!("             setup on the {}: {ms:.3} ms = {:.1} SpMV-equivalents", r.setup_on, ms / t.ms);
         }
         if !c.ok {
             if let Some((row, err, bound)) = c.worst_row {

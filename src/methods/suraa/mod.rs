@@ -43,7 +43,10 @@ pub struct SuraaOptions {
     /// Most rows the dynamic group G1 may take (the paper's `max_child_threads`; default 2048,
     /// 0 disables G1).
     pub max_child: Option<u32>,
-    /// Segments whose mean row length is above this may enter G1 (default 32, the paper's).
+    /// Segments whose mean row length is above this may enter G1. Default: twice the workgroup
+    /// size, what the widest vector team covers at the paper's two nonzeros per lane. (The paper
+    /// uses 32, but its child kernels are sized to their row, so a row of 40 gets 32 threads;
+    /// here a dynamic row gets whole workgroups, which only pays for rows no vector team covers.)
     pub dynamic_min_mean: Option<u32>,
     /// Segments whose mean row length reaches this go to the vector kernel (G2), the rest to the
     /// scalar kernel (G3) (default 32, the paper's warp width).
@@ -88,7 +91,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     }
     let params = SetupParams {
         max_child: o.max_child.unwrap_or(DEFAULT_MAX_CHILD),
-        dynamic_min_mean: o.dynamic_min_mean.unwrap_or(32),
+        dynamic_min_mean: o.dynamic_min_mean.unwrap_or(2 * wg),
         vector_min_mean: o.vector_min_mean.unwrap_or(32),
         lanes: team,
         workgroup_size: wg,
