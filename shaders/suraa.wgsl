@@ -1,7 +1,8 @@
 // SURAA's main dispatch: the paper runs its scalar, vector and dynamic kernels on separate
 // streams; here they are the three roles of one grid, `[dynamic | vector classes | scalar]`
-// (see Schedule), so they run concurrently without one dispatch each. Every role reads rows
-// through `perm` and writes y in the original row order.
+// (see Schedule), so they run concurrently without one dispatch each. The matrix arrays are in
+// sorted row order (the setup rearranged them); every role writes y through `perm`, so y comes
+// out in the original row order.
 
 @group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
 @group(0) @binding(1) var<storage, read> col_idx: array<u32>;
@@ -61,9 +62,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     // into partials[g]; suraa_combine adds a row's partials in order (no float atomics).
     if (g < schedule.dynamic_groups) {
         let i = dynamic_row(g);
-        let r = perm[i];
-        let row_end = row_ptr[r + 1u];
-        let begin = min(row_ptr[r] + (g - dynamic_ptr[i]) * DYNAMIC_CHUNK, row_end);
+        let row_end = row_ptr[i + 1u];
+        let begin = min(row_ptr[i] + (g - dynamic_ptr[i]) * DYNAMIC_CHUNK, row_end);
         let end = min(begin + DYNAMIC_CHUNK, row_end);
         let total = width_sum(strided_dot(begin + v, end, WG_SIZE), l, WG_SIZE);
         if (v == 0u) {
@@ -80,15 +80,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let rows = pick(schedule.class_rows, c);
         if (g >= first && g - first < (rows + per_group - 1u) / per_group) {
             let slot = (g - first) * per_group + v / width;
-            var r = 0u;
+            let i = pick(schedule.class_begin, c) + slot;
             var sum = scalar(0);
             if (slot < rows) {
-                r = perm[pick(schedule.class_begin, c) + slot];
-                sum = strided_dot(row_ptr[r] + v % width, row_ptr[r + 1u], width);
+                sum = strided_dot(row_ptr[i] + v % width, row_ptr[i + 1u], width);
             }
             let total = width_sum(sum, l, width);
             if (slot < rows && v % width == 0u) {
-                write_y(r, total);
+                write_y(perm[i], total);
             }
             return;
         }
@@ -99,7 +98,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let first = schedule.main_groups - (scalar_rows + WG_SIZE - 1u) / WG_SIZE;
     let i = schedule.scalar_begin + (g - first) * WG_SIZE + v;
     if (i < schedule.nrows) {
-        let r = perm[i];
-        write_y(r, strided_dot(row_ptr[r], row_ptr[r + 1u], 1u));
+        write_y(perm[i], strided_dot(row_ptr[i], row_ptr[i + 1u], 1u));
     }
 }

@@ -114,10 +114,15 @@ fn gpu_setup_matches_its_cpu_twin() {
                 let plan = gpu.prepare_with(&a.cast::<f32>(), Method::Suraa, &o).unwrap();
                 let r = plan.suraa().unwrap();
                 let twin = setup::setup(a.row_ptr(), a.col_idx(), &r.params);
-                let (perm, dynamic_ptr, schedule) = wgspmv::methods::suraa::gpu_setup::read_back(&plan).unwrap();
-                assert_eq!(perm, twin.perm, "{name} / {dev}: permutation");
-                assert_eq!(dynamic_ptr, twin.dynamic_ptr, "{name} / {dev}: dynamic plan");
-                assert_eq!(schedule, twin.schedule, "{name} / {dev}: schedule");
+                let d = wgspmv::methods::suraa::gpu_setup::read_back(&plan).unwrap();
+                assert_eq!(d.perm, twin.perm, "{name} / {dev}: permutation");
+                assert_eq!(d.dynamic_ptr, twin.dynamic_ptr, "{name} / {dev}: dynamic plan");
+                assert_eq!(d.schedule, twin.schedule, "{name} / {dev}: schedule");
+                assert_eq!(d.row_ptr, twin.row_ptr, "{name} / {dev}: sorted row pointers");
+                let a32 = a.cast::<f32>();
+                let (cols, vals) = setup::rearrange(a32.row_ptr(), a32.col_idx(), a32.values(), &twin);
+                assert_eq!(d.col_idx, cols, "{name} / {dev}: rearranged columns");
+                assert_eq!(d.vals, vals, "{name} / {dev}: rearranged values");
                 assert_eq!(r.schedule, twin.schedule, "{name} / {dev}: reported schedule");
             }
         }

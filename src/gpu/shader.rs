@@ -211,6 +211,7 @@ pub const RADIX_SCATTER: Kernel = setup_kernel("radix_scatter", include_str!("..
 pub const SCAN_U32_REDUCE: Kernel = setup_kernel("scan_u32_reduce", include_str!("../../shaders/scan_u32_reduce.wgsl"), &[SCAN_U32_COMMON], &[]);
 pub const SCAN_U32_DOWN: Kernel = setup_kernel("scan_u32_down", include_str!("../../shaders/scan_u32_down.wgsl"), &[SCAN_U32_COMMON], &[]);
 pub const SURAA_LENGTHS: Kernel = setup_kernel("suraa_lengths", include_str!("../../shaders/suraa_lengths.wgsl"), &[], &[]);
+pub const SURAA_REARRANGE: Kernel = setup_kernel("suraa_rearrange", include_str!("../../shaders/suraa_rearrange.wgsl"), &[], &[("VAL_WORDS", &[1, 2])]);
 pub const SURAA_PLAN: Kernel = setup_kernel("suraa_plan", include_str!("../../shaders/suraa_plan.wgsl"), &[SURAA_COMMON], &[]);
 
 /// Every kernel the library can dispatch.
@@ -229,6 +230,7 @@ pub const ALL_KERNELS: &[Kernel] = &[
     SCAN_U32_DOWN,
     SURAA_LENGTHS,
     SURAA_PLAN,
+    SURAA_REARRANGE,
     COPY,
 ];
 

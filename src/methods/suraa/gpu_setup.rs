@@ -24,6 +24,8 @@ use std::sync::Arc;
 /// Keys per radix-sort tile and u32 entries per scan block (see the WGSL constants).
 const RADIX_TILE: u32 = 256 * 8;
 const SCAN_BLOCK: u32 = 256 * 8;
+/// Entries one workgroup of `suraa_rearrange` copies.
+const REARRANGE_BLOCK: u32 = 256 * 8;
 
 /// Mirrors `struct RadixParams` in shaders/radix_common.wgsl.
 #[repr(C)]
@@ -80,9 +82,7 @@ struct Recorder<'a> {
 
 impl Recorder<'_> {
     fn dispatch(&mut self, kernel: Kernel, overrides: Vec<(&'static str, u32)>, buffers: &[&wgpu::Buffer], groups: u32) -> Result<()> {
-        let pipeline = self.gpu.pipeline(PipelineKey { kernel: kernel.name, variant: kernel.variant("u32", LaneMode::Workgroup), overrides }, || {
-            kernel.source("u32", LaneMode::Workgroup)
-        })?;
+        let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
         let entries: Vec<wgpu::BindGroupEntry> =
             buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
         let group = self.gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
@@ -106,8 +106,39 @@ impl Recorder<'_> {
     }
 }
 
-/// Runs the setup on the GPU (submitted, not waited for).
-pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams, row_ptr: &wgpu::Buffer, col_idx: &wgpu::Buffer) -> Result<Built> {
+fn pipeline_of(gpu: &Gpu, kernel: Kernel, overrides: Vec<(&'static str, u32)>) -> Result<Arc<wgpu::ComputePipeline>> {
+    gpu.pipeline(PipelineKey { kernel: kernel.name, variant: kernel.variant("u32", LaneMode::Workgroup), overrides }, || kernel.source("u32", LaneMode::Workgroup))
+}
+
+fn val_words<T: Scalar>() -> Vec<(&'static str, u32)> {
+    vec![("VAL_WORDS", (std::mem::size_of::<T>() / 4) as u32)]
+}
+
+fn radix_items() -> Vec<(&'static str, u32)> {
+    vec![("ITEMS", shader::RADIX_ITEMS[0])]
+}
+
+/// Compiles the setup's kernels (once per device), so that timing a setup does not time that.
+pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
+    for (k, o) in [
+        (shader::SURAA_KEYS, vec![]),
+        (shader::RADIX_COUNT, radix_items()),
+        (shader::RADIX_SCATTER, radix_items()),
+        (shader::SCAN_U32_REDUCE, vec![]),
+        (shader::SCAN_U32_DOWN, vec![]),
+        (shader::SURAA_LENGTHS, vec![]),
+        (shader::SURAA_PLAN, vec![]),
+        (shader::SURAA_REARRANGE, val_words::<T>()),
+    ] {
+        pipeline_of(gpu, k, o)?;
+    }
+    Ok(())
+}
+
+/// Runs the setup on the GPU (submitted, not waited for) from the CSR arrays `[row_ptr,
+/// col_idx, values]`, which it leaves as they were.
+pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams, csr: &[wgpu::Buffer; 3]) -> Result<Built> {
+    let [row_ptr, col_idx, vals] = csr;
     let m = u32::try_from(a.nrows()).map_err(|_| Error::InvalidParameter { name: "nrows", value: a.nrows().to_string(), reason: "suraa needs fewer than 2^32 rows".into() })?;
     let none = wgpu::BufferUsages::empty();
     let u32s = |label: &str, n: u64| gpu.storage_zeroed(label, n * 4, none);
@@ -116,7 +147,12 @@ pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams
     let tiles = m.div_ceil(RADIX_TILE);
     let counts = u32s("suraa digit counts", 256 * tiles as u64)?;
     let block_sums = u32s("suraa block sums", (256 * tiles as u64).max(m as u64 + 1).div_ceil(SCAN_BLOCK as u64))?;
-    let lengths = u32s("suraa sorted lengths", m as u64 + 1)?;
+    // The sorted lengths, scanned in place: the sorted matrix's row pointers.
+    let lengths = Arc::new(u32s("suraa row_ptr", m as u64 + 1)?);
+    let nnz = a.nnz() as u32;
+    let cols_out = Arc::new(u32s("suraa col_idx", nnz as u64)?);
+    let vals_out = Arc::new(gpu.storage_zeroed("suraa values", nnz as u64 * std::mem::size_of::<T>() as u64, none)?);
+    let rearrange_params = gpu.uniform_buffer("suraa rearrange params", bytemuck::cast_slice(&[nnz, m]));
     let g1_max = p.max_child.min(m) as u64;
     let dynamic_ptr = Arc::new(u32s("suraa dynamic_ptr", g1_max + 1)?);
     let partials_len = g1_max + a.nnz() as u64 / p.dynamic_chunk as u64;
@@ -165,33 +201,52 @@ pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams
             for (pass, params) in radix_params.iter().enumerate() {
                 let ((lo, hi, rows), (lo2, hi2, rows2)) =
                     if pass % 2 == 0 { ((&lo_a, &hi_a, &rows_a), (&lo_b, &hi_b, &rows_b)) } else { ((&lo_b, &hi_b, &rows_b), (&lo_a, &hi_a, &rows_a)) };
-                let items = vec![("ITEMS", shader::RADIX_ITEMS[0])];
-                r.dispatch(shader::RADIX_COUNT, items.clone(), &[lo, hi, &counts, params], tiles)?;
+                r.dispatch(shader::RADIX_COUNT, radix_items(), &[lo, hi, &counts, params], tiles)?;
                 r.scan(&counts, &block_sums, 256 * tiles)?;
-                r.dispatch(shader::RADIX_SCATTER, items, &[lo, hi, rows, params, &counts, lo2, hi2, rows2], tiles)?;
+                r.dispatch(shader::RADIX_SCATTER, radix_items(), &[lo, hi, rows, params, &counts, lo2, hi2, rows2], tiles)?;
             }
             r.dispatch(shader::SURAA_LENGTHS, vec![], &[row_ptr, perm, &lengths, &length_params], (m + 1).div_ceil(256))?;
             r.scan(&lengths, &block_sums, m + 1)?;
             r.dispatch(shader::SURAA_PLAN, vec![], &[&lengths, &plan_params, &schedule_out, &dynamic_ptr, &indirect], 1)?;
+            let blocks = nnz.div_ceil(REARRANGE_BLOCK);
+            r.dispatch(shader::SURAA_REARRANGE, val_words::<T>(), &[row_ptr, col_idx, vals, perm, &lengths, &cols_out, &vals_out, &rearrange_params], blocks)?;
         }
         enc.copy_buffer_to_buffer(&schedule_out, 0, &schedule, 0, std::mem::size_of::<Schedule>() as u64);
         gpu.queue().submit([enc.finish()]);
         Ok(())
     })??;
     let perm = Arc::new(if passes % 2 == 0 { rows_a } else { rows_b });
-    Ok(Built { perm, dynamic_ptr, partials, schedule, schedule_storage: Some(schedule_out), indirect, schedule_value: Schedule::default() })
+    Ok(Built { row_ptr: lengths, col_idx: cols_out, vals: vals_out, perm, dynamic_ptr, partials, schedule, schedule_storage: Some(schedule_out), indirect, schedule_value: Schedule::default() })
 }
 
-/// Reads a `suraa` plan's permutation, dynamic plan and schedule back from the GPU (for tests and
-/// reports; a plan never needs them on the host).
-pub fn read_back<T: Scalar>(plan: &SpmvPlan<T>) -> Result<(Vec<u32>, Vec<u32>, Schedule)> {
+/// What a `suraa` plan holds on the GPU, read back (for tests and reports; a plan never needs
+/// it on the host).
+#[derive(Debug)]
+pub struct PlanData<T> {
+    pub perm: Vec<u32>,
+    pub dynamic_ptr: Vec<u32>,
+    pub schedule: Schedule,
+    /// The matrix in sorted row order.
+    pub row_ptr: Vec<u32>,
+    pub col_idx: Vec<u32>,
+    pub vals: Vec<T>,
+}
+
+/// Reads a `suraa` plan's data back from the GPU.
+pub fn read_back<T: Scalar>(plan: &SpmvPlan<T>) -> Result<PlanData<T>> {
     let r = plan.suraa().ok_or(Error::InvalidParameter { name: "plan", value: plan.method().to_string(), reason: "not a suraa plan".into() })?;
     let gpu = plan.gpu();
     let b = &r.buffers;
     let schedule = read_schedule(gpu, b)?;
-    let perm = gpu.read_buffer(&b.perm, schedule.nrows as usize)?;
-    let dynamic_ptr = gpu.read_buffer(&b.dynamic_ptr, schedule.dynamic_rows as usize + 1)?;
-    Ok((perm, dynamic_ptr, schedule))
+    let n = plan.nnz();
+    Ok(PlanData {
+        perm: gpu.read_buffer(&b.perm, schedule.nrows as usize)?,
+        dynamic_ptr: gpu.read_buffer(&b.dynamic_ptr, schedule.dynamic_rows as usize + 1)?,
+        schedule,
+        row_ptr: gpu.read_buffer(&b.row_ptr, plan.nrows() + 1)?,
+        col_idx: gpu.read_buffer(&b.col_idx, n)?,
+        vals: gpu.read_buffer(&b.vals, n)?,
+    })
 }
 
 pub(crate) fn read_schedule(gpu: &Gpu, b: &Built) -> Result<Schedule> {

@@ -72,6 +72,9 @@ impl SetupParams {
 pub struct Setup {
     /// Sorted position → original row.
     pub perm: Vec<u32>,
+    /// Row pointers of the matrix in sorted row order (the exclusive prefix sums of the sorted
+    /// lengths; the plan reads segment means from them too).
+    pub row_ptr: Vec<u32>,
     /// Exclusive prefix of the dynamic kernel's workgroups per G1 row (`dynamic_rows + 1`).
     pub dynamic_ptr: Vec<u32>,
     pub schedule: Schedule,
@@ -243,7 +246,16 @@ pub fn setup(row_ptr: &[u32], col_idx: &[u32], p: &SetupParams) -> Setup {
         prefix.push(acc);
     }
     let (schedule, dynamic_ptr) = schedule(&prefix, p);
-    Setup { perm, dynamic_ptr, schedule }
+    Setup { perm, row_ptr: prefix, dynamic_ptr, schedule }
+}
+
+/// The matrix's column indices and values in sorted row order (Algorithm 2, line 5), so that
+/// consecutive sorted rows sit in consecutive memory; `s.row_ptr` indexes them.
+pub fn rearrange<T: Copy + Send + Sync>(row_ptr: &[u32], col_idx: &[u32], vals: &[T], s: &Setup) -> (Vec<u32>, Vec<T>) {
+    let rows: Vec<(u32, u32)> = s.perm.iter().map(|&r| (row_ptr[r as usize], row_ptr[r as usize + 1])).collect();
+    let cols = rows.par_iter().flat_map_iter(|&(b, e)| col_idx[b as usize..e as usize].iter().copied()).collect();
+    let vals = rows.par_iter().flat_map_iter(|&(b, e)| vals[b as usize..e as usize].iter().copied()).collect();
+    (cols, vals)
 }
 
 /// CPU twin of the main and combine kernels: `y = A·x` through the schedule, in f64, each row by
