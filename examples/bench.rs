@@ -276,7 +276,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     Ok(())
 }
 
-const SURAA_HEADER: &str = "matrix,variant,setup_on,setup_ms,setup_spmv_eq,segment_rows,segments,g1_rows,g1_workgroups,g2_rows,g3_rows";
+const SURAA_HEADER: &str = "matrix,variant,setup_on,setup_ms,setup_spmv_eq,setup_alloc_ms,setup_after_alloc_spmv_eq,segment_rows,segments,g1_rows,g1_workgroups,g2_rows,g3_rows";
 
 /// Per-method reports beside the main table.
 #[derive(Default)]
@@ -326,11 +326,12 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
                 ));
             }
             if let Some(r) = plan.suraa() {
-                let (s, ms) = (&r.schedule, r.setup_time.as_secs_f64() * 1e3);
+                let (s, ms, alloc) = (&r.schedule, r.setup_time.as_secs_f64() * 1e3, r.setup_alloc_time.as_secs_f64() * 1e3);
                 extra.suraa.push(format!(
-                    "{name},{m},{},{ms:.4},{:.2},{},{},{},{},{},{}",
+                    "{name},{m},{},{ms:.4},{:.2},{alloc:.4},{:.2},{},{},{},{},{},{}",
                     r.setup_on,
                     ms / t.ms,
+                    (ms - alloc) / t.ms,
                     s.segment_rows,
                     s.segments,
                     s.dynamic_rows,

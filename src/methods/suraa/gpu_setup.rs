@@ -136,8 +136,10 @@ pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
 }
 
 /// Runs the setup on the GPU (submitted, not waited for) from the CSR arrays `[row_ptr,
-/// col_idx, values]`, which it leaves as they were.
-pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams, csr: &[wgpu::Buffer; 3]) -> Result<Built> {
+/// col_idx, values]`, which it leaves as they were. Also returns the time spent allocating its
+/// buffers (the rearranged matrix among them) before recording.
+pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams, csr: &[wgpu::Buffer; 3]) -> Result<(Built, std::time::Duration)> {
+    let start = std::time::Instant::now();
     let [row_ptr, col_idx, vals] = csr;
     let m = u32::try_from(a.nrows()).map_err(|_| Error::InvalidParameter { name: "nrows", value: a.nrows().to_string(), reason: "suraa needs fewer than 2^32 rows".into() })?;
     let none = wgpu::BufferUsages::empty();
@@ -192,6 +194,7 @@ pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams
     );
 
     let perm = if passes % 2 == 0 { &rows_a } else { &rows_b };
+    let allocating = start.elapsed();
     gpu.scoped("running the suraa setup", || -> Result<()> {
         let mut enc = gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("suraa setup") });
         {
@@ -216,7 +219,7 @@ pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams
         Ok(())
     })??;
     let perm = Arc::new(if passes % 2 == 0 { rows_a } else { rows_b });
-    Ok(Built { row_ptr: lengths, col_idx: cols_out, vals: vals_out, perm, dynamic_ptr, partials, schedule, schedule_storage: Some(schedule_out), indirect, schedule_value: Schedule::default() })
+    Ok((Built { row_ptr: lengths, col_idx: cols_out, vals: vals_out, perm, dynamic_ptr, partials, schedule, schedule_storage: Some(schedule_out), indirect, schedule_value: Schedule::default() }, allocating))
 }
 
 /// What a `suraa` plan holds on the GPU, read back (for tests and reports; a plan never needs

@@ -66,6 +66,10 @@ pub struct SuraaReport {
     /// Wall-clock time of the setup beyond uploading the CSR arrays: sort, segments, groups,
     /// plan, and (host setup) uploading their results; waits for the GPU to finish.
     pub setup_time: Duration,
+    /// The part of `setup_time` spent allocating the setup's GPU buffers (the rearranged copy
+    /// of the matrix among them) before any GPU work: on discrete GPUs most of a small matrix's
+    /// setup. Zero for a host setup, whose uploads allocate as they go.
+    pub setup_alloc_time: Duration,
     pub(crate) buffers: Arc<Built>,
 }
 
@@ -99,7 +103,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     };
     // Rows are read through the permutation, so the matrix is not split into row chunks: each
     // array must fit one storage binding.
-    let limit = gpu.info().max_binding_bytes();
+    let limit = crate::methods::common::chunk_limit(gpu, opts);
     let widest = a.nnz() as u64 * scalar_bytes.max(4);
     if widest > limit {
         return Err(Error::TooLargeForAdapter {
@@ -126,20 +130,20 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
             gpu.storage_buffer("values", bytemuck::cast_slice(a.values()), none)?,
         ])
     };
-    let (b, setup_time) = if on_gpu {
+    let (b, setup_time, setup_alloc_time) = if on_gpu {
         let csr = upload_csr()?;
         gpu_setup::compile::<T>(gpu)?;
         gpu.wait()?;
         let start = Instant::now();
-        let b = gpu_setup::run(gpu, a, &params, &csr)?;
+        let (b, alloc) = gpu_setup::run(gpu, a, &params, &csr)?;
         gpu.wait()?;
-        (b, start.elapsed())
+        (b, start.elapsed(), alloc)
     } else {
         gpu.wait()?;
         let start = Instant::now();
         let b = Built::upload(gpu, a, &setup::setup(a.row_ptr(), a.col_idx(), &params), scalar_bytes)?;
         gpu.wait()?;
-        (b, start.elapsed())
+        (b, start.elapsed(), Duration::ZERO)
     };
     // Only for the report: the GPU setup's schedule lives on the GPU.
     let schedule = gpu_setup::read_schedule(gpu, &b)?;
@@ -163,7 +167,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         bindings: vec![Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.dynamic_ptr), owned(&b.partials)],
         grid: Grid::Indirect(b.indirect.clone(), 12),
     };
-    let report = SuraaReport { params, schedule, setup_on: if on_gpu { "gpu" } else { "host" }, setup_time, buffers: Arc::new(b) };
+    let report = SuraaReport { params, schedule, setup_on: if on_gpu { "gpu" } else { "host" }, setup_time, setup_alloc_time, buffers: Arc::new(b) };
     let details = format!(
         "suraa: {} rows per segment ({} segments), G1 {} rows in {} workgroups, G2 {} rows, G3 {} rows; base width {team} via {}, workgroup {wg}, setup on the {}",
         schedule.segment_rows,
