@@ -7,33 +7,11 @@ struct ScanParams {
     blocks: u32,
 }
 
-const SCAN_WG: u32 = 256u;
 const SCAN_ITEMS: u32 = 8u;
 
 @group(0) @binding(0) var<storage, read_write> data: array<u32>;
 @group(0) @binding(1) var<storage, read_write> block_sums: array<u32>;
 @group(0) @binding(2) var<uniform> scan: ScanParams;
-
-var<workgroup> scan_buf: array<u32, SCAN_WG>;
-
-// Inclusive scan of one value per invocation over the workgroup (Hillis–Steele), and the
-// workgroup's total. Called in uniform control flow.
-fn workgroup_inclusive_scan(v: u32, lid: u32) -> vec2<u32> {
-    scan_buf[lid] = v;
-    workgroupBarrier();
-    for (var o = 1u; o < SCAN_WG; o = o * 2u) {
-        var add = 0u;
-        if (lid >= o) {
-            add = scan_buf[lid - o];
-        }
-        workgroupBarrier();
-        scan_buf[lid] += add;
-        workgroupBarrier();
-    }
-    let out = vec2<u32>(scan_buf[lid], scan_buf[SCAN_WG - 1u]);
-    workgroupBarrier();
-    return out;
-}
 
 // The invocation's SCAN_ITEMS consecutive entries of block b (zero past the end).
 fn block_items(b: u32, lid: u32) -> array<u32, SCAN_ITEMS> {

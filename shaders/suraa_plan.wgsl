@@ -1,7 +1,7 @@
 // SURAA setup, last step (one workgroup): Freedman–Diaconis segments, groups G1/G2/G3, vector
 // classes, the dynamic kernel's planning pass (workgroups per G1 row) and the indirect dispatch
 // sizes. Mirrors `segment_rows` and `schedule` in src/methods/suraa/setup.rs, integer for integer.
-// Pieces: suraa_common.wgsl.
+// Pieces: suraa_common.wgsl, workgroup_scan_u32.wgsl.
 
 struct PlanParams {
     nrows: u32,
@@ -22,12 +22,9 @@ struct PlanParams {
 // Indirect dispatch sizes: main (x, y, 1), then combine (x, y, 1).
 @group(0) @binding(4) var<storage, read_write> indirect: array<u32>;
 
-const WG: u32 = 256u;
-
 var<private> seg: u32;
 var<private> nseg: u32;
 var<workgroup> shared_rows: u32;
-var<workgroup> scan_buf: array<u32, WG>;
 
 fn row_len(i: u32) -> u32 {
     return prefix[i + 1u] - prefix[i];
@@ -194,7 +191,7 @@ fn grid_y(groups: u32) -> u32 {
     return (groups + p.max_dim - 1u) / p.max_dim;
 }
 
-@compute @workgroup_size(WG)
+@compute @workgroup_size(SCAN_WG)
 fn main(@builtin(local_invocation_index) lid: u32) {
     let m = p.nrows;
     seg = segment_rows(m);
@@ -214,29 +211,18 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     if (lid == 0u) {
         dynamic_ptr[0] = 0u;
     }
-    for (var base = 0u; base < g1_rows; base += WG) {
+    for (var base = 0u; base < g1_rows; base += SCAN_WG) {
         let i = base + lid;
         var w = 0u;
         if (i < g1_rows) {
             let len = row_len(i);
             w = max(len / p.dynamic_chunk + select(0u, 1u, len % p.dynamic_chunk != 0u), 1u);
         }
-        scan_buf[lid] = w;
-        workgroupBarrier();
-        for (var o = 1u; o < WG; o = o * 2u) {
-            var add = 0u;
-            if (lid >= o) {
-                add = scan_buf[lid - o];
-            }
-            workgroupBarrier();
-            scan_buf[lid] += add;
-            workgroupBarrier();
-        }
+        let scanned = workgroup_inclusive_scan(w, lid);
         if (i < g1_rows) {
-            dynamic_ptr[i + 1u] = carry + scan_buf[lid];
+            dynamic_ptr[i + 1u] = carry + scanned.x;
         }
-        carry += scan_buf[WG - 1u];
-        workgroupBarrier();
+        carry += scanned.y;
     }
     if (lid != 0u) {
         return;

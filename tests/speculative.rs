@@ -34,16 +34,8 @@ fn tiny_geometry(finish: Finish) -> PlanOptions {
     }
 }
 
-/// A matrix with the given row lengths and irregular columns and values.
 fn rows(lens: &[usize]) -> CsrMatrix<f64> {
-    let ncols = 700;
-    let mut t = Vec::new();
-    for (r, &len) in lens.iter().enumerate() {
-        for c in 0..len {
-            t.push((r, (c * 13 + r * 7) % ncols, 0.5 + ((r * 31 + c * 17) % 11) as f64 / 3.0));
-        }
-    }
-    CsrMatrix::from_triplets(lens.len(), ncols, t).unwrap()
+    common::rows_of_lengths(lens, 700)
 }
 
 fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {

@@ -196,6 +196,7 @@ pub const SURAA_COMBINE: Kernel = Kernel {
 
 const RADIX_COMMON: &str = include_str!("../../shaders/radix_common.wgsl");
 const SCAN_U32_COMMON: &str = include_str!("../../shaders/scan_u32_common.wgsl");
+const WORKGROUP_SCAN_U32: &str = include_str!("../../shaders/workgroup_scan_u32.wgsl");
 
 /// A u32 setup kernel: one file, shared pieces, no scalar type, no lane teams.
 const fn setup_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
@@ -208,11 +209,11 @@ pub const RADIX_ITEMS: &[u32] = &[8];
 pub const SURAA_KEYS: Kernel = setup_kernel("suraa_keys", include_str!("../../shaders/suraa_keys.wgsl"), &[], &[]);
 pub const RADIX_COUNT: Kernel = setup_kernel("radix_count", include_str!("../../shaders/radix_count.wgsl"), &[RADIX_COMMON], &[("ITEMS", RADIX_ITEMS)]);
 pub const RADIX_SCATTER: Kernel = setup_kernel("radix_scatter", include_str!("../../shaders/radix_scatter.wgsl"), &[RADIX_COMMON], &[("ITEMS", RADIX_ITEMS)]);
-pub const SCAN_U32_REDUCE: Kernel = setup_kernel("scan_u32_reduce", include_str!("../../shaders/scan_u32_reduce.wgsl"), &[SCAN_U32_COMMON], &[]);
-pub const SCAN_U32_DOWN: Kernel = setup_kernel("scan_u32_down", include_str!("../../shaders/scan_u32_down.wgsl"), &[SCAN_U32_COMMON], &[]);
+pub const SCAN_U32_REDUCE: Kernel = setup_kernel("scan_u32_reduce", include_str!("../../shaders/scan_u32_reduce.wgsl"), &[WORKGROUP_SCAN_U32, SCAN_U32_COMMON], &[]);
+pub const SCAN_U32_DOWN: Kernel = setup_kernel("scan_u32_down", include_str!("../../shaders/scan_u32_down.wgsl"), &[WORKGROUP_SCAN_U32, SCAN_U32_COMMON], &[]);
 pub const SURAA_LENGTHS: Kernel = setup_kernel("suraa_lengths", include_str!("../../shaders/suraa_lengths.wgsl"), &[], &[]);
 pub const SURAA_REARRANGE: Kernel = setup_kernel("suraa_rearrange", include_str!("../../shaders/suraa_rearrange.wgsl"), &[], &[("VAL_WORDS", &[1, 2])]);
-pub const SURAA_PLAN: Kernel = setup_kernel("suraa_plan", include_str!("../../shaders/suraa_plan.wgsl"), &[SURAA_COMMON], &[]);
+pub const SURAA_PLAN: Kernel = setup_kernel("suraa_plan", include_str!("../../shaders/suraa_plan.wgsl"), &[SURAA_COMMON, WORKGROUP_SCAN_U32], &[]);
 
 /// Every kernel the library can dispatch.
 pub const ALL_KERNELS: &[Kernel] = &[

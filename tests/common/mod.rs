@@ -84,3 +84,15 @@ pub fn check_all_methods(a: &CsrMatrix<f64>, label: &str) {
         }
     }
 }
+
+/// A matrix with the given row lengths and irregular columns and values (`ncols` columns; a row
+/// longer than that wraps onto repeated columns, which `from_triplets` sums).
+pub fn rows_of_lengths(lens: &[usize], ncols: usize) -> CsrMatrix<f64> {
+    let mut t = Vec::new();
+    for (r, &len) in lens.iter().enumerate() {
+        for c in 0..len {
+            t.push((r, (c * 13 + r * 7) % ncols, 0.5 + ((r * 31 + c * 17) % 11) as f64 / 3.0));
+        }
+    }
+    CsrMatrix::from_triplets(lens.len(), ncols, t).unwrap()
+}
