@@ -64,6 +64,7 @@ pub struct SpmvPlan<T> {
     host: Option<HostPath<T>>,
     speculative: Option<Arc<crate::methods::speculative::Report>>,
     suraa: Option<crate::methods::suraa::SuraaReport>,
+    bccoo: Option<crate::methods::bccoo::BccooReport>,
     _t: PhantomData<T>,
 }
 
@@ -77,7 +78,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 _ => None,
             })
             .sum();
-        Self { gpu: gpu.clone(), method, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), stages, details, device_bytes, host: None, speculative: None, suraa: None, _t: PhantomData }
+        Self { gpu: gpu.clone(), method, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), stages, details, device_bytes, host: None, speculative: None, suraa: None, bccoo: None, _t: PhantomData }
     }
 
     /// Makes `run` submit `host.stages` and finish with `host.stage` on the host.
@@ -94,6 +95,23 @@ impl<T: Scalar> SpmvPlan<T> {
     pub(crate) fn with_suraa_report(mut self, report: crate::methods::suraa::SuraaReport) -> Self {
         self.suraa = Some(report);
         self
+    }
+
+    pub(crate) fn with_bccoo_report(mut self, report: crate::methods::bccoo::BccooReport) -> Self {
+        self.bccoo = Some(report);
+        self
+    }
+
+    pub(crate) fn map_bccoo_report(mut self, f: impl FnOnce(&mut crate::methods::bccoo::BccooReport)) -> Self {
+        if let Some(r) = self.bccoo.as_mut() {
+            f(r);
+        }
+        self
+    }
+
+    /// For `bccoo` and `bccoo-plus` plans: the layout, carry path, footprint and tuning.
+    pub fn bccoo(&self) -> Option<&crate::methods::bccoo::BccooReport> {
+        self.bccoo.as_ref()
     }
 
     /// For `suraa` plans: the groups, segments and what the setup cost.
@@ -303,6 +321,7 @@ impl Gpu {
             Method::Cmrs | Method::CmrsPadded => crate::methods::cmrs::prepare(self, a, method, opts),
             Method::Speculative => crate::methods::speculative::prepare(self, a, opts),
             Method::Suraa => crate::methods::suraa::prepare(self, a, opts),
+            Method::Bccoo | Method::BccooPlus => crate::methods::bccoo::prepare(self, a, method, opts),
             Method::Auto => unreachable!("select::choose returns a concrete method"),
         }
     }

@@ -5,7 +5,7 @@ use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFl
 use wgspmv::shaders::{LaneMode, ALL_KERNELS};
 
 fn validator() -> Validator {
-    let mut v = Validator::new(ValidationFlags::all(), Capabilities::FLOAT64 | Capabilities::SUBGROUP);
+    let mut v = Validator::new(ValidationFlags::all(), Capabilities::FLOAT64 | Capabilities::SUBGROUP | Capabilities::SHADER_INT64);
     v.subgroup_stages(ShaderStages::COMPUTE);
     v.subgroup_operations(SubgroupOperationSet::all());
     v
@@ -40,7 +40,10 @@ fn workgroup_path_needs_no_subgroup_capability() {
         for (scalar, lanes) in kernel.variants().into_iter().filter(|v| v.1 == LaneMode::Workgroup) {
             let src = kernel.source(scalar, lanes);
             let module = naga::front::wgsl::parse_str(&src).unwrap();
-            let caps = if scalar == "f64" { Capabilities::FLOAT64 } else { Capabilities::empty() };
+            let mut caps = if scalar == "f64" { Capabilities::FLOAT64 } else { Capabilities::empty() };
+            if kernel.needs_int64(scalar) {
+                caps |= Capabilities::SHADER_INT64;
+            }
             Validator::new(ValidationFlags::all(), caps)
                 .validate(&module)
                 .unwrap_or_else(|e| panic!("{} {scalar}: {}", kernel.name, e.emit_to_string(&src)));

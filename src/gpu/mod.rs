@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SUBGROUP
     .union(wgpu::Features::SHADER_F64)
     .union(wgpu::Features::TIMESTAMP_QUERY)
-    .union(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
+    .union(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
+    .union(wgpu::Features::SHADER_INT64);
 
 /// How to choose and open the adapter.
 #[derive(Clone, Debug, Default)]

@@ -35,6 +35,12 @@ pub struct Kernel {
     /// Assembled with `width_sum` (sums over aligned runs of lanes of any power-of-two width up to
     /// the workgroup) and `lane_slot`, matching the lane module.
     sums: bool,
+    /// Assembled with bccoo's workgroup-wide scans (`group_seg_scan`, `group_sum`) matching the
+    /// lane module.
+    group_scan: bool,
+    /// Assembled with `to_words` / `from_words` for the scalar type (the f64 one needs
+    /// `SHADER_INT64`).
+    scalar_bits: bool,
     /// Shared pieces placed before the body (e.g. a binding list common to several kernels).
     pieces: &'static [&'static str],
     /// Override constants and every value the library may give each.
@@ -55,6 +61,11 @@ const SCAN_SUBGROUP: &str = include_str!("../../shaders/scan_subgroup.wgsl");
 const SCAN_WORKGROUP: &str = include_str!("../../shaders/scan_workgroup.wgsl");
 const WIDTH_SUM_SUBGROUP: &str = include_str!("../../shaders/width_sum_subgroup.wgsl");
 const WIDTH_SUM_WORKGROUP: &str = include_str!("../../shaders/width_sum_workgroup.wgsl");
+const GROUP_SCAN_SUBGROUP: &str = include_str!("../../shaders/bccoo_group_scan_subgroup.wgsl");
+const GROUP_SCAN_WORKGROUP: &str = include_str!("../../shaders/bccoo_group_scan_workgroup.wgsl");
+const SCALAR_BITS_F32: &str = include_str!("../../shaders/scalar_bits_f32.wgsl");
+const SCALAR_BITS_F64: &str = include_str!("../../shaders/scalar_bits_f64.wgsl");
+const BCCOO_COMMON: &str = include_str!("../../shaders/bccoo_common.wgsl");
 const SURAA_COMMON: &str = include_str!("../../shaders/suraa_common.wgsl");
 const SPECULATIVE_COMMON: &str = include_str!("../../shaders/speculative_common.wgsl");
 
@@ -70,6 +81,8 @@ pub const CSR_SCALAR: Kernel = Kernel {
     lanes: false,
     scans: false,
     sums: false,
+    group_scan: false,
+    scalar_bits: false,
     pieces: &[CSR_BINDINGS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
@@ -82,6 +95,8 @@ pub const CSR_VECTOR: Kernel = Kernel {
     lanes: true,
     scans: false,
     sums: false,
+    group_scan: false,
+    scalar_bits: false,
     pieces: &[CSR_BINDINGS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
     derive: Some(|_| true),
@@ -99,6 +114,8 @@ pub const CMRS: Kernel = Kernel {
     lanes: true,
     scans: false,
     sums: false,
+    group_scan: false,
+    scalar_bits: false,
     pieces: &[],
     overrides: &[
         ("WG_SIZE", WORKGROUP_SIZES),
@@ -133,6 +150,8 @@ pub const COPY: Kernel = Kernel {
     lanes: false,
     scans: false,
     sums: false,
+    group_scan: false,
+    scalar_bits: false,
     pieces: &[],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
@@ -150,6 +169,8 @@ pub const SPECULATIVE: Kernel = Kernel {
     lanes: true,
     scans: true,
     sums: false,
+    group_scan: false,
+    scalar_bits: false,
     pieces: &[CSR_BINDINGS, SPECULATIVE_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES)],
     derive: None,
@@ -162,6 +183,8 @@ pub const SPECULATIVE_FINISH: Kernel = Kernel {
     lanes: false,
     scans: false,
     sums: false,
+    group_scan: false,
+    scalar_bits: false,
     pieces: &[SPECULATIVE_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
@@ -177,6 +200,8 @@ pub const SURAA: Kernel = Kernel {
     lanes: true,
     scans: false,
     sums: true,
+    group_scan: false,
+    scalar_bits: false,
     pieces: &[SURAA_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS)],
     derive: None,
@@ -189,8 +214,77 @@ pub const SURAA_COMBINE: Kernel = Kernel {
     lanes: true,
     scans: false,
     sums: true,
+    group_scan: false,
+    scalar_bits: false,
     pieces: &[SURAA_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
+    derive: None,
+};
+
+/// Blocks per thread tile of `bccoo` (the paper's strategy-2 tile sizes, and 4).
+pub const BCCOO_TILES: &[u32] = &[4, 8, 16, 24, 32, 40, 64, 96, 128];
+/// Result-cache rows per invocation of `bccoo` (the paper limits it to 1 and 2).
+pub const BCCOO_CACHE_FACTORS: &[u32] = &[1, 2];
+/// Spin limits the library sets: the default and 0 (tests of the repair pass).
+pub const BCCOO_SPIN_LIMITS: &[u32] = &[0, 1 << 20];
+
+pub const BCCOO: Kernel = Kernel {
+    name: "bccoo",
+    body: include_str!("../../shaders/bccoo.wgsl"),
+    spmv: true,
+    lanes: true,
+    scans: false,
+    sums: false,
+    group_scan: true,
+    scalar_bits: true,
+    pieces: &[BCCOO_COMMON],
+    overrides: &[
+        ("WG_SIZE", WORKGROUP_SIZES),
+        ("TILE", BCCOO_TILES),
+        ("HEIGHT", &[1, 2, 3, 4]),
+        ("WIDTH", &[1, 2, 4]),
+        ("COLS", &[0, 1, 2]),
+        ("STRATEGY", &[1, 2]),
+        ("CACHE_FACTOR", BCCOO_CACHE_FACTORS),
+        ("SINGLE_PASS", &[0, 1]),
+        ("SPIN_LIMIT", BCCOO_SPIN_LIMITS),
+    ],
+    // TILE and SPIN_LIMIT only bound loops: the whole grid of the other overrides is validated at
+    // the smallest and largest tile, and every tile and spin limit with the others at defaults
+    // (the full product is 124 416 modules per variant).
+    derive: Some(|set| {
+        let get = |n: &str| set.iter().find(|p| p.0 == n).unwrap().1;
+        let defaults = get("WG_SIZE") == 256 && get("HEIGHT") == 1 && get("WIDTH") == 1 && get("COLS") == 0 && get("STRATEGY") == 2 && get("CACHE_FACTOR") == 1 && get("SINGLE_PASS") == 1;
+        let extreme_tile = get("TILE") == 4 || get("TILE") == 128;
+        defaults || (extreme_tile && get("SPIN_LIMIT") != 0)
+    }),
+};
+
+pub const BCCOO_CARRY: Kernel = Kernel {
+    name: "bccoo_carry",
+    body: include_str!("../../shaders/bccoo_carry.wgsl"),
+    spmv: true,
+    lanes: true,
+    scans: false,
+    sums: false,
+    group_scan: true,
+    scalar_bits: true,
+    pieces: &[BCCOO_COMMON],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("HEIGHT", &[1, 2, 3, 4]), ("REPAIR", &[0, 1])],
+    derive: None,
+};
+
+pub const BCCOO_COMBINE: Kernel = Kernel {
+    name: "bccoo_combine",
+    body: include_str!("../../shaders/bccoo_combine.wgsl"),
+    spmv: true,
+    lanes: false,
+    scans: false,
+    sums: false,
+    group_scan: false,
+    scalar_bits: false,
+    pieces: &[],
+    overrides: &[("WG_SIZE", &[256])],
     derive: None,
 };
 
@@ -200,7 +294,7 @@ const WORKGROUP_SCAN_U32: &str = include_str!("../../shaders/workgroup_scan_u32.
 
 /// A u32 setup kernel: one file, shared pieces, no scalar type, no lane teams.
 const fn setup_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
-    Kernel { name, body, spmv: false, lanes: false, scans: false, sums: false, pieces, overrides, derive: None }
+    Kernel { name, body, spmv: false, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, pieces, overrides, derive: None }
 }
 
 /// Keys per invocation of one radix-sort tile.
@@ -232,6 +326,9 @@ pub const ALL_KERNELS: &[Kernel] = &[
     SURAA_LENGTHS,
     SURAA_PLAN,
     SURAA_REARRANGE,
+    BCCOO,
+    BCCOO_CARRY,
+    BCCOO_COMBINE,
     COPY,
 ];
 
@@ -266,12 +363,28 @@ impl Kernel {
             });
             s.push('\n');
         }
+        if self.group_scan {
+            s.push_str(match lanes {
+                LaneMode::Subgroup => GROUP_SCAN_SUBGROUP,
+                LaneMode::Workgroup => GROUP_SCAN_WORKGROUP,
+            });
+            s.push('\n');
+        }
+        if self.scalar_bits {
+            s.push_str(if scalar == "f64" { SCALAR_BITS_F64 } else { SCALAR_BITS_F32 });
+            s.push('\n');
+        }
         for piece in self.pieces {
             s.push_str(piece);
             s.push('\n');
         }
         s.push_str(self.body);
         s.replace("SCALAR", scalar)
+    }
+
+    /// Whether the `scalar` variant needs `SHADER_INT64` (bit casts of f64).
+    pub fn needs_int64(&self, scalar: &str) -> bool {
+        self.scalar_bits && scalar == "f64"
     }
 
     /// The variant label used in pipeline keys and test messages.

@@ -2,6 +2,7 @@
 //! turns it into dispatch stages.
 
 pub(crate) mod common;
+pub mod bccoo;
 pub mod cmrs;
 pub mod csr;
 pub mod speculative;
@@ -26,13 +27,19 @@ pub enum Method {
     /// Rows sorted by length and cut into Freedman–Diaconis segments, run by scalar, vector and
     /// "dynamic" kernels (SURAA).
     Suraa,
+    /// Bit-flag blocked COO with the matrix-based segmented sum and adjacent synchronization
+    /// between workgroups (yaSpMV).
+    Bccoo,
+    /// BCCOO over vertical slices stacked top-down, with a pass that adds the slices' results
+    /// (yaSpMV's BCCOO+).
+    BccooPlus,
     /// Chosen from the matrix's row statistics and the adapter (see [`crate::select`]).
     Auto,
 }
 
 impl Method {
     /// Every concrete method, in report order.
-    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector, Method::Cmrs, Method::CmrsPadded, Method::Speculative, Method::Suraa];
+    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector, Method::Cmrs, Method::CmrsPadded, Method::Speculative, Method::Suraa, Method::Bccoo, Method::BccooPlus];
 
     /// The name used on command lines and in reports.
     pub fn name(self) -> &'static str {
@@ -43,6 +50,8 @@ impl Method {
             Method::CmrsPadded => "cmrs-padded",
             Method::Speculative => "speculative",
             Method::Suraa => "suraa",
+            Method::Bccoo => "bccoo",
+            Method::BccooPlus => "bccoo-plus",
             Method::Auto => "auto",
         }
     }
@@ -93,4 +102,6 @@ pub struct PlanOptions {
     pub speculative: speculative::SpeculativeOptions,
     /// Parameters of `suraa`.
     pub suraa: suraa::SuraaOptions,
+    /// Parameters of `bccoo` and `bccoo-plus`.
+    pub bccoo: bccoo::BccooOptions,
 }

@@ -1,0 +1,209 @@
+// bccoo: the matrix-based segmented sum of yaSpMV (section 3) over the BCCOO / BCCOO+ format.
+// Each invocation takes a thread tile of TILE consecutive blocks and does a sequential segmented
+// sum over it, the bit flags marking row stops; the workgroup then scans the invocations' last
+// partial sums, and each completed block row is written once. Carries between workgroups:
+//   - SINGLE_PASS = 1 (adjacent synchronization, section 3.2.4): workgroups take logical ids from
+//     an atomic ticket, so a workgroup only ever waits on ones that have started; every workgroup
+//     publishes its slot before it waits on anything, and only a workgroup whose first row began
+//     earlier waits, on the slots of its chain (all published by workgroups that never wait
+//     before publishing), with a bounded spin. A workgroup whose spin runs out writes its row
+//     without the carry and puts itself on the repair list, which bccoo_carry.wgsl finishes.
+//   - SINGLE_PASS = 0 (two-pass): nobody waits; bccoo_carry.wgsl adds the carries afterwards.
+
+@group(0) @binding(6) var<storage, read> flags: array<u32>;
+@group(0) @binding(7) var<storage, read> cols: array<u32>;
+@group(0) @binding(8) var<storage, read> vals: array<scalar>;
+@group(0) @binding(9) var<storage, read> x: array<scalar>;
+
+override WG_SIZE: u32 = 256u;
+override LANES: u32 = 32u;
+// Blocks per invocation (the thread tile).
+override TILE: u32 = 16u;
+override WIDTH: u32 = 1u;
+// Column coding: 0 u32, 1 two 16-bit columns per word, 2 16-bit differences with escapes.
+override COLS: u32 = 0u;
+// 1: completed rows written straight to y; 2: gathered in a workgroup result cache of CACHE_ROWS
+// block rows and written coalesced (rows beyond the cache go straight to y).
+override STRATEGY: u32 = 2u;
+override CACHE_FACTOR: u32 = 1u;
+override CACHE_ROWS: u32 = CACHE_FACTOR * WG_SIZE;
+override SINGLE_PASS: u32 = 1u;
+// Polls per slot word before a waiting workgroup gives up and leaves its carry to the repair pass.
+override SPIN_LIMIT: u32 = 1048576u;
+
+const DELTA_ESCAPE: u32 = 0x8000u;
+
+var<workgroup> group_shared: vec2<u32>;
+var<workgroup> cache: array<scalar, CACHE_ROWS * HEIGHT>;
+var<workgroup> chain_failed: atomic<u32>;
+
+fn half_word(p: u32) -> u32 {
+    return (cols[p >> 1u] >> ((p & 1u) * 16u)) & 0xFFFFu;
+}
+
+// One block times x: HEIGHT sums (columns past the matrix are padding and hold zeros).
+fn block_product(p: u32, col: u32) -> vec4<scalar> {
+    var out = vec4<scalar>(scalar(0));
+    for (var j = 0u; j < WIDTH; j++) {
+        let c = col * WIDTH + j;
+        if (c < params.ncols) {
+            let xv = x[c];
+            for (var r = 0u; r < HEIGHT; r++) {
+                out[r] += vals[(r * params.padded_blocks + p) * WIDTH + j] * xv;
+            }
+        }
+    }
+    return out;
+}
+
+fn emit(brow: u32, group_row: u32, v: vec4<scalar>) {
+    if (STRATEGY == 2u) {
+        let local = brow - group_row;
+        if (local < CACHE_ROWS) {
+            for (var r = 0u; r < HEIGHT; r++) {
+                cache[local * HEIGHT + r] = v[r];
+            }
+            return;
+        }
+    }
+    write_rows(brow, v);
+}
+
+// The paper's fast path when every invocation holds a row stop: each segment of the scan is one
+// invocation long, so the scan is a shift.
+fn group_shift(v: vec4<scalar>, slot: u32) -> GroupScan {
+    gs_val[slot] = v;
+    workgroupBarrier();
+    var out = GroupScan(vec4<scalar>(scalar(0)), true);
+    if (slot > 0u) {
+        out = GroupScan(gs_val[slot - 1u], false);
+    }
+    workgroupBarrier();
+    return out;
+}
+
+fn run_group(g: u32, info: u32, slot: u32, l: Lanes) {
+    let t = g * WG_SIZE + slot;
+    let first_row = aux[t];
+    let group_row = aux[g * WG_SIZE];
+    let base = g * WG_SIZE * TILE;
+    var sum = vec4<scalar>(scalar(0));
+    var first = sum;
+    var stops = 0u;
+    var word = 0u;
+    var col = 0u;
+    var esc = 0u;
+    if (COLS == 2u) {
+        esc = params.escape_base + aux[params.thread_escape_base + t];
+    }
+    for (var k = 0u; k < TILE; k++) {
+        let n = t * TILE + k;
+        if (k == 0u || (n & 31u) == 0u) {
+            word = flags[n >> 5u];
+        }
+        let p = base + k * WG_SIZE + slot;
+        if (COLS == 0u) {
+            col = cols[p];
+        } else if (COLS == 1u) {
+            col = half_word(p);
+        } else {
+            let code = half_word(p);
+            if (code == DELTA_ESCAPE) {
+                col = cols[esc];
+                esc++;
+            } else {
+                col = u32(i32(col) + (i32(code << 16u) >> 16u));
+            }
+        }
+        sum += block_product(p, col);
+        if (((word >> (n & 31u)) & 1u) == 0u) {
+            // A row stop: the first one's sum still needs what came before the tile.
+            if (stops == 0u) {
+                first = sum;
+            } else {
+                emit(first_row + stops, group_row, sum);
+            }
+            stops++;
+            sum = vec4<scalar>(scalar(0));
+        }
+    }
+
+    let head = stops > 0u;
+    var scan: GroupScan;
+    if ((info & GROUP_ALL_STOP) != 0u) {
+        scan = group_shift(sum, slot);
+    } else {
+        scan = group_seg_scan(head, sum, slot, l);
+    }
+    // What this workgroup passes on, published before it waits on anything.
+    if (slot == WG_SIZE - 1u) {
+        publish(g, select(scan.excl + sum, sum, head));
+    }
+
+    var carry = vec4<scalar>(scalar(0));
+    if (SINGLE_PASS != 0u && (info & GROUP_NEEDS_CARRY) != 0u) {
+        let part = chain_part(g, info, slot, SPIN_LIMIT);
+        if (!part.ok) {
+            atomicOr(&chain_failed, 1u);
+        }
+        let total = group_sum(part.value, slot, l);
+        if (atomicLoad(&chain_failed) == 0u) {
+            carry = total;
+            reset_chain(g, info, slot);
+        } else if (slot == 0u) {
+            let k = atomicAdd(&state[STATE_REPAIR_COUNT], 1u);
+            atomicStore(&state[STATE_LIST + k], g);
+            atomicAdd(&state[STATE_STALLS], 1u);
+        }
+    }
+
+    if (head) {
+        var v = first + scan.excl;
+        if (scan.open) {
+            v += carry;
+        }
+        emit(first_row, group_row, v);
+    }
+    if (STRATEGY == 2u) {
+        workgroupBarrier();
+        let cells = min(aux[(g + 1u) * WG_SIZE] - group_row, CACHE_ROWS) * HEIGHT;
+        for (var i = slot; i < cells; i += WG_SIZE) {
+            let row = group_row * HEIGHT + i;
+            if (row < params.out_rows) {
+                write_y(row, cache[i]);
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        li: LaneInput) {
+    let l = lanes_of(li);
+    let slot = l.team * l.width + l.lane;
+    if (l.lid == 0u) {
+        var g = linear_group(wid, nwg);
+        if (SINGLE_PASS != 0u) {
+            g = atomicAdd(&state[STATE_TICKET], 1u);
+        }
+        var info = 0u;
+        if (g < params.groups) {
+            info = aux[params.group_info_base + g];
+        }
+        group_shared = vec2<u32>(g, info);
+    }
+    let gi = workgroupUniformLoad(&group_shared);
+    if (gi.x < params.groups) {
+        run_group(gi.x, gi.y, slot, l);
+    }
+    if (SINGLE_PASS != 0u && l.lid == 0u) {
+        // The last workgroup to finish resets the ticket for the next product: by then every
+        // workgroup of this dispatch has taken its ticket.
+        let done = atomicAdd(&state[STATE_DONE], 1u);
+        if (done + 1u == nwg.x * nwg.y) {
+            atomicStore(&state[STATE_TICKET], 0u);
+            atomicStore(&state[STATE_DONE], 0u);
+        }
+    }
+}

@@ -1,0 +1,127 @@
+// Shared by bccoo.wgsl and bccoo_carry.wgsl: the bindings both read, the plan's parameters, the
+// per-workgroup carry slots and the row writes. See src/methods/bccoo/format.rs for the format.
+
+// Mirrors `BccooParams` in src/methods/bccoo/mod.rs.
+struct Params {
+    // Blocks after padding: the stride between value planes.
+    padded_blocks: u32,
+    // Rows of the product (stacked rows for BCCOO+).
+    out_rows: u32,
+    ncols: u32,
+    groups: u32,
+    // Threads per workgroup of the main kernel (aux[g * group_threads] is group g's first row).
+    group_threads: u32,
+    // Where the escape list starts in `cols`, and the per-thread escape offsets in `aux`.
+    escape_base: u32,
+    thread_escape_base: u32,
+    // Where the per-workgroup info and the two-pass carry list start in `aux`.
+    group_info_base: u32,
+    carry_base: u32,
+    carry_groups: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+// Per-workgroup info bits (format.rs GROUP_*); the chain length sits above them.
+const GROUP_ALL_STOP: u32 = 1u;
+const GROUP_HAS_STOP: u32 = 2u;
+const GROUP_NEEDS_CARRY: u32 = 4u;
+const GROUP_CHAIN_SHIFT: u32 = 3u;
+
+// Words of `state`: the ticket that hands out logical workgroup ids, the count of finished
+// workgroups, the length of the repair list, a running count of stalled waits (diagnostics),
+// then the repair list.
+const STATE_TICKET: u32 = 0u;
+const STATE_DONE: u32 = 1u;
+const STATE_REPAIR_COUNT: u32 = 2u;
+const STATE_STALLS: u32 = 3u;
+const STATE_LIST: u32 = 4u;
+
+// Per thread: first result row (threads + 1 entries); per thread: first escape; per workgroup:
+// info; the two-pass carry list.
+@group(0) @binding(0) var<storage, read> aux: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(2) var<uniform> coeffs: Coeffs;
+@group(0) @binding(3) var<uniform> params: Params;
+// Per workgroup, 4 rows of SCALAR_WORDS words: what it passes on to the workgroups after it (the
+// sum after its last row stop, or its whole sum when it holds no stop). SENTINEL = not written.
+@group(0) @binding(4) var<storage, read_write> slots: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read_write> state: array<atomic<u32>>;
+
+override HEIGHT: u32 = 1u;
+
+fn slot_word(g: u32, r: u32, k: u32) -> u32 {
+    return (g * 4u + r) * SCALAR_WORDS + k;
+}
+
+fn publish(g: u32, v: vec4<scalar>) {
+    for (var r = 0u; r < HEIGHT; r++) {
+        let w = to_words(v[r]);
+        for (var k = 0u; k < SCALAR_WORDS; k++) {
+            atomicStore(&slots[slot_word(g, r, k)], w[k]);
+        }
+    }
+}
+
+struct SlotRead {
+    value: vec4<scalar>,
+    ok: bool,
+}
+
+// Group g's slot, waiting at most `spins` polls per word for it to be written.
+fn read_slot(g: u32, spins: u32) -> SlotRead {
+    var out = vec4<scalar>(scalar(0));
+    var ok = true;
+    for (var r = 0u; r < HEIGHT; r++) {
+        var w = vec2<u32>(0u);
+        for (var k = 0u; k < SCALAR_WORDS; k++) {
+            var v = atomicLoad(&slots[slot_word(g, r, k)]);
+            for (var n = 0u; v == SENTINEL && n < spins; n++) {
+                v = atomicLoad(&slots[slot_word(g, r, k)]);
+            }
+            ok = ok && v != SENTINEL;
+            w[k] = v;
+        }
+        out[r] = from_words(w);
+    }
+    return SlotRead(out, ok);
+}
+
+fn reset_slot(g: u32) {
+    for (var r = 0u; r < HEIGHT; r++) {
+        for (var k = 0u; k < SCALAR_WORDS; k++) {
+            atomicStore(&slots[slot_word(g, r, k)], SENTINEL);
+        }
+    }
+}
+
+// This invocation's share of the carry into group g: the slots of its chain (the workgroups back
+// to the nearest one holding a row stop), every WG_SIZE-th one from `slot`.
+fn chain_part(g: u32, info: u32, slot: u32, spins: u32) -> SlotRead {
+    let start = g - (info >> GROUP_CHAIN_SHIFT);
+    var part = SlotRead(vec4<scalar>(scalar(0)), true);
+    for (var i = start + slot; i < g; i += WG_SIZE) {
+        let s = read_slot(i, spins);
+        part.value += s.value;
+        part.ok = part.ok && s.ok;
+    }
+    return part;
+}
+
+// Puts the slots of group g's chain back to SENTINEL for the next product (single pass only:
+// each slot is read by exactly one workgroup, the one whose chain holds it).
+fn reset_chain(g: u32, info: u32, slot: u32) {
+    for (var i = g - (info >> GROUP_CHAIN_SHIFT) + slot; i < g; i += WG_SIZE) {
+        reset_slot(i);
+    }
+}
+
+// Writes one block row's HEIGHT results (rows past the end are padding).
+fn write_rows(brow: u32, v: vec4<scalar>) {
+    for (var r = 0u; r < HEIGHT; r++) {
+        let row = brow * HEIGHT + r;
+        if (row < params.out_rows) {
+            write_y(row, v[r]);
+        }
+    }
+}

@@ -1,0 +1,712 @@
+//! The BCCOO / BCCOO+ format (yaSpMV, sections 2.2–2.4), built on the host: pure CPU, no wgpu.
+//!
+//! - **Blocks** of `h × w` (h ∈ 1..=4, w ∈ {1, 2, 4}) in block-row order; the values of block row
+//!   `r` of every block live in value plane `r` (the paper's one value array per block row), so a
+//!   block's column index addresses each plane directly.
+//! - **Bit flags** replace the row index: bit `n` (block `n` in natural order, 32 per u32 word) is 0
+//!   when block `n` is the last of its block row (a *row stop*), 1 otherwise. The array is padded
+//!   with 1s (and zero blocks) to a whole number of workgroup tiles.
+//! - **Empty block rows** (the paper leaves them open): each gets one explicit zero block whose flag
+//!   is a stop, so the `k`-th stop always closes block row `k` and every output row is written
+//!   (with `β·y` when α·A·x + β·y is asked). The cost is one block (h·w values, a column, a bit) per
+//!   empty block row, counted in [`Footprint::empty_row_blocks`]. The alternative, a compact list
+//!   of non-empty rows, costs 4 bytes per *non-empty* row and a separate pass to zero the rest.
+//! - **Columns** as u32, as 16-bit halves of u32 words (block columns < 65536), or as the paper's
+//!   per-thread-tile differences in 16 bits ([`ColumnCoding::Delta16`]); a difference outside ±32767
+//!   is the escape `-32768` and the full column is read from a compact escape list in thread order.
+//! - **Offline transpose**: within one workgroup tile, block `k` of thread `t` is stored at
+//!   `k · threads + t`, so the threads of a SIMD group read consecutive words (coalesced). Flags stay
+//!   in natural order (a thread reads its own bits from one or two words).
+//! - **Auxiliary data** (section 2.4): each thread's first result row (a scan of the row stops) and,
+//!   per workgroup, whether every thread holds a stop (the workgroup can skip its scan), whether
+//!   it holds any, whether its first row started in an earlier workgroup (it needs a carry), and
+//!   how far back that row started (the *chain* of workgroups whose published sums make the carry).
+//! - **BCCOO+** (section 2.3): the columns are cut into `slices` vertical slices that are stacked
+//!   top-down (stacked row `s·nrows + i` is row `i`'s part in slice `s`), keeping original column
+//!   indices; the product gives one partial result per slice, which a second pass adds up.
+//!
+//! [`BccooMatrix::spmv_twin`] is the CPU twin of the GPU kernel: the same tiles, per-thread
+//! sequential segmented sums, workgroup scan and chained carries.
+
+use crate::csr::check_u32;
+use crate::methods::common::bad;
+use crate::{CsrMatrix, Result, Scalar};
+use rayon::prelude::*;
+
+/// Block heights the format accepts.
+pub const BLOCK_HEIGHTS: &[u32] = &[1, 2, 3, 4];
+/// Block widths the format accepts.
+pub const BLOCK_WIDTHS: &[u32] = &[1, 2, 4];
+/// Vertical slice counts of BCCOO+ (1 is plain BCCOO).
+pub const SLICE_COUNTS: &[u32] = &[1, 2, 4, 8, 16, 32];
+/// Largest blocks per thread tile.
+pub const MAX_TILE: u32 = 128;
+
+/// The escape of [`ColumnCoding::Delta16`]: "read the full column from the escape list".
+pub const DELTA_ESCAPE: u16 = 0x8000;
+
+/// Per-workgroup flag bits of [`BccooMatrix::group_info`]; the chain length sits above them.
+pub const GROUP_ALL_STOP: u32 = 1;
+pub const GROUP_HAS_STOP: u32 = 2;
+pub const GROUP_NEEDS_CARRY: u32 = 4;
+pub const GROUP_CHAIN_SHIFT: u32 = 3;
+
+/// How block column indices are stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ColumnCoding {
+    /// 16-bit when every block column is below 65536 (the paper's choice), else 16-bit differences
+    /// when they take fewer bytes than u32, else u32.
+    #[default]
+    Auto,
+    /// One u32 per block.
+    U32,
+    /// Two 16-bit block columns per u32 word; needs block columns below 65536.
+    U16,
+    /// 16-bit differences within each thread tile, with escapes to the full index.
+    Delta16,
+}
+
+impl ColumnCoding {
+    /// The value of the kernel's `COLS` override.
+    pub fn shader_code(self) -> u32 {
+        match self {
+            ColumnCoding::Auto | ColumnCoding::U32 => 0,
+            ColumnCoding::U16 => 1,
+            ColumnCoding::Delta16 => 2,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            ColumnCoding::Auto => "auto",
+            ColumnCoding::U32 => "u32",
+            ColumnCoding::U16 => "u16",
+            ColumnCoding::Delta16 => "delta16",
+        }
+    }
+}
+
+/// The shape of a BCCOO matrix: block size, tiles, slices and column coding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BccooLayout {
+    pub block_height: u32,
+    pub block_width: u32,
+    /// Blocks per thread (the thread-level tile).
+    pub tile: u32,
+    /// Threads per workgroup (a workgroup tile is `tile · workgroup` blocks).
+    pub workgroup: u32,
+    /// Vertical slices: 1 is BCCOO, more is BCCOO+.
+    pub slices: u32,
+    pub columns: ColumnCoding,
+}
+
+impl Default for BccooLayout {
+    fn default() -> Self {
+        Self { block_height: 1, block_width: 1, tile: 16, workgroup: 256, slices: 1, columns: ColumnCoding::Auto }
+    }
+}
+
+impl BccooLayout {
+    /// Blocks one workgroup covers.
+    pub fn group_blocks(&self) -> u64 {
+        self.tile as u64 * self.workgroup as u64
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !BLOCK_HEIGHTS.contains(&self.block_height) {
+            return Err(bad("block_height", self.block_height, format!("must be one of {BLOCK_HEIGHTS:?}")));
+        }
+        if !BLOCK_WIDTHS.contains(&self.block_width) {
+            return Err(bad("block_width", self.block_width, format!("must be one of {BLOCK_WIDTHS:?}")));
+        }
+        if self.tile == 0 || self.tile > MAX_TILE {
+            return Err(bad("tile", self.tile, format!("must be 1 to {MAX_TILE} blocks per thread")));
+        }
+        if !self.workgroup.is_power_of_two() || self.workgroup < 4 {
+            return Err(bad("workgroup", self.workgroup, "must be a power of two of at least 4"));
+        }
+        if !SLICE_COUNTS.contains(&self.slices) {
+            return Err(bad("slices", self.slices, format!("must be one of {SLICE_COUNTS:?}")));
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of each part of a format, for the paper's Table 3 comparison.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Footprint {
+    pub flags: u64,
+    pub columns: u64,
+    pub values: u64,
+    /// Per-thread first rows (and escape offsets), per-workgroup flags and the carry list.
+    pub auxiliary: u64,
+    /// Blocks added for empty block rows (included in the counts above).
+    pub empty_row_blocks: u64,
+    /// Explicit zeros stored inside blocks, padding and empty-row blocks included.
+    pub stored_zeros: u64,
+    /// The same matrix as CSR (u32 indices) and as COO (u32 row and column).
+    pub csr: u64,
+    pub coo: u64,
+}
+
+impl Footprint {
+    pub fn total(&self) -> u64 {
+        self.flags + self.columns + self.values + self.auxiliary
+    }
+}
+
+/// A matrix in BCCOO (or BCCOO+) form, ready to upload. Arrays are in the layout the kernel reads.
+#[derive(Clone, Debug)]
+pub struct BccooMatrix<T> {
+    pub layout: BccooLayout,
+    pub nrows: usize,
+    pub ncols: usize,
+    /// Rows of the (stacked) matrix the kernel multiplies: `nrows · slices`.
+    pub stacked_rows: usize,
+    pub block_rows: usize,
+    /// Blocks in natural order before padding (empty-row blocks included).
+    pub blocks: usize,
+    pub empty_row_blocks: usize,
+    /// Blocks after padding to whole workgroup tiles (the stride between value planes).
+    pub padded_blocks: usize,
+    pub groups: usize,
+    /// Natural-order bit flags (0 = row stop), padded with 1s.
+    pub flags: Vec<u32>,
+    /// Column words in layout order (one u32 per block, or two 16-bit entries per word).
+    pub columns: Vec<u32>,
+    /// [`ColumnCoding::Delta16`]: escaped block columns, thread after thread.
+    pub escapes: Vec<u32>,
+    /// `block_height` planes of `padded_blocks · block_width` values, in layout order.
+    pub values: Vec<T>,
+    /// Per thread (and one past the last): the block row of its first result.
+    pub thread_row: Vec<u32>,
+    /// [`ColumnCoding::Delta16`]: per thread, its first entry in `escapes`.
+    pub thread_escape: Vec<u32>,
+    /// Per workgroup: `GROUP_*` bits and the chain length above `GROUP_CHAIN_SHIFT`.
+    pub group_info: Vec<u32>,
+    /// Workgroups whose first row continues from an earlier one (the two-pass carry list).
+    pub carry_groups: Vec<u32>,
+    /// Explicit zeros stored in non-padding blocks.
+    pub block_zeros: u64,
+}
+
+/// One block in natural order: block column and `h·w` values (row-major within the block).
+struct Block<T> {
+    col: u32,
+    vals: [T; 16],
+}
+
+impl<T: Scalar> BccooMatrix<T> {
+    /// Builds the format from CSR (rayon over block rows).
+    pub fn from_csr(a: &CsrMatrix<T>, layout: &BccooLayout) -> Result<Self> {
+        layout.validate()?;
+        let (h, w) = (layout.block_height as usize, layout.block_width as usize);
+        let slices = layout.slices as usize;
+        let nrows = a.nrows();
+        let stacked_rows = nrows * slices;
+        check_u32("rows times slices", stacked_rows)?;
+        // Slice width: a whole number of blocks.
+        let slice_width = a.ncols().div_ceil(slices).div_ceil(w).max(1) * w;
+        let block_rows = stacked_rows.div_ceil(h);
+
+        // Blocks of each block row, built in parallel.
+        let per_row: Vec<Vec<Block<T>>> = (0..block_rows)
+            .into_par_iter()
+            .map(|br| {
+                let mut entries: Vec<(u32, usize, T)> = Vec::new();
+                for r in 0..h {
+                    let stacked = br * h + r;
+                    if stacked >= stacked_rows {
+                        break;
+                    }
+                    let (slice, row) = (stacked / nrows.max(1), stacked % nrows.max(1));
+                    let (cols, vals) = a.row(row);
+                    let lo = cols.partition_point(|&c| (c as usize) < slice * slice_width);
+                    let hi = cols.partition_point(|&c| (c as usize) < (slice + 1) * slice_width);
+                    entries.extend(cols[lo..hi].iter().zip(&vals[lo..hi]).map(|(&c, &v)| (c, r, v)));
+                }
+                entries.sort_unstable_by_key(|e| (e.0 / w as u32, e.1, e.0));
+                let mut blocks: Vec<Block<T>> = Vec::new();
+                for (c, r, v) in entries {
+                    let bc = c / w as u32;
+                    if blocks.last().is_none_or(|b| b.col != bc) {
+                        blocks.push(Block { col: bc, vals: [T::default(); 16] });
+                    }
+                    blocks.last_mut().unwrap().vals[r * w + (c as usize % w)] = v;
+                }
+                blocks
+            })
+            .collect();
+
+        let empty_row_blocks = per_row.iter().filter(|b| b.is_empty()).count();
+        let blocks: usize = per_row.iter().map(|b| b.len().max(1)).sum();
+        let group_blocks = layout.group_blocks() as usize;
+        let padded_blocks = blocks.div_ceil(group_blocks).max(1) * group_blocks;
+        check_u32("BCCOO blocks", padded_blocks * w * h)?;
+        let groups = padded_blocks / group_blocks;
+        let (tile, wg) = (layout.tile as usize, layout.workgroup as usize);
+        let threads = groups * wg;
+
+        // Natural order: block columns, stop flags, values. An empty block row gets one zero block;
+        // empty-row and padding blocks repeat the previous column (no escape, x stays in cache).
+        let mut cols_nat = Vec::with_capacity(padded_blocks);
+        let mut stop = Vec::with_capacity(padded_blocks);
+        let mut vals_nat: Vec<T> = Vec::with_capacity(padded_blocks * h * w);
+        let mut prev = 0u32;
+        for row in &per_row {
+            if row.is_empty() {
+                cols_nat.push(prev);
+                stop.push(true);
+                vals_nat.extend(std::iter::repeat_n(T::default(), h * w));
+                continue;
+            }
+            for (i, b) in row.iter().enumerate() {
+                cols_nat.push(b.col);
+                stop.push(i + 1 == row.len());
+                vals_nat.extend_from_slice(&b.vals[..h * w]);
+                prev = b.col;
+            }
+        }
+        let block_zeros = vals_nat.iter().filter(|v| **v == T::default()).count() as u64;
+        cols_nat.resize(padded_blocks, prev);
+        stop.resize(padded_blocks, false);
+        vals_nat.resize(padded_blocks * h * w, T::default());
+
+        // Flags: bit set = "not a row stop".
+        let mut flags = vec![0u32; padded_blocks.div_ceil(32)];
+        for (n, &s) in stop.iter().enumerate() {
+            if !s {
+                flags[n / 32] |= 1 << (n % 32);
+            }
+        }
+
+        // Layout position of natural block n (the offline transpose within each workgroup tile).
+        let layout_pos = |n: usize| {
+            let (g, within) = (n / group_blocks, n % group_blocks);
+            g * group_blocks + (within % tile) * wg + within / tile
+        };
+        let mut values = vec![T::default(); padded_blocks * h * w];
+        for n in 0..padded_blocks {
+            let p = layout_pos(n);
+            for r in 0..h {
+                for j in 0..w {
+                    values[(r * padded_blocks + p) * w + j] = vals_nat[n * h * w + r * w + j];
+                }
+            }
+        }
+
+        // Per-thread first rows: the number of stops before the thread's tile.
+        let mut thread_row = Vec::with_capacity(threads + 1);
+        let mut thread_stop = Vec::with_capacity(threads);
+        let mut seen = 0u32;
+        for t in 0..threads {
+            thread_row.push(seen);
+            let s = stop[t * tile..(t + 1) * tile].iter().filter(|&&s| s).count() as u32;
+            thread_stop.push(s > 0);
+            seen += s;
+        }
+        thread_row.push(seen);
+        debug_assert_eq!(seen as usize, block_rows);
+
+        // Per-workgroup info and the carry chains.
+        let mut group_info = Vec::with_capacity(groups);
+        let mut carry_groups = Vec::new();
+        let mut last_with_stop = 0usize;
+        for g in 0..groups {
+            let ts = &thread_stop[g * wg..(g + 1) * wg];
+            let has = ts.iter().any(|&s| s);
+            let all = ts.iter().all(|&s| s);
+            let continues = g > 0 && !stop[g * group_blocks - 1];
+            let needs = has && continues;
+            let chain = if needs { (g - last_with_stop) as u32 } else { 0 };
+            let mut info = (has as u32) * GROUP_HAS_STOP | (all as u32) * GROUP_ALL_STOP | (needs as u32) * GROUP_NEEDS_CARRY;
+            info |= chain << GROUP_CHAIN_SHIFT;
+            group_info.push(info);
+            if needs {
+                carry_groups.push(g as u32);
+            }
+            if has {
+                last_with_stop = g;
+            }
+        }
+
+        let max_col = cols_nat.iter().copied().max().unwrap_or(0);
+        let coding = match layout.columns {
+            ColumnCoding::Auto if max_col < 65536 => ColumnCoding::U16,
+            ColumnCoding::Auto => {
+                let esc = delta_escapes(&cols_nat, tile);
+                if padded_blocks * 2 + esc * 4 + threads * 4 < padded_blocks * 4 {
+                    ColumnCoding::Delta16
+                } else {
+                    ColumnCoding::U32
+                }
+            }
+            ColumnCoding::U16 if max_col >= 65536 => {
+                return Err(bad("columns", "u16", format!("block column {max_col} does not fit 16 bits; use u32 or delta16")));
+            }
+            c => c,
+        };
+        let mut escapes = Vec::new();
+        let mut thread_escape = Vec::new();
+        let columns = match coding {
+            ColumnCoding::U32 | ColumnCoding::Auto => {
+                let mut c = vec![0u32; padded_blocks];
+                for (n, &col) in cols_nat.iter().enumerate() {
+                    c[layout_pos(n)] = col;
+                }
+                c
+            }
+            ColumnCoding::U16 => {
+                let mut c = vec![0u32; padded_blocks.div_ceil(2)];
+                for (n, &col) in cols_nat.iter().enumerate() {
+                    let p = layout_pos(n);
+                    c[p / 2] |= col << (16 * (p % 2));
+                }
+                c
+            }
+            ColumnCoding::Delta16 => {
+                let mut c = vec![0u32; padded_blocks.div_ceil(2)];
+                thread_escape.reserve(threads);
+                for t in 0..threads {
+                    thread_escape.push(escapes.len() as u32);
+                    let mut prev = 0i64;
+                    for k in 0..tile {
+                        let n = t * tile + k;
+                        let col = cols_nat[n];
+                        let d = col as i64 - prev;
+                        let code = if d.abs() <= 32767 {
+                            d as i16 as u16
+                        } else {
+                            escapes.push(col);
+                            DELTA_ESCAPE
+                        };
+                        let p = layout_pos(n);
+                        c[p / 2] |= (code as u32) << (16 * (p % 2));
+                        prev = col as i64;
+                    }
+                }
+                c
+            }
+        };
+        let layout = BccooLayout { columns: coding, ..*layout };
+        Ok(Self {
+            layout,
+            nrows,
+            ncols: a.ncols(),
+            stacked_rows,
+            block_rows,
+            blocks,
+            empty_row_blocks,
+            padded_blocks,
+            groups,
+            flags,
+            columns,
+            escapes,
+            values,
+            thread_row,
+            thread_escape,
+            group_info,
+            carry_groups,
+            block_zeros,
+        })
+    }
+
+    /// Bytes of each array, and the same matrix as CSR and COO.
+    pub fn footprint(&self, nnz: usize) -> Footprint {
+        let s = std::mem::size_of::<T>() as u64;
+        let w4 = |v: &Vec<u32>| v.len() as u64 * 4;
+        let hw = (self.layout.block_height * self.layout.block_width) as u64;
+        Footprint {
+            flags: w4(&self.flags),
+            columns: w4(&self.columns) + w4(&self.escapes),
+            values: self.values.len() as u64 * s,
+            auxiliary: w4(&self.thread_row) + w4(&self.thread_escape) + w4(&self.group_info) + w4(&self.carry_groups),
+            empty_row_blocks: self.empty_row_blocks as u64,
+            stored_zeros: self.block_zeros + (self.padded_blocks - self.blocks) as u64 * hw,
+            csr: nnz as u64 * (s + 4) + (self.nrows as u64 + 1) * 4,
+            coo: nnz as u64 * (s + 8),
+        }
+    }
+
+    /// The block column of natural block `n` (decoding the stored coding; for tests and the twin).
+    pub fn block_col(&self, n: usize) -> u32 {
+        let (tile, wg) = (self.layout.tile as usize, self.layout.workgroup as usize);
+        let gb = self.layout.group_blocks() as usize;
+        let p = (n / gb) * gb + (n % gb % tile) * wg + n % gb / tile;
+        match self.layout.columns {
+            ColumnCoding::U32 | ColumnCoding::Auto => self.columns[p],
+            ColumnCoding::U16 => (self.columns[p / 2] >> (16 * (p % 2))) & 0xFFFF,
+            ColumnCoding::Delta16 => {
+                // Walk the thread's tile from its start.
+                let t = n / tile;
+                let (mut col, mut esc) = (0i64, self.thread_escape[t] as usize);
+                for m in t * tile..=n {
+                    let q = (m / gb) * gb + (m % gb % tile) * wg + m % gb / tile;
+                    let code = ((self.columns[q / 2] >> (16 * (q % 2))) & 0xFFFF) as u16;
+                    if code == DELTA_ESCAPE {
+                        col = self.escapes[esc] as i64;
+                        esc += 1;
+                    } else {
+                        col += code as i16 as i64;
+                    }
+                }
+                col as u32
+            }
+        }
+    }
+
+    /// The CPU twin of the GPU kernel: `A·x` computed tile by tile exactly as the kernel does
+    /// (per-thread sequential segmented sums, a workgroup segmented scan of the threads' last
+    /// partial sums, carries summed over each workgroup's chain), in f64, slices combined.
+    pub fn spmv_twin(&self, x: &[T]) -> Vec<f64> {
+        let (h, w) = (self.layout.block_height as usize, self.layout.block_width as usize);
+        let (tile, wg) = (self.layout.tile as usize, self.layout.workgroup as usize);
+        let gb = tile * wg;
+        let pb = self.padded_blocks;
+        let stop = |n: usize| self.flags[n / 32] >> (n % 32) & 1 == 0;
+        let mut out = vec![0.0f64; self.block_rows * h];
+        let mut slots: Vec<[f64; 4]> = Vec::with_capacity(self.groups);
+        for g in 0..self.groups {
+            let mut lasts = Vec::with_capacity(wg);
+            let mut firsts = Vec::with_capacity(wg);
+            for t in 0..wg {
+                let gt = g * wg + t;
+                let (mut sum, mut first, mut stops) = ([0.0f64; 4], None, 0u32);
+                for k in 0..tile {
+                    let n = gt * tile + k;
+                    let p = g * gb + k * wg + t;
+                    let col = self.block_col(n) as usize;
+                    for r in 0..h {
+                        for j in 0..w {
+                            let c = col * w + j;
+                            if c < self.ncols {
+                                sum[r] += self.values[(r * pb + p) * w + j].to_f64() * x[c].to_f64();
+                            }
+                        }
+                    }
+                    if stop(n) {
+                        if stops == 0 {
+                            first = Some(sum);
+                        } else {
+                            let br = (self.thread_row[gt] + stops) as usize;
+                            out[br * h..br * h + h].copy_from_slice(&sum[..h]);
+                        }
+                        stops += 1;
+                        sum = [0.0; 4];
+                    }
+                }
+                lasts.push(sum);
+                firsts.push(first);
+            }
+            // Inclusive segmented scan over the threads' last sums (a thread with a stop starts a
+            // segment).
+            let info = self.group_info[g];
+            let chain = (info >> GROUP_CHAIN_SHIFT) as usize;
+            let carry = if info & GROUP_NEEDS_CARRY != 0 {
+                let mut c = [0.0; 4];
+                for s in &slots[g - chain..g] {
+                    (0..4).for_each(|r| c[r] += s[r]);
+                }
+                c
+            } else {
+                [0.0; 4]
+            };
+            let mut run = [0.0f64; 4];
+            let mut open = true;
+            for t in 0..wg {
+                if let Some(f) = firsts[t] {
+                    let br = self.thread_row[g * wg + t] as usize;
+                    for r in 0..h {
+                        out[br * h + r] = f[r] + run[r] + if open { carry[r] } else { 0.0 };
+                    }
+                    open = false;
+                    run = lasts[t];
+                } else {
+                    (0..4).for_each(|r| run[r] += lasts[t][r]);
+                }
+            }
+            slots.push(run);
+        }
+        let nrows = self.nrows;
+        (0..nrows).map(|i| (0..self.layout.slices as usize).map(|s| out[s * nrows + i]).sum()).collect()
+    }
+}
+
+/// Escapes the 16-bit difference coding would need.
+fn delta_escapes(cols: &[u32], tile: usize) -> usize {
+    cols.par_chunks(tile)
+        .map(|t| {
+            let mut prev = 0i64;
+            t.iter()
+                .filter(|&&c| {
+                    let d = c as i64 - prev;
+                    prev = c as i64;
+                    d.abs() > 32767
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// Stored blocks (empty block rows excluded) for every block size, in one pass per height: the
+/// paper's pruning keeps the sizes with the smallest footprints.
+pub fn block_counts<T: Scalar>(a: &CsrMatrix<T>, height: u32) -> [u64; 3] {
+    let h = height as usize;
+    let block_rows = a.nrows().div_ceil(h);
+    (0..block_rows)
+        .into_par_iter()
+        .map(|br| {
+            let mut cols: Vec<u32> = (br * h..((br + 1) * h).min(a.nrows())).flat_map(|r| a.row(r).0.iter().copied()).collect();
+            cols.sort_unstable();
+            let mut out = [0u64; 3];
+            for (i, &w) in BLOCK_WIDTHS.iter().enumerate() {
+                let mut last = u32::MAX;
+                for &c in &cols {
+                    if c / w != last {
+                        out[i] += 1;
+                        last = c / w;
+                    }
+                }
+            }
+            out
+        })
+        .reduce(|| [0; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]])
+}
+
+/// Bytes a block size streams per product (values, 16-bit columns, flags; empty rows and
+/// padding ignored), from [`block_counts`]: the quantity the paper ranks block sizes by.
+pub fn block_footprint(blocks: u64, h: u32, w: u32, scalar_bytes: u64) -> u64 {
+    blocks * (h as u64 * w as u64 * scalar_bytes + 2) + blocks / 8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The paper's matrix A (Eq. 1), with a = 1, b = 2, ...
+    fn matrix_a() -> CsrMatrix<f64> {
+        let pattern = [[0, 0, 1, 0, 0, 0, 1, 1], [0, 0, 1, 1, 0, 0, 1, 0], [0, 0, 0, 0, 1, 1, 1, 1], [1, 1, 0, 0, 1, 1, 1, 1]];
+        let mut t = Vec::new();
+        let mut v = 1.0;
+        for (r, row) in pattern.iter().enumerate() {
+            for (c, &p) in row.iter().enumerate() {
+                if p == 1 {
+                    t.push((r, c, v));
+                    v += 1.0;
+                }
+            }
+        }
+        CsrMatrix::from_triplets(4, 8, t).unwrap()
+    }
+
+    fn natural_cols<T: Scalar>(m: &BccooMatrix<T>) -> Vec<u32> {
+        (0..m.blocks).map(|n| m.block_col(n)).collect()
+    }
+
+    fn natural_flags<T: Scalar>(m: &BccooMatrix<T>) -> Vec<u32> {
+        (0..m.blocks).map(|n| m.flags[n / 32] >> (n % 32) & 1).collect()
+    }
+
+    #[test]
+    fn paper_figure_3_bccoo_2x2() {
+        let layout = BccooLayout { block_height: 2, block_width: 2, tile: 2, workgroup: 4, columns: ColumnCoding::U32, ..Default::default() };
+        let m = BccooMatrix::from_csr(&matrix_a(), &layout).unwrap();
+        assert_eq!(natural_flags(&m), vec![1, 0, 1, 1, 0]);
+        assert_eq!(natural_cols(&m), vec![1, 3, 0, 2, 3]);
+        // Plane 0 holds the blocks' upper rows: [a 0 | b c | 0 0 | g h | i j] (natural order).
+        assert_eq!(m.padded_blocks, 8);
+        assert!(m.flags[0] >> 5 == 0b111, "padding flags are 1s");
+    }
+
+    #[test]
+    fn paper_figure_4_bccoo_plus() {
+        let layout = BccooLayout { block_height: 2, block_width: 2, tile: 2, workgroup: 4, slices: 2, columns: ColumnCoding::U32 };
+        let m = BccooMatrix::from_csr(&matrix_a(), &layout).unwrap();
+        assert_eq!(natural_flags(&m), vec![0, 0, 0, 1, 0]);
+        assert_eq!(natural_cols(&m), vec![1, 0, 3, 2, 3]);
+    }
+
+    #[test]
+    fn paper_figure_6_first_result_rows() {
+        // Matrix C (Eq. 2), blocks n x 1: 16 blocks, 4 threads of 4 blocks.
+        let rows: [&[usize]; 4] = [&[0, 2, 4, 6, 7], &[3, 6], &[1, 3, 5], &[1, 2, 3, 5, 6, 7]];
+        let t: Vec<_> = rows.iter().enumerate().flat_map(|(r, cs)| cs.iter().map(move |&c| (r, c, 1.0 + c as f64))).collect();
+        let c = CsrMatrix::from_triplets(4, 8, t).unwrap();
+        let layout = BccooLayout { tile: 4, workgroup: 4, columns: ColumnCoding::U32, ..Default::default() };
+        let m = BccooMatrix::from_csr(&c, &layout).unwrap();
+        assert_eq!(natural_flags(&m), vec![1, 1, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0]);
+        assert_eq!(&m.thread_row[..4], &[0, 0, 2, 3]);
+        // Every thread but the first holds a stop: not all, so the scan runs.
+        assert_eq!(m.group_info[0] & (GROUP_ALL_STOP | GROUP_HAS_STOP), GROUP_HAS_STOP);
+    }
+
+    #[test]
+    fn twin_matches_reference_every_layout() {
+        let mut t = Vec::new();
+        // Empty rows (leading, inner, trailing), rows of one, a long row across many tiles.
+        let lens = [0usize, 3, 0, 0, 1, 700, 1, 0, 5, 2, 0, 40, 1, 1, 0];
+        for (r, &len) in lens.iter().enumerate() {
+            for c in 0..len {
+                t.push((r, (c * 7 + r * 3) % 90_000, 0.25 + ((r + c) % 7) as f64));
+            }
+        }
+        let a = CsrMatrix::from_triplets(lens.len(), 90_000, t).unwrap();
+        let x: Vec<f64> = (0..a.ncols()).map(|i| 1.0 + (i % 13) as f64 * 0.1).collect();
+        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
+        for &h in BLOCK_HEIGHTS {
+            for &w in BLOCK_WIDTHS {
+                for columns in [ColumnCoding::U32, ColumnCoding::Delta16, ColumnCoding::Auto] {
+                    for slices in [1, 4] {
+                        let layout = BccooLayout { block_height: h, block_width: w, tile: 3, workgroup: 4, slices, columns };
+                        let m = BccooMatrix::from_csr(&a, &layout).unwrap();
+                        let y = m.spmv_twin(&x);
+                        for (r, (a, b)) in y.iter().zip(&y_ref).enumerate() {
+                            assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{layout:?} row {r}: {a} vs {b}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn delta_coding_escapes_and_footprint() {
+        let a = CsrMatrix::from_triplets(2, 100_000, vec![(0, 5, 1.0), (0, 99_000, 2.0), (1, 7, 3.0)]).unwrap();
+        let m = BccooMatrix::from_csr(&a, &BccooLayout { tile: 4, workgroup: 4, columns: ColumnCoding::Delta16, ..Default::default() }).unwrap();
+        assert_eq!((0..3).map(|n| m.block_col(n)).collect::<Vec<_>>(), vec![5, 99_000, 7]);
+        // Both jumps beyond ±32767 escape (up to 99 000, and back down to 7); 5 is a difference.
+        assert_eq!(m.escapes, vec![99_000, 7]);
+        assert!(matches!(BccooMatrix::from_csr(&a, &BccooLayout { columns: ColumnCoding::U16, ..Default::default() }), Err(crate::Error::InvalidParameter { .. })));
+        let f = m.footprint(a.nnz());
+        assert_eq!(f.empty_row_blocks, 0);
+        assert_eq!(f.total(), f.flags + f.columns + f.values + f.auxiliary);
+    }
+
+    #[test]
+    fn all_rows_empty_and_bad_layouts() {
+        let a = CsrMatrix::<f32>::zeros(5, 3).unwrap();
+        let m = BccooMatrix::from_csr(&a, &BccooLayout { block_height: 2, ..Default::default() }).unwrap();
+        assert_eq!((m.blocks, m.empty_row_blocks, m.block_rows), (3, 3, 3));
+        assert_eq!(m.spmv_twin(&[1.0, 2.0, 3.0]), vec![0.0; 5]);
+        for bad in [
+            BccooLayout { block_height: 5, ..Default::default() },
+            BccooLayout { block_width: 3, ..Default::default() },
+            BccooLayout { tile: 0, ..Default::default() },
+            BccooLayout { workgroup: 96, ..Default::default() },
+            BccooLayout { slices: 3, ..Default::default() },
+        ] {
+            assert!(matches!(BccooMatrix::from_csr(&a, &bad), Err(crate::Error::InvalidParameter { .. })), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn block_counts_match_the_built_format() {
+        let a = crate::SuiteClass::Banded.generate(3000, 3);
+        for &h in BLOCK_HEIGHTS {
+            let counts = block_counts(&a, h);
+            for (i, &w) in BLOCK_WIDTHS.iter().enumerate() {
+                let m = BccooMatrix::from_csr(&a, &BccooLayout { block_height: h, block_width: w, ..Default::default() }).unwrap();
+                assert_eq!(counts[i], (m.blocks - m.empty_row_blocks) as u64, "{h}x{w}");
+            }
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! `bccoo` and `bccoo-plus`: yaSpMV's bit-flag blocked COO with the matrix-based segmented sum
+//! (Yan et al., PPoPP'14). The host build is in [`format`], the kernels in `shaders/bccoo*.wgsl`,
+//! the auto-tuner in [`tune`].
+//!
+//! One product is one main dispatch: thread tiles of blocks summed sequentially, a workgroup scan,
+//! rows written once (per invocation, or through a workgroup result cache and coalesced). Rows that
+//! cross workgroups take a carry, by one of two paths:
+//! - **single pass** (adjacent synchronization, no second kernel, no global barrier): logical
+//!   workgroup ids from an atomic ticket; every workgroup publishes its slot (one 32-bit atomic word
+//!   per value, two for f64, initialised to a sentinel) before it waits on anything, so only the
+//!   workgroup that closes a row waits, on the slots of the workgroups that row crossed, in parallel
+//!   and with a bounded spin. This departs from the paper's chain, where each workgroup without a
+//!   row stop waits for its predecessor's sum before publishing its own: that chain is serial in the
+//!   length of the row (about 0.36 µs a hop on an H200 through Vulkan), this wait is not. If a spin
+//!   runs out, the workgroup writes its row without the carry and lists itself; a one-workgroup
+//!   repair dispatch (which finds the list empty unless a wait ran out) adds the carry, so the
+//!   result is right anyway.
+//! - **two pass**: nobody waits; a second small kernel adds the carries. For adapters where
+//!   workgroups are not known to make progress while another spins (Metal, unknown drivers).
+
+pub mod format;
+pub mod tune;
+
+pub use format::{BccooLayout, BccooMatrix, ColumnCoding, Footprint};
+
+use crate::gpu::shader::{self, LaneMode};
+use crate::gpu::{Gpu, GpuInfo, PipelineKey};
+use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, upload, workgroup_size};
+use crate::methods::{Method, PlanOptions};
+use crate::plan::{Binding, Grid, SpmvPlan, Stage};
+use crate::{CsrMatrix, Error, Result, Scalar};
+use std::sync::Arc;
+
+/// How a workgroup writes the rows it completes (section 3.2.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// The result cache.
+    #[default]
+    Auto,
+    /// Strategy 1: each invocation keeps its tile's sums to itself and writes each completed row
+    /// straight to `y` (only the first row's sum waits for the scan).
+    PerThread,
+    /// Strategy 2: completed rows go to a result cache in workgroup memory
+    /// ([`BccooOptions::cache_factor`] rows per invocation), written to `y` coalesced.
+    ResultCache,
+}
+
+/// How carries cross workgroups.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Carry {
+    /// Single pass on adapters known to keep started workgroups running while another spins
+    /// ([`single_pass_is_safe`]: Vulkan and DX12 on NVIDIA, AMD and Intel GPUs); two passes
+    /// elsewhere (Metal, GL, CPU adapters, unknown drivers).
+    #[default]
+    Auto,
+    /// Adjacent synchronization in the one kernel (with the repair pass as a safety net).
+    SinglePass,
+    /// A second kernel adds the carries; nothing ever waits.
+    TwoPass,
+}
+
+/// Parameters of `bccoo` and `bccoo-plus`; `None` means "choose for this matrix and adapter"
+/// (see [`tune`] for choosing by timing).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BccooOptions {
+    /// Block height (1..=4). Default: the size with the smallest footprint.
+    pub block_height: Option<u32>,
+    /// Block width (1, 2 or 4). Default: the size with the smallest footprint.
+    pub block_width: Option<u32>,
+    /// Blocks per thread tile (one of [`shader::BCCOO_TILES`]); default 16.
+    pub tile: Option<u32>,
+    /// Vertical slices of `bccoo-plus` (2..=32, a power of two); default: enough that one slice of
+    /// `x` takes at most 1 MiB. `bccoo` always uses 1.
+    pub slices: Option<u32>,
+    pub columns: ColumnCoding,
+    pub strategy: Strategy,
+    /// Result-cache rows per invocation (1 or 2, the paper's range); default 2 where workgroup
+    /// memory allows.
+    pub cache_factor: Option<u32>,
+    pub carry: Carry,
+    /// Choose every parameter left `None` by timing candidates on this adapter (section 4); the
+    /// choice is remembered for the same matrix, adapter and method.
+    pub tune: bool,
+    /// Polls per slot word before a single-pass wait gives up (tests force 0 to exercise the
+    /// repair pass). Default 1 048 576.
+    pub spin_limit: Option<u32>,
+}
+
+/// Default of [`BccooOptions::spin_limit`].
+pub const DEFAULT_SPIN_LIMIT: u32 = 1 << 20;
+
+/// Mirrors `struct Params` in shaders/bccoo_common.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct BccooParams {
+    padded_blocks: u32,
+    out_rows: u32,
+    ncols: u32,
+    groups: u32,
+    group_threads: u32,
+    escape_base: u32,
+    thread_escape_base: u32,
+    group_info_base: u32,
+    carry_base: u32,
+    carry_groups: u32,
+    _pad: [u32; 2],
+}
+
+/// Mirrors `struct CombineParams` in shaders/bccoo_combine.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct CombineParams {
+    nrows: u32,
+    slices: u32,
+}
+
+/// Words of the `state` buffer before the repair list (shaders/bccoo_common.wgsl, STATE_LIST).
+const STATE_HEADER: usize = 4;
+/// Index of the running count of stalled waits in `state`.
+const STATE_STALLS: usize = 3;
+
+/// How a `bccoo` plan is laid out, what it costs in memory, and how it was chosen.
+#[derive(Clone, Debug)]
+pub struct BccooReport {
+    /// The layout used (column coding resolved).
+    pub layout: BccooLayout,
+    pub strategy: Strategy,
+    pub cache_factor: u32,
+    pub carry: Carry,
+    pub lanes: LaneMode,
+    pub footprint: Footprint,
+    pub groups: usize,
+    /// Workgroups whose first row began in an earlier one, and the longest such span.
+    pub carry_groups: usize,
+    pub longest_chain: u32,
+    /// Set when the parameters were chosen by timing.
+    pub tuning: Option<tune::TuneReport>,
+    state: Arc<wgpu::Buffer>,
+}
+
+impl BccooReport {
+    /// Single-pass waits that ran out of spins (and were finished by the repair pass) since the
+    /// plan was built; reads a counter back from the GPU.
+    pub fn stalls(&self, gpu: &Gpu) -> Result<u32> {
+        Ok(gpu.read_buffer::<u32>(&self.state, STATE_HEADER)?[STATE_STALLS])
+    }
+
+    /// One line for reports: `hxw tile T wg W slices S cols C strategy carry`.
+    pub fn summary(&self) -> String {
+        let l = &self.layout;
+        format!(
+            "{}x{} tile {} wg {} slices {} cols {} {} {}",
+            l.block_height,
+            l.block_width,
+            l.tile,
+            l.workgroup,
+            l.slices,
+            l.columns.name(),
+            match self.strategy {
+                Strategy::PerThread => "per-thread".to_owned(),
+                _ => format!("cache x{}", self.cache_factor),
+            },
+            match self.carry {
+                Carry::TwoPass => "two-pass",
+                _ => "single-pass",
+            }
+        )
+    }
+}
+
+/// Whether this adapter is known to keep started workgroups running while another spins: GPUs of
+/// NVIDIA, AMD and Intel through Vulkan or DX12. Not Metal (no such promise), not GL or unknown
+/// drivers, and not CPU adapters: there a spinning workgroup holds one of the few cores that the
+/// workgroup it waits on needs, and an OS that deschedules the latter turns the wait into a stall
+/// (single pass is still correct there, through the repair pass, and tested).
+pub fn single_pass_is_safe(info: &GpuInfo) -> bool {
+    let known_vendor = matches!(info.vendor, 0x10de | 0x1002 | 0x8086);
+    let backend_ok = matches!(info.backend, wgpu::Backend::Vulkan | wgpu::Backend::Dx12);
+    known_vendor && backend_ok && info.device_type != wgpu::DeviceType::Cpu
+}
+
+/// The block size with the smallest footprint, and the four smallest (the paper's pruning).
+pub fn smallest_footprints<T: Scalar>(a: &CsrMatrix<T>) -> Vec<(u32, u32)> {
+    let s = std::mem::size_of::<T>() as u64;
+    let mut sizes: Vec<(u64, u32, u32)> = Vec::new();
+    for &h in format::BLOCK_HEIGHTS {
+        let counts = format::block_counts(a, h);
+        for (i, &w) in format::BLOCK_WIDTHS.iter().enumerate() {
+            sizes.push((format::block_footprint(counts[i], h, w, s), h, w));
+        }
+    }
+    sizes.sort();
+    sizes.into_iter().take(4).map(|(_, h, w)| (h, w)).collect()
+}
+
+pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+    let info = gpu.info();
+    if T::NEEDS_F64 && !info.has(wgpu::Features::SHADER_INT64) {
+        return Err(Error::MissingFeature {
+            adapter: info.name.clone(),
+            feature: "SHADER_INT64",
+            needed_for: "bccoo's f64 carries (the bit cast of an f64 into two 32-bit words)".into(),
+            hint: " (use f32, or another method for f64)",
+        });
+    }
+    if opts.bccoo.tune {
+        let (plan, report) = tune::tune(gpu, a, method, opts)?;
+        return Ok(plan.map_bccoo_report(|r| r.tuning = Some(report)));
+    }
+    build(gpu, a, method, opts)
+}
+
+/// Builds the plan for fully or partly given options (no timing).
+pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+    let info = gpu.info();
+    let o = &opts.bccoo;
+    let s = std::mem::size_of::<T>() as u64;
+    let lanes = lane_mode(gpu, opts.lanes)?;
+    let at_least = if lanes == LaneMode::Subgroup { info.subgroup_max_size } else { 1 };
+    let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least)?;
+    let tile = o.tile.unwrap_or(16);
+    if !shader::BCCOO_TILES.contains(&tile) {
+        return Err(bad("bccoo.tile", tile, format!("must be one of {:?}", shader::BCCOO_TILES)));
+    }
+    let (h, w) = match (o.block_height, o.block_width) {
+        (Some(h), Some(w)) => (h, w),
+        (h, w) => {
+            let best = smallest_footprints(a).into_iter().find(|&(bh, bw)| h.is_none_or(|h| h == bh) && w.is_none_or(|w| w == bw));
+            best.unwrap_or((h.unwrap_or(1), w.unwrap_or(1)))
+        }
+    };
+    let slices = match method {
+        Method::BccooPlus => {
+            let s_def = (a.ncols() as u64 * s).div_ceil(1 << 20).next_power_of_two().clamp(2, 32) as u32;
+            let slices = o.slices.unwrap_or(s_def);
+            if slices < 2 {
+                return Err(bad("bccoo.slices", slices, "bccoo-plus needs at least 2 vertical slices (bccoo is the 1-slice format)"));
+            }
+            slices
+        }
+        _ => match o.slices {
+            Some(n) if n != 1 => return Err(bad("bccoo.slices", n, "bccoo has one slice; use bccoo-plus for vertical slices")),
+            _ => 1,
+        },
+    };
+    let strategy = match o.strategy {
+        Strategy::Auto => Strategy::ResultCache,
+        s => s,
+    };
+    let carry = match o.carry {
+        Carry::Auto if single_pass_is_safe(info) => Carry::SinglePass,
+        Carry::Auto => Carry::TwoPass,
+        c => c,
+    };
+    // Workgroup memory: the scan's vec4 sums and flags, the cache, the lane module's buffer.
+    let vec4 = 4 * s;
+    let fixed = wg as u64 * (vec4 + 4) + if lanes == LaneMode::Workgroup { wg as u64 * s } else { 0 } + 16;
+    let cache_bytes = |f: u32| if strategy == Strategy::ResultCache { f as u64 * wg as u64 * h as u64 * s } else { 0 };
+    let have = info.limits.max_compute_workgroup_storage_size as u64;
+    let cache_factor = match o.cache_factor {
+        Some(f) if !shader::BCCOO_CACHE_FACTORS.contains(&f) => {
+            return Err(bad("bccoo.cache_factor", f, format!("must be one of {:?}", shader::BCCOO_CACHE_FACTORS)))
+        }
+        Some(f) => f,
+        None if fixed + cache_bytes(2) <= have => 2,
+        None => 1,
+    };
+    check_workgroup_memory(gpu, "workgroup_size", wg, fixed + cache_bytes(cache_factor))?;
+    let spin = o.spin_limit.unwrap_or(DEFAULT_SPIN_LIMIT);
+
+    let layout = BccooLayout { block_height: h, block_width: w, tile, workgroup: wg, slices, columns: o.columns };
+    let m = BccooMatrix::from_csr(a, &layout)?;
+    let limit = chunk_limit(gpu, opts);
+    let values_bytes = m.values.len() as u64 * s;
+    if values_bytes > limit {
+        return Err(Error::TooLargeForAdapter {
+            what: format!("bccoo's value planes ({} blocks of {h}x{w}; bccoo does not split matrices into chunks)", m.padded_blocks),
+            bytes: values_bytes,
+            limit_name: "max_storage_buffer_binding_size",
+            limit,
+        });
+    }
+
+    // aux: thread rows, thread escapes, group info, carry list.
+    let mut aux = m.thread_row.clone();
+    let thread_escape_base = aux.len() as u32;
+    aux.extend_from_slice(&m.thread_escape);
+    let group_info_base = aux.len() as u32;
+    aux.extend_from_slice(&m.group_info);
+    let carry_base = aux.len() as u32;
+    aux.extend_from_slice(&m.carry_groups);
+    let mut cols = m.columns.clone();
+    let escape_base = cols.len() as u32;
+    cols.extend_from_slice(&m.escapes);
+    let params = BccooParams {
+        padded_blocks: m.padded_blocks as u32,
+        out_rows: m.stacked_rows as u32,
+        ncols: a.ncols() as u32,
+        groups: m.groups as u32,
+        group_threads: wg,
+        escape_base,
+        thread_escape_base,
+        group_info_base,
+        carry_base,
+        carry_groups: m.carry_groups.len() as u32,
+        _pad: [0; 2],
+    };
+
+    let single = carry == Carry::SinglePass;
+    let key = |kernel: &shader::Kernel, overrides: Vec<(&'static str, u32)>| PipelineKey { kernel: kernel.name, variant: kernel.variant(T::WGSL, lanes), overrides };
+    let main = gpu.pipeline(
+        key(
+            &shader::BCCOO,
+            vec![
+                ("WG_SIZE", wg),
+                ("TILE", tile),
+                ("HEIGHT", h),
+                ("WIDTH", w),
+                ("COLS", m.layout.columns.shader_code()),
+                ("STRATEGY", if strategy == Strategy::PerThread { 1 } else { 2 }),
+                ("CACHE_FACTOR", cache_factor),
+                ("SINGLE_PASS", single as u32),
+                ("SPIN_LIMIT", spin),
+            ],
+        ),
+        || shader::BCCOO.source(T::WGSL, lanes),
+    )?;
+    let carry_pipeline = gpu.pipeline(
+        key(&shader::BCCOO_CARRY, vec![("WG_SIZE", wg), ("HEIGHT", h), ("REPAIR", single as u32)]),
+        || shader::BCCOO_CARRY.source(T::WGSL, lanes),
+    )?;
+
+    // Slots start at the sentinel (all ones); state (ticket, done, repair count, stalls, repair
+    // list) at zero.
+    let slots = upload(gpu, "bccoo slots", &vec![u32::MAX; m.groups * 4 * (s as usize / 4)])?;
+    let state = Arc::new(gpu.storage_zeroed("bccoo state", (STATE_HEADER + m.groups) as u64 * 4, wgpu::BufferUsages::empty())?);
+    let params_buf = Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo params", bytemuck::bytes_of(&params))));
+    let aux = upload(gpu, "bccoo aux", &aux)?;
+
+    // BCCOO+ multiplies into one partial result per slice, combined by a second pass.
+    let (out, out_coeffs) = if slices > 1 {
+        let partial = Arc::new(gpu.storage_zeroed("bccoo+ partial results", m.stacked_rows as u64 * s, wgpu::BufferUsages::empty())?);
+        let unit = [T::from_f64(1.0), T::from_f64(0.0)];
+        (Binding::Owned(partial), Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo+ unit coeffs", bytemuck::cast_slice(&unit)))))
+    } else {
+        (Binding::Y, Binding::Coeffs)
+    };
+    let common = vec![aux, out.clone(), out_coeffs, params_buf, slots, Binding::Owned(state.clone())];
+    let mut main_bindings = common.clone();
+    main_bindings.extend([
+        upload(gpu, "bccoo flags", &m.flags)?,
+        upload(gpu, "bccoo columns", &cols)?,
+        upload(gpu, "bccoo values", &m.values)?,
+        Binding::X,
+    ]);
+    let mut stages = vec![Stage { pipeline: main, bindings: main_bindings, grid: Grid::Direct(gpu.grid(m.groups as u32)) }];
+    if single {
+        stages.push(Stage { pipeline: carry_pipeline, bindings: common, grid: Grid::Direct([1, 1]) });
+    } else if !m.carry_groups.is_empty() {
+        stages.push(Stage { pipeline: carry_pipeline, bindings: common, grid: Grid::Direct(gpu.grid(m.carry_groups.len() as u32)) });
+    }
+    if slices > 1 {
+        let combine = gpu.pipeline(key(&shader::BCCOO_COMBINE, vec![("WG_SIZE", 256)]), || shader::BCCOO_COMBINE.source(T::WGSL, LaneMode::Workgroup))?;
+        let cp = CombineParams { nrows: a.nrows() as u32, slices };
+        stages.push(Stage {
+            pipeline: combine,
+            bindings: vec![out, Binding::Y, Binding::Coeffs, Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp))))],
+            grid: Grid::Direct(gpu.grid((a.nrows() as u32).div_ceil(256))),
+        });
+    }
+
+    let longest_chain = m.group_info.iter().map(|i| i >> format::GROUP_CHAIN_SHIFT).max().unwrap_or(0);
+    let report = BccooReport {
+        layout: m.layout,
+        strategy,
+        cache_factor,
+        carry,
+        lanes,
+        footprint: m.footprint(a.nnz()),
+        groups: m.groups,
+        carry_groups: m.carry_groups.len(),
+        longest_chain,
+        tuning: None,
+        state,
+    };
+    let details = format!(
+        "{}: {}, {} workgroups via {}, {} carried rows (longest across {} workgroups), {} empty-row blocks, {:.1} MB (CSR {:.1} MB)",
+        method.name(),
+        report.summary(),
+        m.groups,
+        lanes.name(),
+        m.carry_groups.len(),
+        longest_chain,
+        m.empty_row_blocks,
+        report.footprint.total() as f64 / 1e6,
+        report.footprint.csr as f64 / 1e6,
+    );
+    Ok(SpmvPlan::new(gpu, method, a, stages, details).with_bccoo_report(report))
+}

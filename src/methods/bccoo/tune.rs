@@ -1,0 +1,148 @@
+//! Auto-tuning of `bccoo` / `bccoo-plus` (section 4): candidates are built and timed on the adapter
+//! in hand, with the paper's pruning: only the four block sizes with the smallest footprints are
+//! tried, the transpose is always offline, the result cache holds 1 or 2 rows per invocation, and
+//! (beyond the paper) the search is staged: block size, then tile, then workgroup size, then
+//! strategy and cache, then slices, each stage keeping the best so far. Parameters the caller set
+//! are not searched. The choice is remembered for the same matrix structure, adapter, method and
+//! value type (in this process).
+
+use super::{build, smallest_footprints, BccooOptions, Strategy};
+use crate::gpu::{Gpu, GpuVector};
+use crate::methods::{Method, PlanOptions};
+use crate::plan::SpmvPlan;
+use crate::{CsrMatrix, Result, Scalar};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// What tuning tried and chose.
+#[derive(Clone, Debug)]
+pub struct TuneReport {
+    /// Each candidate's label and its time per product (ms); empty when the choice was remembered.
+    pub candidates: Vec<(String, f64)>,
+    /// The options chosen (every tunable parameter set) and the workgroup size.
+    pub chosen: BccooOptions,
+    pub workgroup_size: u32,
+    /// Wall-clock time of the search, builds and uploads included (zero when remembered).
+    pub time: Duration,
+    /// The choice came from an earlier tuning of the same matrix on the same adapter.
+    pub remembered: bool,
+}
+
+type Key = (String, &'static str, &'static str, u64);
+
+fn memory() -> &'static Mutex<HashMap<Key, (BccooOptions, u32)>> {
+    static M: OnceLock<Mutex<HashMap<Key, (BccooOptions, u32)>>> = OnceLock::new();
+    M.get_or_init(Default::default)
+}
+
+/// A hash of the matrix's structure (dimensions, row pointers, columns): what speed depends on.
+fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (a.nrows(), a.ncols()).hash(&mut h);
+    a.row_ptr().hash(&mut h);
+    a.col_idx().hash(&mut h);
+    h.finish()
+}
+
+/// Tunes and returns the plan built with the chosen parameters.
+pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<(SpmvPlan<T>, TuneReport)> {
+    let info = gpu.info();
+    let given = BccooOptions { tune: false, ..opts.bccoo.clone() };
+    let key: Key = (format!("{} {:?} {} {:?} {:?}", info.name, info.backend, info.driver, opts.lanes, given), method.name(), T::NAME, fingerprint(a));
+    if let Some((chosen, wg)) = memory().lock().unwrap().get(&key).cloned() {
+        let plan = build(gpu, a, method, &PlanOptions { bccoo: chosen.clone(), workgroup_size: Some(wg), ..opts.clone() })?;
+        return Ok((plan, TuneReport { candidates: Vec::new(), chosen, workgroup_size: wg, time: Duration::ZERO, remembered: true }));
+    }
+    let start = Instant::now();
+    let x: Vec<T> = crate::suite::random_vector(a.ncols(), 3).into_iter().map(T::from_f64).collect();
+    let gx = GpuVector::from_slice(gpu, &x)?;
+    let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
+    let mut candidates = Vec::new();
+    let mut time = |o: &BccooOptions, wg: Option<u32>| -> Result<Option<f64>> {
+        let po = PlanOptions { bccoo: o.clone(), workgroup_size: wg, ..opts.clone() };
+        // A candidate this adapter cannot hold (workgroup memory, binding size) is skipped.
+        let plan = match build(gpu, a, method, &po) {
+            Ok(p) => p,
+            Err(crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let ms = plan.time(&gx, &mut gy, 10)?.ms;
+        candidates.push((plan.bccoo().map_or(String::new(), |r| r.summary()), ms));
+        Ok(Some(ms))
+    };
+
+    let mut best = given.clone();
+    let mut best_wg = opts.workgroup_size;
+    let mut best_ms = f64::INFINITY;
+    // Tries each value of one parameter on top of the best so far.
+    macro_rules! stage {
+        ($values:expr, $apply:expr) => {
+            for v in $values {
+                let mut o = best.clone();
+                let mut wg = best_wg;
+                #[allow(clippy::redundant_closure_call)]
+                ($apply)(&mut o, &mut wg, v);
+                if let Some(ms) = time(&o, wg)? {
+                    if ms < best_ms {
+                        best_ms = ms;
+                        best = o;
+                        best_wg = wg;
+                    }
+                }
+            }
+        };
+    }
+    if given.block_height.is_none() || given.block_width.is_none() {
+        let sizes: Vec<(u32, u32)> = smallest_footprints(a)
+            .into_iter()
+            .filter(|&(h, w)| given.block_height.is_none_or(|g| g == h) && given.block_width.is_none_or(|g| g == w))
+            .collect();
+        stage!(sizes, |o: &mut BccooOptions, _: &mut Option<u32>, (h, w)| {
+            o.block_height = Some(h);
+            o.block_width = Some(w);
+        });
+    }
+    if given.tile.is_none() {
+        stage!([8u32, 16, 32, 64], |o: &mut BccooOptions, _: &mut Option<u32>, t| o.tile = Some(t));
+    }
+    if opts.workgroup_size.is_none() {
+        stage!([128u32, 256, 512], |_: &mut BccooOptions, wg: &mut Option<u32>, w| *wg = Some(w));
+    }
+    if given.strategy == Strategy::Auto && given.cache_factor.is_none() {
+        let choices = [(Strategy::PerThread, 1u32), (Strategy::ResultCache, 1), (Strategy::ResultCache, 2)];
+        stage!(choices, |o: &mut BccooOptions, _: &mut Option<u32>, (s, f)| {
+            o.strategy = s;
+            o.cache_factor = Some(f);
+        });
+    }
+    if method == Method::BccooPlus && given.slices.is_none() {
+        // Slices narrower than 256 columns only add partial results.
+        let max = (a.ncols() / 256).max(2) as u32;
+        let slices: Vec<u32> = [2u32, 4, 8, 16, 32].into_iter().filter(|&s| s <= max).collect();
+        stage!(slices, |o: &mut BccooOptions, _: &mut Option<u32>, s| o.slices = Some(s));
+    }
+    if best_ms == f64::INFINITY {
+        // Nothing could be built: let the plain build report why.
+        build(gpu, a, method, &PlanOptions { bccoo: given.clone(), ..opts.clone() })?;
+    }
+    // Pin every remaining choice to what the best candidate used.
+    let plan = build(gpu, a, method, &PlanOptions { bccoo: best.clone(), workgroup_size: best_wg, ..opts.clone() })?;
+    let r = plan.bccoo().expect("a bccoo plan has a bccoo report");
+    let chosen = BccooOptions {
+        block_height: Some(r.layout.block_height),
+        block_width: Some(r.layout.block_width),
+        tile: Some(r.layout.tile),
+        slices: Some(r.layout.slices),
+        columns: best.columns,
+        strategy: r.strategy,
+        cache_factor: Some(r.cache_factor),
+        carry: best.carry,
+        tune: false,
+        spin_limit: best.spin_limit,
+    };
+    let wg = r.layout.workgroup;
+    memory().lock().unwrap().insert(key, (chosen.clone(), wg));
+    Ok((plan, TuneReport { candidates, chosen, workgroup_size: wg, time: start.elapsed(), remembered: false }))
+}

@@ -1,0 +1,207 @@
+//! BCCOO and BCCOO+: every suite class with single-pass and two-pass carries, every block size and
+//! column coding, both strategies, rows across dozens of workgroups (repeated, to catch races),
+//! empty rows on tile and workgroup boundaries, the repair pass, tuning and bad options.
+
+mod common;
+
+use common::{check_method, gpu, gpus, has_f64};
+use wgspmv::methods::bccoo::{Carry, ColumnCoding, BccooOptions, Strategy};
+use wgspmv::{CsrMatrix, Error, GpuVector, Method, PlanOptions, SuiteClass};
+
+const METHODS: [Method; 2] = [Method::Bccoo, Method::BccooPlus];
+
+/// Small tiles and workgroups (4 blocks x 64 invocations = 256 blocks a workgroup), so that
+/// modest matrices cross many workgroups.
+fn small(carry: Carry) -> PlanOptions {
+    PlanOptions { workgroup_size: Some(64), bccoo: BccooOptions { tile: Some(4), carry, ..Default::default() }, ..Default::default() }
+}
+
+fn with(o: BccooOptions) -> PlanOptions {
+    PlanOptions { workgroup_size: Some(64), bccoo: o, ..Default::default() }
+}
+
+fn rows(lens: &[usize]) -> CsrMatrix<f64> {
+    common::rows_of_lengths(lens, 3000)
+}
+
+/// Both methods, both carry paths, f32 and f64, with and without subgroups.
+fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {
+    for (dev, gpu) in gpus() {
+        for m in METHODS {
+            for carry in [Carry::SinglePass, Carry::TwoPass] {
+                let o = small(carry);
+                check_method(&gpu, &a.cast::<f32>(), m, &o, &format!("{label} / {m} / {carry:?} / f32 / {dev}"));
+                if has_f64(&gpu) {
+                    check_method(&gpu, a, m, &o, &format!("{label} / {m} / {carry:?} / f64 / {dev}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_suite_class_both_carries() {
+    for class in SuiteClass::ALL {
+        check_everywhere(&class.generate(5_000, 17), class.name());
+    }
+}
+
+#[test]
+fn every_block_size_coding_and_strategy() {
+    let Some(gpu) = gpu() else { return };
+    // Empty rows (leading, inner, trailing), rows of one, a row across several workgroups, a
+    // ragged tail that is no multiple of any block height, columns past 65 536 for the escapes.
+    let mut lens = vec![0, 0, 1, 3, 0, 700, 1, 1, 0, 0, 0, 2];
+    lens.extend((0..301).map(|i| [0, 1, 5, 9, 2][i % 5]));
+    lens.push(1500);
+    lens.extend([0, 1, 0]);
+    let a = common::rows_of_lengths(&lens, 100_003);
+    let narrow = common::rows_of_lengths(&lens, 3000);
+    for h in [1, 2, 3, 4] {
+        for w in [1, 2, 4] {
+            for (columns, m) in [(ColumnCoding::U32, &a), (ColumnCoding::Delta16, &a), (ColumnCoding::U16, &narrow)] {
+                for strategy in [Strategy::PerThread, Strategy::ResultCache] {
+                    let o = BccooOptions { block_height: Some(h), block_width: Some(w), tile: Some(8), columns, strategy, ..Default::default() };
+                    let label = format!("{h}x{w} / {columns:?} / {strategy:?}");
+                    check_method(&gpu, &m.cast::<f32>(), Method::Bccoo, &with(o.clone()), &label);
+                    check_method(&gpu, &m.cast::<f32>(), Method::BccooPlus, &with(BccooOptions { slices: Some(4), ..o }), &format!("{label} / 4 slices"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_rows_on_tile_and_workgroup_boundaries() {
+    // With 1x1 blocks, tiles of 4 and workgroups of 256 blocks: rows of 4 end on tile boundaries,
+    // 64 rows of 4 fill a workgroup exactly.
+    let mut lens = vec![0, 4, 0, 4, 0, 0, 8];
+    lens.extend(std::iter::repeat_n(4, 62));
+    lens.extend([0, 0, 256, 0, 3, 0, 1, 0, 0]);
+    lens.extend(std::iter::repeat_n(0, 600));
+    lens.extend([4, 0]);
+    check_everywhere(&rows(&lens), "empty rows on boundaries");
+    check_everywhere(&rows(&[0, 0, 0, 0, 0]), "all rows empty");
+    check_everywhere(&rows(&[1; 333]), "rows of one block, ragged padding");
+    check_everywhere(&rows(&[]), "no rows");
+    check_everywhere(&CsrMatrix::zeros(7, 0).unwrap(), "no columns");
+}
+
+#[test]
+fn a_row_across_dozens_of_workgroups_is_race_free() {
+    let Some(_) = gpu() else { return };
+    // 40 000 entries: about 156 workgroups of 256 blocks, with short rows on either side.
+    let mut lens = vec![2, 0, 7];
+    lens.push(40_000);
+    lens.extend([1, 0, 300, 3]);
+    let a = common::rows_of_lengths(&lens, 50_000);
+    check_everywhere(&a, "long row");
+    for (dev, gpu) in gpus() {
+        for carry in [Carry::SinglePass, Carry::TwoPass] {
+            let a32 = a.cast::<f32>();
+            let mut o = small(carry);
+            (o.bccoo.block_height, o.bccoo.block_width) = (Some(1), Some(1));
+            let plan = gpu.prepare_with(&a32, Method::Bccoo, &o).unwrap();
+            assert!(plan.bccoo().unwrap().longest_chain > 100, "{}", plan.details());
+            let x = GpuVector::from_slice(&gpu, &wgspmv::suite::random_vector(a.ncols(), 5).into_iter().map(|v| v as f32).collect::<Vec<_>>()).unwrap();
+            let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+            plan.run(&x, &mut y).unwrap();
+            let first = y.read().unwrap();
+            // A race shows as a result that changes between runs.
+            for i in 0..40 {
+                y.fill(f32::NAN).unwrap();
+                plan.run(&x, &mut y).unwrap();
+                assert_eq!(y.read().unwrap(), first, "{carry:?} / {dev}: run {i} differs");
+            }
+            // Recorded back to back in one encoder: the ticket and slots reset between products.
+            let mut enc = gpu.device().create_command_encoder(&Default::default());
+            for _ in 0..6 {
+                plan.record(&mut enc, &x, &mut y).unwrap();
+            }
+            gpu.queue().submit([enc.finish()]);
+            assert_eq!(y.read().unwrap(), first, "{carry:?} / {dev}: recorded products differ");
+            // On a CPU adapter a wait can run out when the OS deschedules the thread running the
+            // workgroup waited on; the repair pass then finished the product (checked above).
+            eprintln!("{carry:?} / {dev}: {} stalled waits repaired", plan.bccoo().unwrap().stalls(&gpu).unwrap());
+        }
+    }
+}
+
+#[test]
+fn repair_pass_finishes_waits_that_run_out() {
+    // A spin limit of 0 gives up at once whenever a slot is not yet written: those workgroups
+    // are finished by the repair pass, and the result must not change.
+    let mut lens = vec![5, 0];
+    lens.push(30_000);
+    lens.extend(std::iter::repeat_n(3, 500));
+    lens.push(20_000);
+    let a = common::rows_of_lengths(&lens, 40_000);
+    for (dev, gpu) in gpus() {
+        let o = PlanOptions {
+            workgroup_size: Some(64),
+            bccoo: BccooOptions { tile: Some(4), carry: Carry::SinglePass, spin_limit: Some(0), ..Default::default() },
+            ..Default::default()
+        };
+        for i in 0..5 {
+            check_method(&gpu, &a.cast::<f32>(), Method::Bccoo, &o, &format!("spin limit 0, round {i} / {dev}"));
+        }
+        let plan = gpu.prepare_with(&a.cast::<f32>(), Method::Bccoo, &o).unwrap();
+        let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
+        let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+        for _ in 0..10 {
+            plan.run(&x, &mut y).unwrap();
+        }
+        eprintln!("{dev}: {} stalled waits repaired over 10 products", plan.bccoo().unwrap().stalls(&gpu).unwrap());
+    }
+}
+
+#[test]
+fn tuning_chooses_remembers_and_is_correct() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::PowerLaw.generate(20_000, 9);
+    for m in METHODS {
+        let o = PlanOptions { bccoo: BccooOptions { tune: true, ..Default::default() }, ..Default::default() };
+        check_method(&gpu, &a.cast::<f32>(), m, &o, &format!("tuned {m}"));
+        let plan = gpu.prepare_with(&a.cast::<f32>(), m, &o).unwrap();
+        let t = plan.bccoo().unwrap().tuning.clone().expect("a tuned plan reports its tuning");
+        assert!(t.remembered, "the second tuning of the same matrix is remembered");
+        let chosen = &t.chosen;
+        assert!(chosen.block_height.is_some() && chosen.tile.is_some() && chosen.slices.is_some());
+        assert_eq!(plan.bccoo().unwrap().layout.tile, chosen.tile.unwrap());
+    }
+    // A fresh structure is searched: at least the four block sizes and the tiles.
+    let b = SuiteClass::Banded.generate(10_000, 2).cast::<f32>();
+    let plan = gpu.prepare_with(&b, Method::Bccoo, &PlanOptions { bccoo: BccooOptions { tune: true, ..Default::default() }, ..Default::default() }).unwrap();
+    let t = plan.bccoo().unwrap().tuning.clone().unwrap();
+    assert!(!t.remembered && t.candidates.len() >= 8 && t.time.as_nanos() > 0, "{t:?}");
+}
+
+#[test]
+fn footprint_is_smaller_than_coo() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::Banded.generate(50_000, 4).cast::<f32>();
+    let plan = gpu.prepare(&a, Method::Bccoo).unwrap();
+    let f = plan.bccoo().unwrap().footprint;
+    assert!(f.total() < f.coo && f.total() < f.csr, "{f:?}");
+    assert_eq!(f.empty_row_blocks, 0);
+}
+
+#[test]
+fn bad_options_are_errors() {
+    let Some(gpu) = gpu() else { return };
+    let a = rows(&[3, 0, 2]).cast::<f32>();
+    let bad = |m: Method, o: BccooOptions| {
+        let r = gpu.prepare_with(&a, m, &PlanOptions { bccoo: o.clone(), ..Default::default() });
+        assert!(matches!(r, Err(Error::InvalidParameter { .. })), "{m} {o:?}: {:?}", r.err());
+    };
+    bad(Method::Bccoo, BccooOptions { tile: Some(5), ..Default::default() });
+    bad(Method::Bccoo, BccooOptions { block_height: Some(5), block_width: Some(1), ..Default::default() });
+    bad(Method::Bccoo, BccooOptions { block_width: Some(3), block_height: Some(1), ..Default::default() });
+    bad(Method::Bccoo, BccooOptions { slices: Some(4), ..Default::default() });
+    bad(Method::BccooPlus, BccooOptions { slices: Some(1), ..Default::default() });
+    bad(Method::BccooPlus, BccooOptions { slices: Some(3), ..Default::default() });
+    bad(Method::Bccoo, BccooOptions { cache_factor: Some(3), ..Default::default() });
+    let wide = CsrMatrix::<f32>::from_triplets(2, 200_000, vec![(0, 3, 1.0), (1, 150_000, 2.0)]).unwrap();
+    let r = gpu.prepare_with(&wide, Method::Bccoo, &PlanOptions { bccoo: BccooOptions { columns: ColumnCoding::U16, block_width: Some(1), block_height: Some(1), ..Default::default() }, ..Default::default() });
+    assert!(matches!(r, Err(Error::InvalidParameter { .. })), "16-bit columns past 65 535: {:?}", r.err());
+}
