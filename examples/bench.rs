@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
+use wgspmv::methods::bccoo::{BccooOptions, Carry};
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
@@ -67,6 +68,13 @@ struct Args {
     /// `suraa`'s G1 budget (the paper's max_child_threads); default: the library's.
     #[arg(long)]
     max_child: Option<u32>,
+    /// How `bccoo` and `bccoo-plus` carry sums across workgroups: auto, single, two, or both
+    /// (rows `bccoo-single` and `bccoo-two`, ...).
+    #[arg(long, default_value = "auto")]
+    carry: String,
+    /// Tune `bccoo` and `bccoo-plus` on this adapter (section 4 of the paper) before timing them.
+    #[arg(long)]
+    tune: bool,
     /// Invocations per workgroup for every method; default: each method's choice.
     #[arg(long)]
     workgroup_size: Option<u32>,
@@ -122,6 +130,13 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         "both" => vec![("-host", SetupOn::Host), ("-gpu", SetupOn::Gpu)],
         other => return Err(wgspmv::Error::UnknownName { what: "setup", name: other.into(), expected: "auto, host, gpu, both".into() }),
     };
+    let carries: Vec<(&str, Carry)> = match args.carry.as_str() {
+        "auto" => vec![("", Carry::Auto)],
+        "single" => vec![("", Carry::SinglePass)],
+        "two" => vec![("", Carry::TwoPass)],
+        "both" => vec![("-single", Carry::SinglePass), ("-two", Carry::TwoPass)],
+        other => return Err(wgspmv::Error::UnknownName { what: "carry", name: other.into(), expected: "auto, single, two, both".into() }),
+    };
     let mut variants = Vec::new();
     for &m in &methods {
         let base = PlanOptions { workgroup_size: args.workgroup_size, ..Default::default() };
@@ -136,6 +151,12 @@ fn run(args: &Args) -> wgspmv::Result<()> {
                 for &(suffix, setup) in &setups {
                     let suraa = SuraaOptions { setup, max_child: args.max_child, ..Default::default() };
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { suraa, ..base.clone() } });
+                }
+            }
+            Method::Bccoo | Method::BccooPlus => {
+                for &(suffix, carry) in &carries {
+                    let bccoo = BccooOptions { carry, tune: args.tune, ..Default::default() };
+                    variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { bccoo, ..base.clone() } });
                 }
             }
             _ => variants.push(Variant { label: m.to_string(), method: m, opts: base }),
@@ -184,6 +205,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     let mut reports = Vec::new();
     let mut spec_reports = Vec::new();
     let mut suraa_reports = Vec::new();
+    let mut bccoo_reports = Vec::new();
     for (name, make) in &sources {
         bar.set_message(name.clone());
         let a = match make() {
@@ -203,6 +225,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             let (out, extra) = bench_matrix::<f64>(&gpu, name, &a, &variants, args.repeat, copy, &bar);
             spec_reports.extend(extra.speculative);
             suraa_reports.extend(extra.suraa);
+            bccoo_reports.extend(extra.bccoo);
             let report = cmrs_report::<f64>(&gpu, name, &a, &out);
             (out, report)
         } else {
@@ -210,6 +233,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             let (out, extra) = bench_matrix::<f32>(&gpu, name, &a32, &variants, args.repeat, copy, &bar);
             spec_reports.extend(extra.speculative);
             suraa_reports.extend(extra.suraa);
+            bccoo_reports.extend(extra.bccoo);
             let report = cmrs_report::<f32>(&gpu, name, &a32, &out);
             (out, report)
         };
@@ -249,6 +273,13 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             println!("{r}");
         }
     }
+    if !bccoo_reports.is_empty() {
+        println!("\nbccoo: layout chosen, memory footprint (MB) against CSR and COO (the paper's Table 3), tuning time");
+        println!("{BCCOO_HEADER}");
+        for r in &bccoo_reports {
+            println!("{r}");
+        }
+    }
     if let Some(path) = &args.csv {
         let mut f = std::fs::File::create(path).map_err(|source| wgspmv::Error::Io { path: path.clone(), source })?;
         let mut text = header.clone();
@@ -267,6 +298,11 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             let body = format!("{SURAA_HEADER}\n{}\n", suraa_reports.join("\n"));
             std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
         }
+        if !bccoo_reports.is_empty() {
+            let extra = path.with_extension("bccoo.csv");
+            let body = format!("{BCCOO_HEADER}\n{}\n", bccoo_reports.join("\n"));
+            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
+        }
         if !spec_reports.is_empty() {
             let extra = path.with_extension("speculative.csv");
             let body = format!("{SPEC_HEADER}\n{}\n", spec_reports.join("\n"));
@@ -283,7 +319,10 @@ const SURAA_HEADER: &str = "matrix,variant,setup_on,setup_ms,setup_spmv_eq,setup
 struct Extra {
     speculative: Vec<String>,
     suraa: Vec<String>,
+    bccoo: Vec<String>,
 }
+
+const BCCOO_HEADER: &str = "matrix,variant,layout,flags_mb,columns_mb,values_mb,aux_mb,total_mb,csr_mb,coo_mb,total_vs_csr,empty_row_blocks,stored_zeros,carried_rows,longest_chain,stalls,tune_ms,tune_candidates";
 
 const SPEC_HEADER: &str = "matrix,variant,tiles,dirty_tiles,hit_rate,synchronized_teams,check,host_stage_ms,host_bytes_read,host_bytes_written";
 
@@ -323,6 +362,30 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
                     host.map_or(String::new(), |h| format!("{:.4}", h.host_stage.as_secs_f64() * 1e3)),
                     host.map_or(String::new(), |h| h.bytes_read.to_string()),
                     host.map_or(String::new(), |h| h.bytes_written.to_string()),
+                ));
+            }
+            if let Some(r) = plan.bccoo() {
+                let f = &r.footprint;
+                let mb = |b: u64| b as f64 / 1e6;
+                let tuning = r.tuning.as_ref();
+                extra.bccoo.push(format!(
+                    "{name},{m},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{},{},{},{},{}",
+                    r.summary(),
+                    mb(f.flags),
+                    mb(f.columns),
+                    mb(f.values),
+                    mb(f.auxiliary),
+                    mb(f.total()),
+                    mb(f.csr),
+                    mb(f.coo),
+                    f.total() as f64 / f.csr as f64,
+                    f.empty_row_blocks,
+                    f.stored_zeros,
+                    r.carry_groups,
+                    r.longest_chain,
+                    r.stalls(gpu)?,
+                    tuning.map_or(String::new(), |t| format!("{:.0}", t.time.as_secs_f64() * 1e3)),
+                    tuning.map_or(String::new(), |t| t.candidates.len().to_string()),
                 ));
             }
             if let Some(r) = plan.suraa() {

@@ -7,6 +7,7 @@
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use wgspmv::methods::bccoo::{BccooOptions, Carry};
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
@@ -17,8 +18,8 @@ struct Args {
     /// Matrix Market file (coordinate; gzipped or not). Default: a generated power-law matrix.
     #[arg(long)]
     matrix: Option<PathBuf>,
-    /// Method name (csr-scalar, csr-vector, cmrs, cmrs-padded, speculative, suraa, auto); default:
-    /// every method.
+    /// Method name (csr-scalar, csr-vector, cmrs, cmrs-padded, speculative, suraa, bccoo,
+    /// bccoo-plus, auto); default: every method.
     #[arg(long)]
     method: Option<String>,
     /// Where `speculative` runs its check stage: auto, host or gpu.
@@ -30,6 +31,13 @@ struct Args {
     /// `suraa`'s G1 budget (the paper's max_child_threads; 0 disables the dynamic kernel).
     #[arg(long)]
     max_child: Option<u32>,
+    /// How `bccoo` and `bccoo-plus` carry sums across workgroups: auto, single (adjacent
+    /// synchronization) or two (a second pass).
+    #[arg(long, default_value = "auto")]
+    carry: String,
+    /// Tune `bccoo` and `bccoo-plus` by timing candidates on this adapter first.
+    #[arg(long)]
+    tune: bool,
     /// Input vector x as a Matrix Market array. Default: a fixed random vector.
     #[arg(long)]
     x: Option<PathBuf>,
@@ -101,7 +109,9 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
         "gpu" => SetupOn::Gpu,
         other => return Err(wgspmv::Error::UnknownName { what: "setup", name: other.into(), expected: "auto, host, gpu".into() }),
     };
+    let carry = parse_carry(&args.carry)?;
     let opts = PlanOptions {
+        bccoo: BccooOptions { carry, tune: args.tune, ..Default::default() },
         speculative: SpeculativeOptions { finish, ..Default::default() },
         suraa: SuraaOptions { setup, max_child: args.max_child, ..Default::default() },
         ..Default::default()
@@ -142,6 +152,9 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
             let ms = r.setup_time.as_secs_f64() * 1e3;
             println!("             setup on the {}: {ms:.3} ms = {:.1} SpMV-equivalents", r.setup_on, ms / t.ms);
         }
+        if let Some(t) = plan.bccoo().and_then(|r| r.tuning.as_ref()) {
+            println!("             tuned in {:.0} ms over {} candidates{}", t.time.as_secs_f64() * 1e3, t.candidates.len(), if t.remembered { " (remembered)" } else { "" });
+        }
         if !c.ok {
             if let Some((row, err, bound)) = c.worst_row {
                 println!("             worst row {row}: error {err:e} > bound {bound:e}");
@@ -156,4 +169,14 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
         }
     }
     Ok(all_ok)
+}
+
+/// `--carry`: how bccoo carries sums across workgroups.
+fn parse_carry(s: &str) -> wgspmv::Result<Carry> {
+    match s {
+        "auto" => Ok(Carry::Auto),
+        "single" => Ok(Carry::SinglePass),
+        "two" => Ok(Carry::TwoPass),
+        other => Err(wgspmv::Error::UnknownName { what: "carry", name: other.into(), expected: "auto, single, two".into() }),
+    }
 }

@@ -189,14 +189,55 @@ pub struct BccooMatrix<T> {
     pub block_zeros: u64,
 }
 
-/// One block in natural order: block column and `h·w` values (row-major within the block).
-struct Block<T> {
-    col: u32,
-    vals: [T; 16],
+/// Where the entries of one block row come from: `(stacked row, original row, column range)`.
+struct Geometry {
+    h: usize,
+    w: usize,
+    nrows: usize,
+    stacked_rows: usize,
+    slice_width: usize,
+}
+
+impl Geometry {
+    /// Collects block row `br`'s entries as `(column, row in block, value)`, ordered by block
+    /// column, then row in block, then column (one row's columns are already sorted).
+    fn entries<T: Scalar>(&self, a: &CsrMatrix<T>, br: usize, out: &mut Vec<(u32, u32, T)>) {
+        out.clear();
+        for r in 0..self.h {
+            let stacked = br * self.h + r;
+            if stacked >= self.stacked_rows {
+                break;
+            }
+            let (slice, row) = (stacked / self.nrows, stacked % self.nrows);
+            let (cols, vals) = a.row(row);
+            let (lo_c, hi_c) = (slice * self.slice_width, (slice + 1) * self.slice_width);
+            let lo = if slice == 0 { 0 } else { cols.partition_point(|&c| (c as usize) < lo_c) };
+            let hi = cols.partition_point(|&c| (c as usize) < hi_c);
+            out.extend(cols[lo..hi].iter().zip(&vals[lo..hi]).map(|(&c, &v)| (c, r as u32, v)));
+        }
+        if self.h > 1 {
+            let w = self.w as u32;
+            out.sort_unstable_by_key(|e| (e.0 / w, e.1, e.0));
+        }
+    }
+}
+
+/// Splits `data` into consecutive pieces of the given lengths (for parallel fills of variable
+/// ranges).
+fn split_by<'a, X>(mut data: &'a mut [X], lens: impl Iterator<Item = usize>) -> Vec<&'a mut [X]> {
+    let mut out = Vec::new();
+    for len in lens {
+        let (head, tail) = data.split_at_mut(len);
+        out.push(head);
+        data = tail;
+    }
+    out
 }
 
 impl<T: Scalar> BccooMatrix<T> {
-    /// Builds the format from CSR (rayon over block rows).
+    /// Builds the format from CSR, in parallel passes: blocks per block row, their natural-order
+    /// columns, stops and values, then the transposed layout, flags and auxiliary data per
+    /// workgroup tile.
     pub fn from_csr(a: &CsrMatrix<T>, layout: &BccooLayout) -> Result<Self> {
         layout.validate()?;
         let (h, w) = (layout.block_height as usize, layout.block_width as usize);
@@ -206,39 +247,28 @@ impl<T: Scalar> BccooMatrix<T> {
         check_u32("rows times slices", stacked_rows)?;
         // Slice width: a whole number of blocks.
         let slice_width = a.ncols().div_ceil(slices).div_ceil(w).max(1) * w;
+        let geo = Geometry { h, w, nrows: nrows.max(1), stacked_rows, slice_width };
         let block_rows = stacked_rows.div_ceil(h);
+        let wu = w as u32;
 
-        // Blocks of each block row, built in parallel.
-        let per_row: Vec<Vec<Block<T>>> = (0..block_rows)
+        // Pass 1: stored blocks per block row (an empty block row counts as one zero block).
+        let counts: Vec<u32> = (0..block_rows)
             .into_par_iter()
-            .map(|br| {
-                let mut entries: Vec<(u32, usize, T)> = Vec::new();
-                for r in 0..h {
-                    let stacked = br * h + r;
-                    if stacked >= stacked_rows {
-                        break;
+            .map_init(Vec::new, |scratch, br| {
+                geo.entries(a, br, scratch);
+                let mut n = 0u32;
+                let mut last = u32::MAX;
+                for e in scratch.iter() {
+                    if e.0 / wu != last {
+                        n += 1;
+                        last = e.0 / wu;
                     }
-                    let (slice, row) = (stacked / nrows.max(1), stacked % nrows.max(1));
-                    let (cols, vals) = a.row(row);
-                    let lo = cols.partition_point(|&c| (c as usize) < slice * slice_width);
-                    let hi = cols.partition_point(|&c| (c as usize) < (slice + 1) * slice_width);
-                    entries.extend(cols[lo..hi].iter().zip(&vals[lo..hi]).map(|(&c, &v)| (c, r, v)));
                 }
-                entries.sort_unstable_by_key(|e| (e.0 / w as u32, e.1, e.0));
-                let mut blocks: Vec<Block<T>> = Vec::new();
-                for (c, r, v) in entries {
-                    let bc = c / w as u32;
-                    if blocks.last().is_none_or(|b| b.col != bc) {
-                        blocks.push(Block { col: bc, vals: [T::default(); 16] });
-                    }
-                    blocks.last_mut().unwrap().vals[r * w + (c as usize % w)] = v;
-                }
-                blocks
+                n
             })
             .collect();
-
-        let empty_row_blocks = per_row.iter().filter(|b| b.is_empty()).count();
-        let blocks: usize = per_row.iter().map(|b| b.len().max(1)).sum();
+        let empty_row_blocks = counts.par_iter().filter(|&&n| n == 0).count();
+        let blocks: usize = counts.par_iter().map(|&n| n.max(1) as usize).sum();
         let group_blocks = layout.group_blocks() as usize;
         let padded_blocks = blocks.div_ceil(group_blocks).max(1) * group_blocks;
         check_u32("BCCOO blocks", padded_blocks * w * h)?;
@@ -246,62 +276,81 @@ impl<T: Scalar> BccooMatrix<T> {
         let (tile, wg) = (layout.tile as usize, layout.workgroup as usize);
         let threads = groups * wg;
 
-        // Natural order: block columns, stop flags, values. An empty block row gets one zero block;
-        // empty-row and padding blocks repeat the previous column (no escape, x stays in cache).
-        let mut cols_nat = Vec::with_capacity(padded_blocks);
-        let mut stop = Vec::with_capacity(padded_blocks);
-        let mut vals_nat: Vec<T> = Vec::with_capacity(padded_blocks * h * w);
-        let mut prev = 0u32;
-        for row in &per_row {
-            if row.is_empty() {
-                cols_nat.push(prev);
-                stop.push(true);
-                vals_nat.extend(std::iter::repeat_n(T::default(), h * w));
-                continue;
-            }
-            for (i, b) in row.iter().enumerate() {
-                cols_nat.push(b.col);
-                stop.push(i + 1 == row.len());
-                vals_nat.extend_from_slice(&b.vals[..h * w]);
-                prev = b.col;
-            }
-        }
-        let block_zeros = vals_nat.iter().filter(|v| **v == T::default()).count() as u64;
-        cols_nat.resize(padded_blocks, prev);
-        stop.resize(padded_blocks, false);
-        vals_nat.resize(padded_blocks * h * w, T::default());
-
-        // Flags: bit set = "not a row stop".
-        let mut flags = vec![0u32; padded_blocks.div_ceil(32)];
-        for (n, &s) in stop.iter().enumerate() {
-            if !s {
-                flags[n / 32] |= 1 << (n % 32);
-            }
-        }
-
-        // Layout position of natural block n (the offline transpose within each workgroup tile).
-        let layout_pos = |n: usize| {
-            let (g, within) = (n / group_blocks, n % group_blocks);
-            g * group_blocks + (within % tile) * wg + within / tile
-        };
-        let mut values = vec![T::default(); padded_blocks * h * w];
-        for n in 0..padded_blocks {
-            let p = layout_pos(n);
-            for r in 0..h {
-                for j in 0..w {
-                    values[(r * padded_blocks + p) * w + j] = vals_nat[n * h * w + r * w + j];
+        // Pass 2: natural-order columns, stops and values, each block row into its own range.
+        // Empty-row and padding blocks repeat a neighbour's column (no escape, x stays cached).
+        let hw = h * w;
+        let mut cols_nat = vec![0u32; padded_blocks];
+        let mut stop = vec![false; padded_blocks];
+        let mut vals_nat = vec![T::default(); padded_blocks * hw];
+        {
+            let lens = || counts.iter().map(|&n| n.max(1) as usize);
+            let c = split_by(&mut cols_nat[..blocks], lens());
+            let st = split_by(&mut stop[..blocks], lens());
+            let v = split_by(&mut vals_nat[..blocks * hw], lens().map(|n| n * hw));
+            c.into_par_iter().zip(st).zip(v).enumerate().for_each_init(Vec::new, |scratch, (br, ((c, st), v))| {
+                geo.entries(a, br, scratch);
+                let mut k = usize::MAX;
+                let mut last = u32::MAX;
+                for &(col, r, val) in scratch.iter() {
+                    if col / wu != last {
+                        k = k.wrapping_add(1);
+                        last = col / wu;
+                        c[k] = last;
+                    }
+                    v[k * hw + r as usize * w + (col % wu) as usize] = val;
                 }
-            }
+                if scratch.is_empty() {
+                    // An empty block row: one zero block, its column filled in below.
+                    c[0] = u32::MAX;
+                }
+                *st.last_mut().expect("every block row has a block") = true;
+            });
         }
+        // Empty-row blocks take the previous block's column; padding the last one's.
+        let mut prev = 0;
+        for c in cols_nat[..blocks].iter_mut() {
+            if *c == u32::MAX {
+                *c = prev;
+            }
+            prev = *c;
+        }
+        cols_nat[blocks..].fill(prev);
+        let block_zeros = vals_nat[..blocks * hw].par_iter().filter(|v| **v == T::default()).count() as u64;
+
+        // Flags: bit set = "not a row stop" (padding is all 1s).
+        let flags: Vec<u32> = stop
+            .par_chunks(32)
+            .enumerate()
+            .map(|(i, s)| {
+                let mut word = 0u32;
+                for (b, &st) in s.iter().enumerate() {
+                    if !st || i * 32 + b >= blocks {
+                        word |= 1 << b;
+                    }
+                }
+                word
+            })
+            .collect();
+        // Natural block of layout position `within` of a workgroup tile (the offline transpose:
+        // block k of thread t sits at k·wg + t).
+        let natural = move |within: usize| (within % wg) * tile + within / wg;
+        let mut values = vec![T::default(); padded_blocks * hw];
+        for (r, plane) in values.chunks_mut(padded_blocks * w).enumerate() {
+            plane.par_chunks_mut(group_blocks * w).enumerate().for_each(|(g, out)| {
+                for within in 0..group_blocks {
+                    let n = g * group_blocks + natural(within);
+                    out[within * w..(within + 1) * w].copy_from_slice(&vals_nat[n * hw + r * w..n * hw + r * w + w]);
+                }
+            });
+        }
+        drop(vals_nat);
 
         // Per-thread first rows: the number of stops before the thread's tile.
+        let thread_stops: Vec<u32> = stop.par_chunks(tile).map(|s| s.iter().filter(|&&s| s).count() as u32).collect();
         let mut thread_row = Vec::with_capacity(threads + 1);
-        let mut thread_stop = Vec::with_capacity(threads);
         let mut seen = 0u32;
-        for t in 0..threads {
+        for &s in &thread_stops {
             thread_row.push(seen);
-            let s = stop[t * tile..(t + 1) * tile].iter().filter(|&&s| s).count() as u32;
-            thread_stop.push(s > 0);
             seen += s;
         }
         thread_row.push(seen);
@@ -312,14 +361,13 @@ impl<T: Scalar> BccooMatrix<T> {
         let mut carry_groups = Vec::new();
         let mut last_with_stop = 0usize;
         for g in 0..groups {
-            let ts = &thread_stop[g * wg..(g + 1) * wg];
-            let has = ts.iter().any(|&s| s);
-            let all = ts.iter().all(|&s| s);
+            let ts = &thread_stops[g * wg..(g + 1) * wg];
+            let has = ts.iter().any(|&s| s > 0);
+            let all = ts.iter().all(|&s| s > 0);
             let continues = g > 0 && !stop[g * group_blocks - 1];
             let needs = has && continues;
             let chain = if needs { (g - last_with_stop) as u32 } else { 0 };
-            let mut info = (has as u32) * GROUP_HAS_STOP | (all as u32) * GROUP_ALL_STOP | (needs as u32) * GROUP_NEEDS_CARRY;
-            info |= chain << GROUP_CHAIN_SHIFT;
+            let info = (has as u32) * GROUP_HAS_STOP | (all as u32) * GROUP_ALL_STOP | (needs as u32) * GROUP_NEEDS_CARRY | chain << GROUP_CHAIN_SHIFT;
             group_info.push(info);
             if needs {
                 carry_groups.push(g as u32);
@@ -329,12 +377,13 @@ impl<T: Scalar> BccooMatrix<T> {
             }
         }
 
-        let max_col = cols_nat.iter().copied().max().unwrap_or(0);
+        let max_col = cols_nat.par_iter().copied().max().unwrap_or(0);
+        let escapes_per_thread = || -> Vec<u32> { cols_nat.par_chunks(tile).map(|t| delta_codes(t).filter(|c| c.is_none()).count() as u32).collect() };
         let coding = match layout.columns {
             ColumnCoding::Auto if max_col < 65536 => ColumnCoding::U16,
             ColumnCoding::Auto => {
-                let esc = delta_escapes(&cols_nat, tile);
-                if padded_blocks * 2 + esc * 4 + threads * 4 < padded_blocks * 4 {
+                let esc: u64 = escapes_per_thread().iter().map(|&e| e as u64).sum();
+                if (padded_blocks * 2 + threads * 4) as u64 + esc * 4 < padded_blocks as u64 * 4 {
                     ColumnCoding::Delta16
                 } else {
                     ColumnCoding::U32
@@ -345,46 +394,53 @@ impl<T: Scalar> BccooMatrix<T> {
             }
             c => c,
         };
+        // Each workgroup tile's column words, in layout order; 16-bit codes pack two to a word
+        // (a tile holds an even number of blocks: the workgroup is a power of two of at least 4).
+        let pack16 = |code: &(dyn Fn(usize) -> u16 + Sync)| -> Vec<u32> {
+            let mut c = vec![0u32; padded_blocks / 2];
+            c.par_chunks_mut(group_blocks / 2).enumerate().for_each(|(g, out)| {
+                for (i, word) in out.iter_mut().enumerate() {
+                    let n0 = g * group_blocks + natural(2 * i);
+                    let n1 = g * group_blocks + natural(2 * i + 1);
+                    *word = code(n0) as u32 | (code(n1) as u32) << 16;
+                }
+            });
+            c
+        };
         let mut escapes = Vec::new();
         let mut thread_escape = Vec::new();
         let columns = match coding {
             ColumnCoding::U32 | ColumnCoding::Auto => {
                 let mut c = vec![0u32; padded_blocks];
-                for (n, &col) in cols_nat.iter().enumerate() {
-                    c[layout_pos(n)] = col;
-                }
-                c
-            }
-            ColumnCoding::U16 => {
-                let mut c = vec![0u32; padded_blocks.div_ceil(2)];
-                for (n, &col) in cols_nat.iter().enumerate() {
-                    let p = layout_pos(n);
-                    c[p / 2] |= col << (16 * (p % 2));
-                }
-                c
-            }
-            ColumnCoding::Delta16 => {
-                let mut c = vec![0u32; padded_blocks.div_ceil(2)];
-                thread_escape.reserve(threads);
-                for t in 0..threads {
-                    thread_escape.push(escapes.len() as u32);
-                    let mut prev = 0i64;
-                    for k in 0..tile {
-                        let n = t * tile + k;
-                        let col = cols_nat[n];
-                        let d = col as i64 - prev;
-                        let code = if d.abs() <= 32767 {
-                            d as i16 as u16
-                        } else {
-                            escapes.push(col);
-                            DELTA_ESCAPE
-                        };
-                        let p = layout_pos(n);
-                        c[p / 2] |= (code as u32) << (16 * (p % 2));
-                        prev = col as i64;
+                c.par_chunks_mut(group_blocks).enumerate().for_each(|(g, out)| {
+                    for (within, col) in out.iter_mut().enumerate() {
+                        *col = cols_nat[g * group_blocks + natural(within)];
                     }
-                }
+                });
                 c
+            }
+            ColumnCoding::U16 => pack16(&|n| cols_nat[n] as u16),
+            ColumnCoding::Delta16 => {
+                let per_thread = escapes_per_thread();
+                let mut total = 0u32;
+                thread_escape = per_thread
+                    .iter()
+                    .map(|&e| {
+                        total += e;
+                        total - e
+                    })
+                    .collect();
+                escapes = vec![0u32; total as usize];
+                split_by(&mut escapes, per_thread.iter().map(|&e| e as usize))
+                    .into_par_iter()
+                    .zip(cols_nat.par_chunks(tile))
+                    .for_each(|(out, t)| {
+                        for (slot, col) in out.iter_mut().zip(t.iter().zip(delta_codes(t)).filter(|(_, c)| c.is_none()).map(|(&col, _)| col)) {
+                            *slot = col;
+                        }
+                    });
+                let codes: Vec<u16> = cols_nat.par_chunks(tile).flat_map_iter(|t| delta_codes(t).map(|c| c.unwrap_or(DELTA_ESCAPE))).collect();
+                pack16(&|n| codes[n])
             }
         };
         let layout = BccooLayout { columns: coding, ..*layout };
@@ -531,20 +587,15 @@ impl<T: Scalar> BccooMatrix<T> {
     }
 }
 
-/// Escapes the 16-bit difference coding would need.
-fn delta_escapes(cols: &[u32], tile: usize) -> usize {
-    cols.par_chunks(tile)
-        .map(|t| {
-            let mut prev = 0i64;
-            t.iter()
-                .filter(|&&c| {
-                    let d = c as i64 - prev;
-                    prev = c as i64;
-                    d.abs() > 32767
-                })
-                .count()
-        })
-        .sum()
+/// The 16-bit difference codes of one thread tile's block columns: `Some(difference)` from the
+/// previous column (from 0 for the first), `None` where it needs the escape.
+fn delta_codes(tile: &[u32]) -> impl Iterator<Item = Option<u16>> + '_ {
+    let mut prev = 0i64;
+    tile.iter().map(move |&c| {
+        let d = c as i64 - prev;
+        prev = c as i64;
+        (d.abs() <= 32767).then_some(d as i16 as u16)
+    })
 }
 
 /// Stored blocks (empty block rows excluded) for every block size, in one pass per height: the
@@ -554,13 +605,21 @@ pub fn block_counts<T: Scalar>(a: &CsrMatrix<T>, height: u32) -> [u64; 3] {
     let block_rows = a.nrows().div_ceil(h);
     (0..block_rows)
         .into_par_iter()
-        .map(|br| {
-            let mut cols: Vec<u32> = (br * h..((br + 1) * h).min(a.nrows())).flat_map(|r| a.row(r).0.iter().copied()).collect();
-            cols.sort_unstable();
+        .map_init(Vec::new, |cols: &mut Vec<u32>, br| {
+            let rows = br * h..((br + 1) * h).min(a.nrows());
+            // One row's columns are sorted already; several rows are merged.
+            let sorted: &[u32] = if rows.len() == 1 {
+                a.row(rows.start).0
+            } else {
+                cols.clear();
+                rows.for_each(|r| cols.extend_from_slice(a.row(r).0));
+                cols.sort_unstable();
+                cols
+            };
             let mut out = [0u64; 3];
             for (i, &w) in BLOCK_WIDTHS.iter().enumerate() {
                 let mut last = u32::MAX;
-                for &c in &cols {
+                for &c in sorted {
                     if c / w != last {
                         out[i] += 1;
                         last = c / w;
