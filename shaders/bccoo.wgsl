@@ -1,5 +1,5 @@
 // bccoo: the matrix-based segmented sum of yaSpMV (section 3) over the BCCOO / BCCOO+ format.
-// Each invocation takes a thread tile of TILE consecutive blocks and does a sequential segmented
+// Each invocation takes a thread tile of `params.tile` consecutive blocks and does a sequential segmented
 // sum over it, the bit flags marking row stops; the workgroup then scans the invocations' last
 // partial sums, and each completed block row is written once. Carries between workgroups:
 //   - SINGLE_PASS = 1 (adjacent synchronization, section 3.2.4): workgroups take logical ids from
@@ -17,8 +17,6 @@
 
 override WG_SIZE: u32 = 256u;
 override LANES: u32 = 32u;
-// Blocks per invocation (the thread tile).
-override TILE: u32 = 16u;
 override WIDTH: u32 = 1u;
 // Column coding: 0 u32, 1 two 16-bit columns per word, 2 16-bit differences with escapes.
 override COLS: u32 = 0u;
@@ -86,7 +84,8 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) {
     let t = g * WG_SIZE + slot;
     let first_row = aux[t];
     let group_row = aux[g * WG_SIZE];
-    let base = g * WG_SIZE * TILE;
+    let tile = params.tile;
+    let base = g * WG_SIZE * tile;
     var sum = vec4<scalar>(scalar(0));
     var first = sum;
     var stops = 0u;
@@ -96,8 +95,8 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) {
     if (COLS == 2u) {
         esc = params.escape_base + aux[params.thread_escape_base + t];
     }
-    for (var k = 0u; k < TILE; k++) {
-        let n = t * TILE + k;
+    for (var k = 0u; k < tile; k++) {
+        let n = t * tile + k;
         if (k == 0u || (n & 31u) == 0u) {
             word = flags[n >> 5u];
         }

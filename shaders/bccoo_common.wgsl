@@ -18,8 +18,11 @@ struct Params {
     group_info_base: u32,
     carry_base: u32,
     carry_groups: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Blocks per invocation (the thread tile): a loop bound, so a uniform rather than an override
+    // (a constant trip count invites the driver to unroll the tile loop, and every tile size
+    // would be a pipeline of its own to compile while tuning).
+    tile: u32,
+    _pad: u32,
 }
 
 // Per-workgroup info bits (format.rs GROUP_*); the chain length sits above them.

@@ -221,7 +221,8 @@ pub const SURAA_COMBINE: Kernel = Kernel {
     derive: None,
 };
 
-/// Blocks per thread tile of `bccoo` (the paper's strategy-2 tile sizes, and 4).
+/// Blocks per thread tile of `bccoo` (the paper's strategy-2 tile sizes, and 4); a uniform, not an
+/// override.
 pub const BCCOO_TILES: &[u32] = &[4, 8, 16, 24, 32, 40, 64, 96, 128];
 /// Result-cache rows per invocation of `bccoo` (the paper limits it to 1 and 2).
 pub const BCCOO_CACHE_FACTORS: &[u32] = &[1, 2];
@@ -240,7 +241,6 @@ pub const BCCOO: Kernel = Kernel {
     pieces: &[BCCOO_COMMON],
     overrides: &[
         ("WG_SIZE", WORKGROUP_SIZES),
-        ("TILE", BCCOO_TILES),
         ("HEIGHT", &[1, 2, 3, 4]),
         ("WIDTH", &[1, 2, 4]),
         ("COLS", &[0, 1, 2]),
@@ -249,15 +249,7 @@ pub const BCCOO: Kernel = Kernel {
         ("SINGLE_PASS", &[0, 1]),
         ("SPIN_LIMIT", BCCOO_SPIN_LIMITS),
     ],
-    // TILE and SPIN_LIMIT only bound loops: the whole grid of the other overrides is validated at
-    // the smallest and largest tile, and every tile and spin limit with the others at defaults
-    // (the full product is 124 416 modules per variant).
-    derive: Some(|set| {
-        let get = |n: &str| set.iter().find(|p| p.0 == n).unwrap().1;
-        let defaults = get("WG_SIZE") == 256 && get("HEIGHT") == 1 && get("WIDTH") == 1 && get("COLS") == 0 && get("STRATEGY") == 2 && get("CACHE_FACTOR") == 1 && get("SINGLE_PASS") == 1;
-        let extreme_tile = get("TILE") == 4 || get("TILE") == 128;
-        defaults || (extreme_tile && get("SPIN_LIMIT") != 0)
-    }),
+    derive: None,
 };
 
 pub const BCCOO_CARRY: Kernel = Kernel {

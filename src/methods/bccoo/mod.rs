@@ -103,7 +103,8 @@ pub(crate) struct BccooParams {
     group_info_base: u32,
     carry_base: u32,
     carry_groups: u32,
-    _pad: [u32; 2],
+    tile: u32,
+    _pad: u32,
 }
 
 /// Mirrors `struct CombineParams` in shaders/bccoo_combine.wgsl.
@@ -303,7 +304,8 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
         group_info_base,
         carry_base,
         carry_groups: m.carry_groups.len() as u32,
-        _pad: [0; 2],
+        tile,
+        _pad: 0,
     };
 
     let single = carry == Carry::SinglePass;
@@ -313,7 +315,6 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
             &shader::BCCOO,
             vec![
                 ("WG_SIZE", wg),
-                ("TILE", tile),
                 ("HEIGHT", h),
                 ("WIDTH", w),
                 ("COLS", m.layout.columns.shader_code()),
