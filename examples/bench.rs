@@ -97,7 +97,11 @@ struct Row {
     note: String,
 }
 
+/// When the run began (progress lines on stderr carry the elapsed time).
+static START: std::sync::LazyLock<std::time::Instant> = std::sync::LazyLock::new(std::time::Instant::now);
+
 fn main() {
+    std::sync::LazyLock::force(&START);
     env_logger::init();
     let args = Args::parse();
     if let Err(e) = run(&args) {
@@ -420,6 +424,7 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
                 note: if c.ok { String::new() } else { "FAILED the per-row accuracy check".into() },
             })
         })();
+        eprintln!("[{:.1} s] {name} / {m} done", START.elapsed().as_secs_f64());
         match result {
             Ok(r) => {
                 if !r.note.is_empty() {
