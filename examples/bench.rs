@@ -75,6 +75,13 @@ struct Args {
     /// Tune `bccoo` and `bccoo-plus` on this adapter (section 4 of the paper) before timing them.
     #[arg(long)]
     tune: bool,
+    /// `bccoo`'s blocks per thread tile; default: the library's choice.
+    #[arg(long)]
+    bccoo_tile: Option<u32>,
+    /// `bccoo`'s single-pass spin limit (0 sends every wait that finds a slot unwritten to the
+    /// repair pass); default: the library's.
+    #[arg(long)]
+    bccoo_spin: Option<u32>,
     /// Invocations per workgroup for every method; default: each method's choice.
     #[arg(long)]
     workgroup_size: Option<u32>,
@@ -159,7 +166,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             }
             Method::Bccoo | Method::BccooPlus => {
                 for &(suffix, carry) in &carries {
-                    let bccoo = BccooOptions { carry, tune: args.tune, ..Default::default() };
+                    let bccoo = BccooOptions { carry, tune: args.tune, tile: args.bccoo_tile, spin_limit: args.bccoo_spin, ..Default::default() };
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { bccoo, ..base.clone() } });
                 }
             }

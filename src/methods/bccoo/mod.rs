@@ -218,7 +218,6 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     let s = std::mem::size_of::<T>() as u64;
     let lanes = lane_mode(gpu, opts.lanes)?;
     let at_least = if lanes == LaneMode::Subgroup { info.subgroup_max_size } else { 1 };
-    let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least)?;
     let tile = o.tile.unwrap_or(16);
     if !shader::BCCOO_TILES.contains(&tile) {
         return Err(bad("bccoo.tile", tile, format!("must be one of {:?}", shader::BCCOO_TILES)));
@@ -254,19 +253,26 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
         c => c,
     };
     // Workgroup memory: the scan's vec4 sums and flags, the cache, the lane module's buffer.
-    let vec4 = 4 * s;
-    let fixed = wg as u64 * (vec4 + 4) + if lanes == LaneMode::Workgroup { wg as u64 * s } else { 0 } + 16;
-    let cache_bytes = |f: u32| if strategy == Strategy::ResultCache { f as u64 * wg as u64 * h as u64 * s } else { 0 };
     let have = info.limits.max_compute_workgroup_storage_size as u64;
+    let cache_factor_ok = |f: u32| shader::BCCOO_CACHE_FACTORS.contains(&f);
+    if let Some(f) = o.cache_factor.filter(|&f| !cache_factor_ok(f)) {
+        return Err(bad("bccoo.cache_factor", f, format!("must be one of {:?}", shader::BCCOO_CACHE_FACTORS)));
+    }
+    let needs = |wg: u32, f: u32| {
+        let fixed = wg as u64 * (4 * s + 4) + if lanes == LaneMode::Workgroup { wg as u64 * s } else { 0 } + 16;
+        fixed + if strategy == Strategy::ResultCache { f as u64 * wg as u64 * h as u64 * s } else { 0 }
+    };
+    // 512 invocations by default (the largest that fits): on an H100 single-pass carries ran
+    // 2.5-3x slower with 256 invocations than with 128 or 512 on a power-law matrix (the tuner
+    // also times both carry paths).
+    let default_wg = [512, 256, 128, 64].into_iter().find(|&wg| needs(wg, o.cache_factor.unwrap_or(1)) <= have).unwrap_or(64);
+    let wg = workgroup_size(gpu, opts.workgroup_size, default_wg, at_least)?;
     let cache_factor = match o.cache_factor {
-        Some(f) if !shader::BCCOO_CACHE_FACTORS.contains(&f) => {
-            return Err(bad("bccoo.cache_factor", f, format!("must be one of {:?}", shader::BCCOO_CACHE_FACTORS)))
-        }
         Some(f) => f,
-        None if fixed + cache_bytes(2) <= have => 2,
+        None if needs(wg, 2) <= have => 2,
         None => 1,
     };
-    check_workgroup_memory(gpu, "workgroup_size", wg, fixed + cache_bytes(cache_factor))?;
+    check_workgroup_memory(gpu, "workgroup_size", wg, needs(wg, cache_factor))?;
     let spin = o.spin_limit.unwrap_or(DEFAULT_SPIN_LIMIT);
 
     let layout = BccooLayout { block_height: h, block_width: w, tile, workgroup: wg, slices, columns: o.columns };
