@@ -1,5 +1,5 @@
 //! Host-side costs: CSR validation and construction, statistics, the CPU reference, Matrix Market
-//! I/O, and the paper methods' format conversions (CMRS so far).
+//! I/O, and the paper methods' format conversions (CMRS, BCCOO).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -30,6 +30,13 @@ fn host(c: &mut Criterion) {
         });
         let cmrs = wgspmv::methods::cmrs::CmrsMatrix::from_csr(&a, &layout).unwrap();
         g.bench_with_input(BenchmarkId::new("cmrs_h8_to_csr", class.name()), &(), |b, _| b.iter(|| cmrs.to_csr().unwrap()));
+        let bccoo = wgspmv::methods::bccoo::BccooLayout::default();
+        g.bench_with_input(BenchmarkId::new("csr_to_bccoo_1x1", class.name()), &(), |b, _| {
+            b.iter(|| wgspmv::methods::bccoo::BccooMatrix::from_csr(&a, &bccoo).unwrap())
+        });
+        g.bench_with_input(BenchmarkId::new("bccoo_block_footprints", class.name()), &(), |b, _| {
+            b.iter(|| wgspmv::methods::bccoo::smallest_footprints(&a))
+        });
         let path = std::env::temp_dir().join(format!("wgspmv-bench-{}.mtx", class.name()));
         g.bench_with_input(BenchmarkId::new("mtx_write", class.name()), &(), |b, _| b.iter(|| io::write_matrix_market(&path, &a).unwrap()));
         g.bench_with_input(BenchmarkId::new("mtx_read", class.name()), &(), |b, _| {

@@ -3,17 +3,6 @@
 // then lane; subgroups are full because the workgroup is a multiple of the largest subgroup).
 // Called in uniform control flow.
 
-struct GroupScan {
-    // Sum over the invocations before this one, back to and including the nearest one whose
-    // `head` is set.
-    excl: vec4<scalar>,
-    // No invocation before this one has `head` set.
-    open: bool,
-}
-
-var<workgroup> gs_val: array<vec4<scalar>, WG_SIZE>;
-var<workgroup> gs_flag: array<u32, WG_SIZE>;
-
 fn group_seg_scan(head: bool, v: vec4<scalar>, slot: u32, l: Lanes) -> GroupScan {
     var f = select(0u, 1u, head);
     var s = v;

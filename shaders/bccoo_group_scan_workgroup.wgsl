@@ -1,18 +1,6 @@
 // Workgroup-wide scans of bccoo's vec4 partial sums in workgroup memory (Hillis–Steele), for
 // adapters without subgroups. Invocations are numbered by `slot`; called in uniform control flow.
 
-struct GroupScan {
-    // Sum over the invocations before this one, back to and including the nearest one whose
-    // `head` is set.
-    excl: vec4<scalar>,
-    // No invocation before this one has `head` set (its segment reaches back to the workgroup's
-    // start, so the carry from earlier workgroups belongs to it).
-    open: bool,
-}
-
-var<workgroup> gs_val: array<vec4<scalar>, WG_SIZE>;
-var<workgroup> gs_flag: array<u32, WG_SIZE>;
-
 fn group_seg_scan(head: bool, v: vec4<scalar>, slot: u32, l: Lanes) -> GroupScan {
     var f = select(0u, 1u, head);
     var s = v;

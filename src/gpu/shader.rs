@@ -61,6 +61,7 @@ const SCAN_SUBGROUP: &str = include_str!("../../shaders/scan_subgroup.wgsl");
 const SCAN_WORKGROUP: &str = include_str!("../../shaders/scan_workgroup.wgsl");
 const WIDTH_SUM_SUBGROUP: &str = include_str!("../../shaders/width_sum_subgroup.wgsl");
 const WIDTH_SUM_WORKGROUP: &str = include_str!("../../shaders/width_sum_workgroup.wgsl");
+const GROUP_SCAN_COMMON: &str = include_str!("../../shaders/bccoo_group_scan_common.wgsl");
 const GROUP_SCAN_SUBGROUP: &str = include_str!("../../shaders/bccoo_group_scan_subgroup.wgsl");
 const GROUP_SCAN_WORKGROUP: &str = include_str!("../../shaders/bccoo_group_scan_workgroup.wgsl");
 const SCALAR_BITS_F32: &str = include_str!("../../shaders/scalar_bits_f32.wgsl");
@@ -356,6 +357,8 @@ impl Kernel {
             s.push('\n');
         }
         if self.group_scan {
+            s.push_str(GROUP_SCAN_COMMON);
+            s.push('\n');
             s.push_str(match lanes {
                 LaneMode::Subgroup => GROUP_SCAN_SUBGROUP,
                 LaneMode::Workgroup => GROUP_SCAN_WORKGROUP,
