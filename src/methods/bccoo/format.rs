@@ -224,7 +224,7 @@ impl Geometry {
 
 /// Splits `data` into consecutive pieces of the given lengths (for parallel fills of variable
 /// ranges).
-fn split_by<'a, X>(mut data: &'a mut [X], lens: impl Iterator<Item = usize>) -> Vec<&'a mut [X]> {
+fn split_by<X>(mut data: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [X]> {
     let mut out = Vec::new();
     for len in lens {
         let (head, tail) = data.split_at_mut(len);
@@ -367,7 +367,8 @@ impl<T: Scalar> BccooMatrix<T> {
             let continues = g > 0 && !stop[g * group_blocks - 1];
             let needs = has && continues;
             let chain = if needs { (g - last_with_stop) as u32 } else { 0 };
-            let info = (has as u32) * GROUP_HAS_STOP | (all as u32) * GROUP_ALL_STOP | (needs as u32) * GROUP_NEEDS_CARRY | chain << GROUP_CHAIN_SHIFT;
+            let bit = |on: bool, flag: u32| if on { flag } else { 0 };
+            let info = bit(has, GROUP_HAS_STOP) | bit(all, GROUP_ALL_STOP) | bit(needs, GROUP_NEEDS_CARRY) | (chain << GROUP_CHAIN_SHIFT);
             group_info.push(info);
             if needs {
                 carry_groups.push(g as u32);
