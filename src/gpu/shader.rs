@@ -225,9 +225,8 @@ pub const SURAA_COMBINE: Kernel = Kernel {
 /// Blocks per thread tile of `bccoo` (the paper's strategy-2 tile sizes, and 4); a uniform, not an
 /// override.
 pub const BCCOO_TILES: &[u32] = &[4, 8, 16, 24, 32, 40, 64, 96, 128];
-/// Result-cache rows per invocation of `bccoo` (the paper limits it to 1 and 2; tiles of short
-/// rows complete more rows than that, and the overflow is written uncoalesced).
-pub const BCCOO_CACHE_FACTORS: &[u32] = &[1, 2, 4, 8];
+/// Result-cache rows per invocation of `bccoo` (the paper limits it to 1 and 2).
+pub const BCCOO_CACHE_FACTORS: &[u32] = &[1, 2];
 /// Spin limits the library sets: the default and 0 (tests of the repair pass).
 pub const BCCOO_SPIN_LIMITS: &[u32] = &[0, 1 << 20];
 

@@ -74,8 +74,8 @@ pub struct BccooOptions {
     pub slices: Option<u32>,
     pub columns: ColumnCoding,
     pub strategy: Strategy,
-    /// Result-cache rows per invocation (1, 2, 4 or 8; the paper uses 1 and 2); default: the
-    /// largest that workgroup memory allows, up to the tile.
+    /// Result-cache rows per invocation (1 or 2, the paper's range); default 2 where workgroup
+    /// memory allows.
     pub cache_factor: Option<u32>,
     pub carry: Carry,
     /// Choose every parameter left `None` by timing candidates on this adapter (section 4); the
@@ -267,10 +267,10 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     // also times both carry paths).
     let default_wg = [512, 256, 128, 64].into_iter().find(|&wg| needs(wg, o.cache_factor.unwrap_or(1)) <= have).unwrap_or(64);
     let wg = workgroup_size(gpu, opts.workgroup_size, default_wg, at_least)?;
-    // The largest cache that fits, up to one row per block of the tile.
     let cache_factor = match o.cache_factor {
         Some(f) => f,
-        None => [8, 4, 2, 1].into_iter().find(|&f| f <= tile && needs(wg, f) <= have).unwrap_or(1),
+        None if needs(wg, 2) <= have => 2,
+        None => 1,
     };
     check_workgroup_memory(gpu, "workgroup_size", wg, needs(wg, cache_factor))?;
     let spin = o.spin_limit.unwrap_or(DEFAULT_SPIN_LIMIT);

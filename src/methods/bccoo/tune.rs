@@ -1,11 +1,11 @@
 //! Auto-tuning of `bccoo` / `bccoo-plus` (section 4): candidates are built and timed on the adapter
 //! in hand, with the paper's pruning: only the four block sizes with the smallest footprints are
-//! tried and the transpose is always offline. Beyond the paper, the result cache may hold up to 8
-//! rows per invocation (tiles of short rows complete more than 2), and the search is staged:
-//! block size, then tile, then workgroup size, then strategy and cache, then the carry path
-//! (single or two pass, where single pass is allowed), then slices, each stage keeping the best so
-//! far. Parameters the caller set are not searched. The choice is remembered for the same matrix
-//! structure, adapter, method and value type (in this process).
+//! tried, the transpose is always offline, the result cache holds 1 or 2 rows per invocation, and
+//! (beyond the paper) the search is staged: block size, then tile, then workgroup size, then
+//! strategy and cache, then the carry path (single or two pass, where single pass is allowed),
+//! then slices, each stage keeping the best so far. Parameters the caller set
+//! are not searched. The choice is remembered for the same matrix structure, adapter, method and
+//! value type (in this process).
 
 use super::{build, single_pass_is_safe, smallest_footprints, BccooOptions, Carry, Strategy};
 use crate::gpu::{Gpu, GpuVector};
@@ -112,7 +112,7 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
         stage!([128u32, 256, 512], |_: &mut BccooOptions, wg: &mut Option<u32>, w| *wg = Some(w));
     }
     if given.strategy == Strategy::Auto && given.cache_factor.is_none() {
-        let choices = [(Strategy::PerThread, 1u32), (Strategy::ResultCache, 1), (Strategy::ResultCache, 2), (Strategy::ResultCache, 4), (Strategy::ResultCache, 8)];
+        let choices = [(Strategy::PerThread, 1u32), (Strategy::ResultCache, 1), (Strategy::ResultCache, 2)];
         stage!(choices, |o: &mut BccooOptions, _: &mut Option<u32>, (s, f)| {
             o.strategy = s;
             o.cache_factor = Some(f);
