@@ -75,6 +75,9 @@ struct Args {
     /// Tune `bccoo` and `bccoo-plus` on this adapter (section 4 of the paper) before timing them.
     #[arg(long)]
     tune: bool,
+    /// Remember `bccoo` tuning choices in this file across runs (read first, appended after).
+    #[arg(long)]
+    tune_file: Option<PathBuf>,
     /// `bccoo`'s blocks per thread tile; default: the library's choice.
     #[arg(long)]
     bccoo_tile: Option<u32>,
@@ -166,7 +169,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             }
             Method::Bccoo | Method::BccooPlus => {
                 for &(suffix, carry) in &carries {
-                    let bccoo = BccooOptions { carry, tune: args.tune, tile: args.bccoo_tile, spin_limit: args.bccoo_spin, ..Default::default() };
+                    let bccoo = BccooOptions { carry, tune: args.tune, tune_file: args.tune_file.clone(), tile: args.bccoo_tile, spin_limit: args.bccoo_spin, ..Default::default() };
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { bccoo, ..base.clone() } });
                 }
             }

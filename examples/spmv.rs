@@ -38,6 +38,9 @@ struct Args {
     /// Tune `bccoo` and `bccoo-plus` by timing candidates on this adapter first.
     #[arg(long)]
     tune: bool,
+    /// Remember `bccoo` tuning choices in this file across runs (read first, appended after).
+    #[arg(long)]
+    tune_file: Option<PathBuf>,
     /// Input vector x as a Matrix Market array. Default: a fixed random vector.
     #[arg(long)]
     x: Option<PathBuf>,
@@ -111,7 +114,7 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
     };
     let carry = parse_carry(&args.carry)?;
     let opts = PlanOptions {
-        bccoo: BccooOptions { carry, tune: args.tune, ..Default::default() },
+        bccoo: BccooOptions { carry, tune: args.tune, tune_file: args.tune_file.clone(), ..Default::default() },
         speculative: SpeculativeOptions { finish, ..Default::default() },
         suraa: SuraaOptions { setup, max_child: args.max_child, ..Default::default() },
         ..Default::default()

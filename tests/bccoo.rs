@@ -177,6 +177,28 @@ fn tuning_chooses_remembers_and_is_correct() {
 }
 
 #[test]
+fn tuning_file_remembers_across_processes() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::Tall.generate(8_000, 31).cast::<f32>();
+    let path = std::env::temp_dir().join(format!("wgspmv-tune-{}.txt", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    std::fs::write(&path, "a line that is no tuning record\n").unwrap();
+    let o = PlanOptions { bccoo: BccooOptions { tune: true, tune_file: Some(path.clone()), ..Default::default() }, ..Default::default() };
+    let first = gpu.prepare_with(&a, Method::Bccoo, &o).unwrap();
+    let t1 = first.bccoo().unwrap().tuning.clone().unwrap();
+    assert!(!t1.remembered && !t1.candidates.is_empty());
+    assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2, "one record appended");
+    // With a file, the file answers (as it would in a new process).
+    std::fs::write(&path, std::fs::read_to_string(&path).unwrap() + "another stray line\n").unwrap();
+    let second = gpu.prepare_with(&a, Method::Bccoo, &o).unwrap();
+    let t2 = second.bccoo().unwrap().tuning.clone().unwrap();
+    assert!(t2.remembered && t2.candidates.is_empty(), "{t2:?}");
+    assert_eq!(second.bccoo().unwrap().summary(), first.bccoo().unwrap().summary());
+    check_method(&gpu, &a, Method::Bccoo, &o, "tuned from the file");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
 fn footprint_is_smaller_than_coo() {
     let Some(gpu) = gpu() else { return };
     let a = SuiteClass::Banded.generate(50_000, 4).cast::<f32>();

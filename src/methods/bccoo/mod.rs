@@ -81,6 +81,9 @@ pub struct BccooOptions {
     /// Choose every parameter left `None` by timing candidates on this adapter (section 4); the
     /// choice is remembered for the same matrix, adapter and method.
     pub tune: bool,
+    /// A text file that remembers tuning choices across processes: read before tuning, appended
+    /// to after (the matrix is recognised by a hash of its structure).
+    pub tune_file: Option<std::path::PathBuf>,
     /// Polls per slot word before a single-pass wait gives up (tests force 0 to exercise the
     /// repair pass). Default 1 048 576.
     pub spin_limit: Option<u32>,

@@ -5,9 +5,10 @@
 //! strategy and cache, then the carry path (single or two pass, where single pass is allowed),
 //! then slices, each stage keeping the best so far. Parameters the caller set
 //! are not searched. The choice is remembered for the same matrix structure, adapter, method and
-//! value type (in this process).
+//! value type: in this process, or, when [`BccooOptions::tune_file`] names one, in a tuning file
+//! shared across processes (one line per choice, appended).
 
-use super::{build, single_pass_is_safe, smallest_footprints, BccooOptions, Carry, Strategy};
+use super::{build, single_pass_is_safe, smallest_footprints, BccooOptions, Carry, ColumnCoding, Strategy};
 use crate::gpu::{Gpu, GpuVector};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::SpmvPlan;
@@ -31,11 +32,72 @@ pub struct TuneReport {
     pub remembered: bool,
 }
 
-type Key = (String, &'static str, &'static str, u64);
+/// Adapter, lane policy and given options; method; value type; matrix structure, as one line.
+type Key = String;
 
 fn memory() -> &'static Mutex<HashMap<Key, (BccooOptions, u32)>> {
     static M: OnceLock<Mutex<HashMap<Key, (BccooOptions, u32)>>> = OnceLock::new();
     M.get_or_init(Default::default)
+}
+
+/// One remembered choice as a line of a tuning file: `key<TAB>h w tile slices columns strategy
+/// cache carry workgroup`.
+fn encode(key: &str, o: &BccooOptions, wg: u32) -> String {
+    let strategy = match o.strategy {
+        Strategy::PerThread => "per-thread",
+        _ => "cache",
+    };
+    let carry = match o.carry {
+        Carry::TwoPass => "two",
+        _ => "single",
+    };
+    let n = |v: Option<u32>| v.unwrap_or(0);
+    format!(
+        "{key}\t{} {} {} {} {} {strategy} {} {carry} {wg}",
+        n(o.block_height),
+        n(o.block_width),
+        n(o.tile),
+        n(o.slices),
+        o.columns.name(),
+        n(o.cache_factor)
+    )
+}
+
+/// The choice a tuning file holds for `key` (the last line for it wins); lines that do not parse
+/// are ignored (the matrix is tuned again).
+fn lookup(text: &str, key: &str) -> Option<(BccooOptions, u32)> {
+    text.lines().rev().find_map(|line| {
+        let (k, v) = line.split_once('\t')?;
+        if k != key {
+            return None;
+        }
+        let f: Vec<&str> = v.split(' ').collect();
+        let [h, w, tile, slices, columns, strategy, cache, carry, wg] = f.as_slice() else { return None };
+        let num = |s: &str| s.parse::<u32>().ok();
+        let columns = [ColumnCoding::Auto, ColumnCoding::U32, ColumnCoding::U16, ColumnCoding::Delta16].into_iter().find(|c| c.name() == *columns)?;
+        let strategy = match *strategy {
+            "per-thread" => Strategy::PerThread,
+            "cache" => Strategy::ResultCache,
+            _ => return None,
+        };
+        let carry = match *carry {
+            "single" => Carry::SinglePass,
+            "two" => Carry::TwoPass,
+            _ => return None,
+        };
+        let o = BccooOptions {
+            block_height: Some(num(h)?),
+            block_width: Some(num(w)?),
+            tile: Some(num(tile)?),
+            slices: Some(num(slices)?),
+            columns,
+            strategy,
+            cache_factor: Some(num(cache)?),
+            carry,
+            ..Default::default()
+        };
+        Some((o, num(wg)?))
+    })
 }
 
 /// A hash of the matrix's structure (dimensions, row pointers, columns): what speed depends on.
@@ -50,9 +112,21 @@ fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
 /// Tunes and returns the plan built with the chosen parameters.
 pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<(SpmvPlan<T>, TuneReport)> {
     let info = gpu.info();
-    let given = BccooOptions { tune: false, ..opts.bccoo.clone() };
-    let key: Key = (format!("{} {:?} {} {:?} {:?}", info.name, info.backend, info.driver, opts.lanes, given), method.name(), T::NAME, fingerprint(a));
-    if let Some((chosen, wg)) = memory().lock().unwrap().get(&key).cloned() {
+    let file = opts.bccoo.tune_file.clone();
+    let given = BccooOptions { tune: false, tune_file: None, ..opts.bccoo.clone() };
+    let key: Key = format!("{} {:?} {} {:?} {:?} {} {} {:016x}", info.name, info.backend, info.driver, opts.lanes, given, method.name(), T::NAME, fingerprint(a))
+        .replace(['\t', '\n'], " ");
+    let read_file = |path: &std::path::Path| match std::fs::read_to_string(path) {
+        Ok(text) => Ok(lookup(&text, &key)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(crate::Error::Io { path: path.to_owned(), source }),
+    };
+    // With a tuning file, the file is the memory (what another process tuned counts too).
+    let remembered = match &file {
+        Some(path) => read_file(path)?,
+        None => memory().lock().unwrap().get(&key).cloned(),
+    };
+    if let Some((chosen, wg)) = remembered {
         let plan = build(gpu, a, method, &PlanOptions { bccoo: chosen.clone(), workgroup_size: Some(wg), ..opts.clone() })?;
         return Ok((plan, TuneReport { candidates: Vec::new(), chosen, workgroup_size: wg, time: Duration::ZERO, remembered: true }));
     }
@@ -142,14 +216,25 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
         block_width: Some(r.layout.block_width),
         tile: Some(r.layout.tile),
         slices: Some(r.layout.slices),
-        columns: best.columns,
+        columns: r.layout.columns,
         strategy: r.strategy,
         cache_factor: Some(r.cache_factor),
         carry: r.carry,
         tune: false,
+        tune_file: None,
         spin_limit: best.spin_limit,
     };
     let wg = r.layout.workgroup;
+    if let Some(path) = &file {
+        use std::io::Write;
+        let line = encode(&key, &chosen, wg);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| writeln!(f, "{line}"))
+            .map_err(|source| crate::Error::Io { path: path.clone(), source })?;
+    }
     memory().lock().unwrap().insert(key, (chosen.clone(), wg));
     Ok((plan, TuneReport { candidates, chosen, workgroup_size: wg, time: start.elapsed(), remembered: false }))
 }
