@@ -10,7 +10,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
-use wgspmv::methods::bccoo::{BccooOptions, Carry};
+#[path = "common/bccoo_args.rs"]
+mod bccoo_args;
+use bccoo_args::BccooArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
@@ -68,23 +70,8 @@ struct Args {
     /// `suraa`'s G1 budget (the paper's max_child_threads); default: the library's.
     #[arg(long)]
     max_child: Option<u32>,
-    /// How `bccoo` and `bccoo-plus` carry sums across workgroups: auto, single, two, or both
-    /// (rows `bccoo-single` and `bccoo-two`, ...).
-    #[arg(long, default_value = "auto")]
-    carry: String,
-    /// Tune `bccoo` and `bccoo-plus` on this adapter (section 4 of the paper) before timing them.
-    #[arg(long)]
-    tune: bool,
-    /// Remember `bccoo` tuning choices in this file across runs (read first, appended after).
-    #[arg(long)]
-    tune_file: Option<PathBuf>,
-    /// `bccoo`'s blocks per thread tile; default: the library's choice.
-    #[arg(long)]
-    bccoo_tile: Option<u32>,
-    /// `bccoo`'s single-pass spin limit (0 sends every wait that finds a slot unwritten to the
-    /// repair pass); default: the library's.
-    #[arg(long)]
-    bccoo_spin: Option<u32>,
+    #[command(flatten)]
+    bccoo: BccooArgs,
     /// Invocations per workgroup for every method; default: each method's choice.
     #[arg(long)]
     workgroup_size: Option<u32>,
@@ -144,13 +131,6 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         "both" => vec![("-host", SetupOn::Host), ("-gpu", SetupOn::Gpu)],
         other => return Err(wgspmv::Error::UnknownName { what: "setup", name: other.into(), expected: "auto, host, gpu, both".into() }),
     };
-    let carries: Vec<(&str, Carry)> = match args.carry.as_str() {
-        "auto" => vec![("", Carry::Auto)],
-        "single" => vec![("", Carry::SinglePass)],
-        "two" => vec![("", Carry::TwoPass)],
-        "both" => vec![("-single", Carry::SinglePass), ("-two", Carry::TwoPass)],
-        other => return Err(wgspmv::Error::UnknownName { what: "carry", name: other.into(), expected: "auto, single, two, both".into() }),
-    };
     let mut variants = Vec::new();
     for &m in &methods {
         let base = PlanOptions { workgroup_size: args.workgroup_size, ..Default::default() };
@@ -168,8 +148,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
                 }
             }
             Method::Bccoo | Method::BccooPlus => {
-                for &(suffix, carry) in &carries {
-                    let bccoo = BccooOptions { carry, tune: args.tune, tune_file: args.tune_file.clone(), tile: args.bccoo_tile, spin_limit: args.bccoo_spin, ..Default::default() };
+                for (suffix, bccoo) in args.bccoo.variants()? {
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { bccoo, ..base.clone() } });
                 }
             }

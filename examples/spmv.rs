@@ -7,7 +7,9 @@
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use wgspmv::methods::bccoo::{BccooOptions, Carry};
+#[path = "common/bccoo_args.rs"]
+mod bccoo_args;
+use bccoo_args::BccooArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
@@ -31,16 +33,8 @@ struct Args {
     /// `suraa`'s G1 budget (the paper's max_child_threads; 0 disables the dynamic kernel).
     #[arg(long)]
     max_child: Option<u32>,
-    /// How `bccoo` and `bccoo-plus` carry sums across workgroups: auto, single (adjacent
-    /// synchronization) or two (a second pass).
-    #[arg(long, default_value = "auto")]
-    carry: String,
-    /// Tune `bccoo` and `bccoo-plus` by timing candidates on this adapter first.
-    #[arg(long)]
-    tune: bool,
-    /// Remember `bccoo` tuning choices in this file across runs (read first, appended after).
-    #[arg(long)]
-    tune_file: Option<PathBuf>,
+    #[command(flatten)]
+    bccoo: BccooArgs,
     /// Input vector x as a Matrix Market array. Default: a fixed random vector.
     #[arg(long)]
     x: Option<PathBuf>,
@@ -112,9 +106,8 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
         "gpu" => SetupOn::Gpu,
         other => return Err(wgspmv::Error::UnknownName { what: "setup", name: other.into(), expected: "auto, host, gpu".into() }),
     };
-    let carry = parse_carry(&args.carry)?;
     let opts = PlanOptions {
-        bccoo: BccooOptions { carry, tune: args.tune, tune_file: args.tune_file.clone(), ..Default::default() },
+        bccoo: args.bccoo.options()?,
         speculative: SpeculativeOptions { finish, ..Default::default() },
         suraa: SuraaOptions { setup, max_child: args.max_child, ..Default::default() },
         ..Default::default()
@@ -174,12 +167,3 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
     Ok(all_ok)
 }
 
-/// `--carry`: how bccoo carries sums across workgroups.
-fn parse_carry(s: &str) -> wgspmv::Result<Carry> {
-    match s {
-        "auto" => Ok(Carry::Auto),
-        "single" => Ok(Carry::SinglePass),
-        "two" => Ok(Carry::TwoPass),
-        other => Err(wgspmv::Error::UnknownName { what: "carry", name: other.into(), expected: "auto, single, two".into() }),
-    }
-}

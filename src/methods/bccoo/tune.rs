@@ -135,7 +135,8 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
     let mut candidates = Vec::new();
-    let mut time = |o: &BccooOptions, wg: Option<u32>| -> Result<Option<f64>> {
+    // Builds and times a candidate, returning the plan so that the winner is not built again.
+    let mut time = |o: &BccooOptions, wg: Option<u32>| -> Result<Option<(f64, SpmvPlan<T>)>> {
         let po = PlanOptions { bccoo: o.clone(), workgroup_size: wg, ..opts.clone() };
         // A candidate this adapter cannot hold (workgroup memory, binding size) is skipped.
         let plan = match build(gpu, a, method, &po) {
@@ -145,12 +146,13 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
         };
         let ms = plan.time(&gx, &mut gy, 10)?.ms;
         candidates.push((plan.bccoo().map_or(String::new(), |r| r.summary()), ms));
-        Ok(Some(ms))
+        Ok(Some((ms, plan)))
     };
 
     let mut best = given.clone();
     let mut best_wg = opts.workgroup_size;
     let mut best_ms = f64::INFINITY;
+    let mut best_plan: Option<SpmvPlan<T>> = None;
     // Tries each value of one parameter on top of the best so far.
     macro_rules! stage {
         ($values:expr, $apply:expr) => {
@@ -159,11 +161,12 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
                 let mut wg = best_wg;
                 #[allow(clippy::redundant_closure_call)]
                 ($apply)(&mut o, &mut wg, v);
-                if let Some(ms) = time(&o, wg)? {
+                if let Some((ms, plan)) = time(&o, wg)? {
                     if ms < best_ms {
                         best_ms = ms;
                         best = o;
                         best_wg = wg;
+                        best_plan = Some(plan);
                     }
                 }
             }
@@ -204,12 +207,13 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
         let slices: Vec<u32> = [2u32, 4, 8, 16, 32].into_iter().filter(|&s| s <= max).collect();
         stage!(slices, |o: &mut BccooOptions, _: &mut Option<u32>, s| o.slices = Some(s));
     }
-    if best_ms == f64::INFINITY {
-        // Nothing could be built: let the plain build report why.
-        build(gpu, a, method, &PlanOptions { bccoo: given.clone(), ..opts.clone() })?;
-    }
+    let plan = match best_plan {
+        Some(p) => p,
+        // Nothing could be built (or nothing was left to search): the plain build reports why,
+        // or is the plan.
+        None => build(gpu, a, method, &PlanOptions { bccoo: best.clone(), workgroup_size: best_wg, ..opts.clone() })?,
+    };
     // Pin every remaining choice to what the best candidate used.
-    let plan = build(gpu, a, method, &PlanOptions { bccoo: best.clone(), workgroup_size: best_wg, ..opts.clone() })?;
     let r = plan.bccoo().expect("a bccoo plan has a bccoo report");
     let chosen = BccooOptions {
         block_height: Some(r.layout.block_height),

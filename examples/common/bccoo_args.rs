@@ -1,0 +1,56 @@
+//! The `bccoo` / `bccoo-plus` flags shared by the `spmv` and `bench` examples.
+// Each example uses only part of it.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use wgspmv::methods::bccoo::{BccooOptions, Carry};
+
+#[derive(clap::Args)]
+pub struct BccooArgs {
+    /// How `bccoo` and `bccoo-plus` carry sums across workgroups: auto, single (adjacent
+    /// synchronization), two (a second pass), or, in `bench`, both (rows `bccoo-single` and
+    /// `bccoo-two`, ...).
+    #[arg(long, default_value = "auto")]
+    pub carry: String,
+    /// Tune `bccoo` and `bccoo-plus` by timing candidates on this adapter first (section 4).
+    #[arg(long)]
+    pub tune: bool,
+    /// Remember `bccoo` tuning choices in this file across runs (read first, appended after).
+    #[arg(long)]
+    pub tune_file: Option<PathBuf>,
+    /// `bccoo`'s blocks per thread tile; default: the library's choice.
+    #[arg(long)]
+    pub bccoo_tile: Option<u32>,
+    /// `bccoo`'s single-pass spin limit (0 sends every wait that finds a slot unwritten to the
+    /// repair pass); default: the library's.
+    #[arg(long)]
+    pub bccoo_spin: Option<u32>,
+}
+
+impl BccooArgs {
+    /// One `(label suffix, options)` per carry path asked for (`both` gives two).
+    pub fn variants(&self) -> wgspmv::Result<Vec<(&'static str, BccooOptions)>> {
+        let carries: Vec<(&'static str, Carry)> = match self.carry.as_str() {
+            "auto" => vec![("", Carry::Auto)],
+            "single" => vec![("", Carry::SinglePass)],
+            "two" => vec![("", Carry::TwoPass)],
+            "both" => vec![("-single", Carry::SinglePass), ("-two", Carry::TwoPass)],
+            other => return Err(wgspmv::Error::UnknownName { what: "carry", name: other.into(), expected: "auto, single, two, both".into() }),
+        };
+        Ok(carries
+            .into_iter()
+            .map(|(suffix, carry)| {
+                let o = BccooOptions { carry, tune: self.tune, tune_file: self.tune_file.clone(), tile: self.bccoo_tile, spin_limit: self.bccoo_spin, ..Default::default() };
+                (suffix, o)
+            })
+            .collect())
+    }
+
+    /// The options for a single carry path (`both` is refused).
+    pub fn options(&self) -> wgspmv::Result<BccooOptions> {
+        match self.variants()?.as_slice() {
+            [(_, o)] => Ok(o.clone()),
+            _ => Err(wgspmv::Error::UnknownName { what: "carry", name: self.carry.clone(), expected: "auto, single, two".into() }),
+        }
+    }
+}
