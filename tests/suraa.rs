@@ -14,13 +14,14 @@ fn opts(setup: SetupOn) -> PlanOptions {
 }
 
 /// Small geometry on the workgroup path: base width 4 in workgroups of 64 (classes 4..64 lanes),
-/// dynamic workgroups of 64 nonzeros, a G1 budget of 40 rows, low thresholds so all groups fill.
+/// dynamic workgroups of 64 nonzeros, a G1 budget of 40 rows, low thresholds so all groups fill,
+/// and a scalar kernel staging 64 products per round (so rows straddle rounds).
 fn small(setup: SetupOn) -> PlanOptions {
     PlanOptions {
         lanes: LanePolicy::Workgroup,
         lanes_per_row: Some(4),
         workgroup_size: Some(64),
-        suraa: SuraaOptions { setup, max_child: Some(40), dynamic_min_mean: Some(8), vector_min_mean: Some(4), dynamic_items: Some(1) },
+        suraa: SuraaOptions { setup, max_child: Some(40), dynamic_min_mean: Some(8), vector_min_mean: Some(4), dynamic_items: Some(1), scalar_stage: Some(1) },
         ..Default::default()
     }
 }
@@ -37,6 +38,9 @@ fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {
                 check_method(&gpu, a, Method::Suraa, &opts(on), &format!("{label} / f64 / {on:?} setup / {dev}"));
             }
             check_method(&gpu, &a.cast::<f32>(), Method::Suraa, &small(on), &format!("{label} / small geometry / {on:?} setup / {dev}"));
+            let mut direct = opts(on);
+            direct.suraa.scalar_stage = Some(0);
+            check_method(&gpu, &a.cast::<f32>(), Method::Suraa, &direct, &format!("{label} / f32 / rows read directly / {on:?} setup / {dev}"));
         }
     }
 }
@@ -130,4 +134,6 @@ fn bad_options_are_errors() {
     assert!(matches!(gpu.prepare_with(&a, Method::Suraa, &o), Err(Error::InvalidParameter { name: "suraa.dynamic_items", .. })));
     let o = PlanOptions { workgroup_size: Some(100), ..Default::default() };
     assert!(matches!(gpu.prepare_with(&a, Method::Suraa, &o), Err(Error::InvalidParameter { name: "workgroup_size", .. })));
+    let o = PlanOptions { suraa: SuraaOptions { scalar_stage: Some(3), ..Default::default() }, ..Default::default() };
+    assert!(matches!(gpu.prepare_with(&a, Method::Suraa, &o), Err(Error::InvalidParameter { name: "suraa.scalar_stage", .. })));
 }

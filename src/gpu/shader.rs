@@ -193,6 +193,8 @@ pub const SPECULATIVE_FINISH: Kernel = Kernel {
 
 /// Nonzeros per lane of one workgroup of SURAA's dynamic kernel.
 pub const SURAA_DYNAMIC_ITEMS: &[u32] = &[1, 2, 4, 8, 16, 32, 64];
+/// Products per lane SURAA's scalar role stages per round (0: rows are read directly).
+pub const SURAA_SCALAR_STAGE: &[u32] = &[0, 1, 2, 4, 8, 16];
 
 pub const SURAA: Kernel = Kernel {
     name: "suraa",
@@ -204,7 +206,7 @@ pub const SURAA: Kernel = Kernel {
     group_scan: false,
     scalar_bits: false,
     pieces: &[SURAA_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS)],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS), ("SCALAR_STAGE", SURAA_SCALAR_STAGE)],
     derive: None,
 };
 
@@ -374,7 +376,8 @@ impl Kernel {
             s.push('\n');
         }
         s.push_str(self.body);
-        s.replace("SCALAR", scalar)
+        // Only the alias: a blanket replace would also rename identifiers such as SCALAR_STAGE.
+        s.replace("alias scalar = SCALAR;", &format!("alias scalar = {scalar};"))
     }
 
     /// Whether the `scalar` variant needs `SHADER_INT64` (bit casts of f64).

@@ -53,6 +53,11 @@ pub struct SuraaOptions {
     pub vector_min_mean: Option<u32>,
     /// Nonzeros per lane of one dynamic workgroup (1 to 64, a power of two; default 16).
     pub dynamic_items: Option<u32>,
+    /// Products per lane the scalar kernel (G3) loads per round into workgroup memory, coalesced,
+    /// before each invocation sums its own row from there (0, 1, 2, 4, 8 or 16; 0 reads every row
+    /// directly, as the paper's scalar kernel does). Default: 8, or the most that fits the
+    /// adapter's workgroup memory.
+    pub scalar_stage: Option<u32>,
     pub setup: SetupOn,
 }
 
@@ -88,7 +93,22 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least.max(team))?;
     let scalar_bytes = std::mem::size_of::<T>() as u64;
     let wg_arrays = if lanes == LaneMode::Workgroup { 2 } else { 1 };
-    check_workgroup_memory(gpu, "workgroup_size", wg, wg_arrays * wg as u64 * scalar_bytes)?;
+    let lane_bytes = wg_arrays * wg as u64 * scalar_bytes;
+    check_workgroup_memory(gpu, "workgroup_size", wg, lane_bytes)?;
+    let stage_bytes = |items: u32| lane_bytes + (wg * items).max(1) as u64 * scalar_bytes;
+    let scalar_stage = match o.scalar_stage {
+        Some(s) if !shader::SURAA_SCALAR_STAGE.contains(&s) => {
+            return Err(bad("suraa.scalar_stage", s, format!("must be one of {:?}", shader::SURAA_SCALAR_STAGE)));
+        }
+        Some(s) => {
+            check_workgroup_memory(gpu, "suraa.scalar_stage", s, stage_bytes(s))?;
+            s
+        }
+        None => {
+            let have = gpu.info().limits.max_compute_workgroup_storage_size as u64;
+            [8, 4, 2, 1].into_iter().find(|&s| stage_bytes(s) <= have).unwrap_or(0)
+        }
+    };
     let items = o.dynamic_items.unwrap_or(16);
     if !shader::SURAA_DYNAMIC_ITEMS.contains(&items) {
         return Err(bad("suraa.dynamic_items", items, format!("must be one of {:?}", shader::SURAA_DYNAMIC_ITEMS)));
@@ -152,6 +172,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         let mut v = vec![("WG_SIZE", wg), ("LANES", team)];
         if k.name == shader::SURAA.name {
             v.push(("DYNAMIC_ITEMS", items));
+            v.push(("SCALAR_STAGE", scalar_stage));
         }
         v
     };
@@ -169,13 +190,14 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     };
     let report = SuraaReport { params, schedule, setup_on: if on_gpu { "gpu" } else { "host" }, setup_time, setup_alloc_time, buffers: Arc::new(b) };
     let details = format!(
-        "suraa: {} rows per segment ({} segments), G1 {} rows in {} workgroups, G2 {} rows, G3 {} rows; base width {team} via {}, workgroup {wg}, setup on the {}",
+        "suraa: {} rows per segment ({} segments), G1 {} rows in {} workgroups, G2 {} rows, G3 {} rows ({}); base width {team} via {}, workgroup {wg}, setup on the {}",
         schedule.segment_rows,
         schedule.segments,
         schedule.dynamic_rows,
         schedule.dynamic_groups,
         schedule.vector_rows(),
         schedule.scalar_rows(),
+        if scalar_stage == 0 { "read directly".to_owned() } else { format!("staged {scalar_stage} per lane") },
         lanes.name(),
         report.setup_on,
     );
