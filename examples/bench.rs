@@ -70,6 +70,10 @@ struct Args {
     /// `suraa`'s G1 budget (the paper's max_child_threads); default: the library's.
     #[arg(long)]
     max_child: Option<u32>,
+    /// Products per lane `suraa`'s scalar kernel stages in workgroup memory per round (0: rows are
+    /// read directly, as in the paper); default: the library's.
+    #[arg(long)]
+    scalar_stage: Option<u32>,
     #[command(flatten)]
     bccoo: BccooArgs,
     /// Invocations per workgroup for every method; default: each method's choice.
@@ -143,7 +147,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             }
             Method::Suraa => {
                 for &(suffix, setup) in &setups {
-                    let suraa = SuraaOptions { setup, max_child: args.max_child, ..Default::default() };
+                    let suraa = SuraaOptions { setup, max_child: args.max_child, scalar_stage: args.scalar_stage, ..Default::default() };
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { suraa, ..base.clone() } });
                 }
             }

@@ -33,6 +33,10 @@ struct Args {
     /// `suraa`'s G1 budget (the paper's max_child_threads; 0 disables the dynamic kernel).
     #[arg(long)]
     max_child: Option<u32>,
+    /// Products per lane `suraa`'s scalar kernel stages in workgroup memory per round (0: rows are
+    /// read directly, as in the paper); default: the library's.
+    #[arg(long)]
+    scalar_stage: Option<u32>,
     #[command(flatten)]
     bccoo: BccooArgs,
     /// Input vector x as a Matrix Market array. Default: a fixed random vector.
@@ -109,7 +113,7 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
     let opts = PlanOptions {
         bccoo: args.bccoo.options()?,
         speculative: SpeculativeOptions { finish, ..Default::default() },
-        suraa: SuraaOptions { setup, max_child: args.max_child, ..Default::default() },
+        suraa: SuraaOptions { setup, max_child: args.max_child, scalar_stage: args.scalar_stage, ..Default::default() },
         ..Default::default()
     };
     for (i, &m) in methods.iter().enumerate() {
