@@ -130,12 +130,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     var sum = scalar(0);
     for (var c = span.x; c < span.y; c += STAGE_CELLS) {
         let round_end = min(c + STAGE_CELLS, span.y);
-        // A constant trip count, so the loads of a round can all be in flight at once.
-        for (var s = 0u; s < SCALAR_STAGE; s++) {
-            let k = c + s * WG_SIZE + v;
-            if (k < round_end) {
-                staged[k - c] = vals[k] * x[col_idx[k]];
-            }
+        for (var k = c + v; k < round_end; k += WG_SIZE) {
+            staged[k - c] = vals[k] * x[col_idx[k]];
         }
         workgroupBarrier();
         for (var k = max(begin, c); k < min(end, round_end); k++) {
