@@ -6,12 +6,14 @@ struct Schedule {
     // G1: sorted rows [0, dynamic_rows), run by the dynamic kernel in dynamic_groups workgroups.
     dynamic_rows: u32,
     dynamic_groups: u32,
-    // G3: sorted rows [scalar_begin, nrows), one invocation each.
+    // G3: sorted rows [scalar_begin, nrows), one invocation each, in scalar_groups workgroups of
+    // their own dispatch.
     scalar_begin: u32,
+    // Workgroups of the main dispatch (G1 and G2).
     main_groups: u32,
     segment_rows: u32,
     segments: u32,
-    pad: u32,
+    scalar_groups: u32,
     // Vector class c (lane width LANES << c): sorted rows [class_begin[c], + class_rows[c]),
     // main-grid workgroups from class_group[c]. Eight u32 each, as two vec4 (uniform layout).
     class_begin: array<vec4<u32>, 2>,

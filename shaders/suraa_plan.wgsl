@@ -19,7 +19,7 @@ struct PlanParams {
 @group(0) @binding(1) var<uniform> p: PlanParams;
 @group(0) @binding(2) var<storage, read_write> out: Schedule;
 @group(0) @binding(3) var<storage, read_write> dynamic_ptr: array<u32>;
-// Indirect dispatch sizes: main (x, y, 1), then combine (x, y, 1).
+// Indirect dispatch sizes: main (x, y, 1), combine (x, y, 1), then scalar (x, y, 1).
 @group(0) @binding(4) var<storage, read_write> indirect: array<u32>;
 
 var<private> seg: u32;
@@ -234,7 +234,6 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     out.scalar_begin = rows_of(vector_segs);
     out.segment_rows = seg;
     out.segments = nseg;
-    out.pad = 0u;
     var group = carry;
     for (var c = 0u; c < 8u; c++) {
         out.class_begin[c / 4u][c % 4u] = 0u;
@@ -259,12 +258,16 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         out.class_group[c / 4u][c % 4u] = group;
         group += (e - b + per_group - 1u) / per_group;
     }
-    group += (m - rows_of(vector_segs) + p.workgroup_size - 1u) / p.workgroup_size;
+    let scalar_groups = (m - rows_of(vector_segs) + p.workgroup_size - 1u) / p.workgroup_size;
     out.main_groups = group;
+    out.scalar_groups = scalar_groups;
     indirect[0] = grid_x(group);
     indirect[1] = grid_y(group);
     indirect[2] = 1u;
     indirect[3] = grid_x(dynamic_rows);
     indirect[4] = grid_y(dynamic_rows);
     indirect[5] = 1u;
+    indirect[6] = grid_x(scalar_groups);
+    indirect[7] = grid_y(scalar_groups);
+    indirect[8] = 1u;
 }

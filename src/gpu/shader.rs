@@ -68,6 +68,7 @@ const SCALAR_BITS_F32: &str = include_str!("../../shaders/scalar_bits_f32.wgsl")
 const SCALAR_BITS_F64: &str = include_str!("../../shaders/scalar_bits_f64.wgsl");
 const BCCOO_COMMON: &str = include_str!("../../shaders/bccoo_common.wgsl");
 const SURAA_COMMON: &str = include_str!("../../shaders/suraa_common.wgsl");
+const SURAA_ROWS: &str = include_str!("../../shaders/suraa_rows.wgsl");
 const SPECULATIVE_COMMON: &str = include_str!("../../shaders/speculative_common.wgsl");
 
 /// Workgroup sizes the library chooses from (all powers of two, so team reductions halve cleanly).
@@ -205,8 +206,22 @@ pub const SURAA: Kernel = Kernel {
     sums: true,
     group_scan: false,
     scalar_bits: false,
-    pieces: &[SURAA_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS), ("SCALAR_STAGE", SURAA_SCALAR_STAGE)],
+    pieces: &[SURAA_COMMON, SURAA_ROWS],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS)],
+    derive: None,
+};
+
+pub const SURAA_SCALAR: Kernel = Kernel {
+    name: "suraa_scalar",
+    body: include_str!("../../shaders/suraa_scalar.wgsl"),
+    spmv: true,
+    lanes: false,
+    scans: false,
+    sums: false,
+    group_scan: false,
+    scalar_bits: false,
+    pieces: &[SURAA_COMMON, SURAA_ROWS],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("SCALAR_STAGE", SURAA_SCALAR_STAGE)],
     derive: None,
 };
 
@@ -312,6 +327,7 @@ pub const ALL_KERNELS: &[Kernel] = &[
     SPECULATIVE,
     SPECULATIVE_FINISH,
     SURAA,
+    SURAA_SCALAR,
     SURAA_COMBINE,
     SURAA_KEYS,
     RADIX_COUNT,

@@ -83,8 +83,8 @@ pub const DEFAULT_MAX_CHILD: u32 = 2048;
 /// Below this many rows `SetupOn::Auto` sets up on the host.
 const HOST_SETUP_ROWS: usize = 4096;
 
-/// Mirrors the six u32 of the two indirect dispatches (`main`, then `combine`).
-pub(crate) const INDIRECT_BYTES: u64 = 24;
+/// Mirrors the nine u32 of the three indirect dispatches (`main`, `combine`, then `scalar`).
+pub(crate) const INDIRECT_BYTES: u64 = 36;
 
 pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
     let o = &opts.suraa;
@@ -95,7 +95,8 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let wg_arrays = if lanes == LaneMode::Workgroup { 2 } else { 1 };
     let lane_bytes = wg_arrays * wg as u64 * scalar_bytes;
     check_workgroup_memory(gpu, "workgroup_size", wg, lane_bytes)?;
-    let stage_bytes = |items: u32| lane_bytes + (wg * items).max(1) as u64 * scalar_bytes;
+    // The scalar kernel's only workgroup array.
+    let stage_bytes = |items: u32| (wg * items).max(1) as u64 * scalar_bytes;
     let scalar_stage = match o.scalar_stage {
         Some(s) if !shader::SURAA_SCALAR_STAGE.contains(&s) => {
             return Err(bad("suraa.scalar_stage", s, format!("must be one of {:?}", shader::SURAA_SCALAR_STAGE)));
@@ -169,9 +170,14 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let schedule = gpu_setup::read_schedule(gpu, &b)?;
 
     let overrides = |k: &shader::Kernel| {
-        let mut v = vec![("WG_SIZE", wg), ("LANES", team)];
+        let mut v = vec![("WG_SIZE", wg)];
+        if k.name != shader::SURAA_SCALAR.name {
+            v.push(("LANES", team));
+        }
         if k.name == shader::SURAA.name {
             v.push(("DYNAMIC_ITEMS", items));
+        }
+        if k.name == shader::SURAA_SCALAR.name {
             v.push(("SCALAR_STAGE", scalar_stage));
         }
         v
@@ -182,6 +188,11 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         pipeline: pipeline(shader::SURAA)?,
         bindings: vec![owned(&b.row_ptr), owned(&b.col_idx), owned(&b.vals), Binding::X, Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.dynamic_ptr), owned(&b.partials)],
         grid: Grid::Indirect(b.indirect.clone(), 0),
+    };
+    let scalar = Stage {
+        pipeline: pipeline(shader::SURAA_SCALAR)?,
+        bindings: vec![owned(&b.row_ptr), owned(&b.col_idx), owned(&b.vals), Binding::X, Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm)],
+        grid: Grid::Indirect(b.indirect.clone(), 24),
     };
     let combine = Stage {
         pipeline: pipeline(shader::SURAA_COMBINE)?,
@@ -201,7 +212,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         lanes.name(),
         report.setup_on,
     );
-    Ok(SpmvPlan::new(gpu, Method::Suraa, a, vec![main, combine], details).with_suraa_report(report))
+    Ok(SpmvPlan::new(gpu, Method::Suraa, a, vec![main, scalar, combine], details).with_suraa_report(report))
 }
 
 /// The setup's results on the GPU: the matrix in sorted row order and the schedule.
@@ -234,7 +245,8 @@ impl Built {
         let storage = |label: &str, bytes: &[u8]| gpu.storage_buffer(label, bytes, none).map(Arc::new);
         let main = gpu.grid(sc.main_groups);
         let combine = gpu.grid(sc.dynamic_rows);
-        let args = [main[0], main[1], 1, combine[0], combine[1], 1];
+        let scalar = gpu.grid(sc.scalar_groups);
+        let args = [main[0], main[1], 1, combine[0], combine[1], 1, scalar[0], scalar[1], 1];
         Ok(Self {
             row_ptr: storage("suraa row_ptr", bytemuck::cast_slice(&s.row_ptr))?,
             col_idx: storage("suraa col_idx", bytemuck::cast_slice(&cols))?,

@@ -11,9 +11,9 @@ use rayon::prelude::*;
 /// a workgroup of at most 512 give at most 8).
 pub const MAX_CLASSES: usize = 8;
 
-/// Mirrors `struct Schedule` in shaders/suraa_common.wgsl: which sorted rows each part of the
-/// main dispatch covers. The main grid is laid out as
-/// `[dynamic workgroups | vector classes, widest first | scalar workgroups]`.
+/// Mirrors `struct Schedule` in shaders/suraa_common.wgsl: which sorted rows each dispatch
+/// covers. The main grid is laid out as `[dynamic workgroups | vector classes, widest first]`;
+/// the scalar rows have a dispatch of their own.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Schedule {
@@ -22,14 +22,15 @@ pub struct Schedule {
     pub dynamic_rows: u32,
     /// Workgroups of the dynamic kernel (entries of `partials`).
     pub dynamic_groups: u32,
-    /// G3: sorted rows `[scalar_begin, nrows)`, one invocation each.
+    /// G3: sorted rows `[scalar_begin, nrows)`, one invocation each, run by their own dispatch.
     pub scalar_begin: u32,
-    /// Workgroups of the main dispatch in all.
+    /// Workgroups of the main dispatch (G1 and G2).
     pub main_groups: u32,
     /// Rows per segment and segments (for reports).
     pub segment_rows: u32,
     pub segments: u32,
-    pub _pad: u32,
+    /// Workgroups of the scalar dispatch (G3).
+    pub scalar_groups: u32,
     /// Vector class `c` (lane width `T << c`): sorted rows `[class_begin[c], class_begin[c] +
     /// class_rows[c])`, main-grid workgroups from `class_group[c]`.
     pub class_begin: [u32; MAX_CLASSES],
@@ -230,8 +231,8 @@ pub fn schedule(prefix: &[u32], p: &SetupParams) -> (Schedule, Vec<u32>) {
         s.class_group[c] = group;
         group += (e - b).div_ceil(rows_per_group);
     }
-    group += (m - scalar_begin).div_ceil(p.workgroup_size);
     s.main_groups = group;
+    s.scalar_groups = (m - scalar_begin).div_ceil(p.workgroup_size);
     (s, dynamic_ptr)
 }
 
@@ -379,7 +380,8 @@ mod tests {
         // Rows of 100 get 64 lanes (class 1), rows of 40 get 32 (class 0).
         assert!(sc.class_rows[1] > 0 && sc.class_rows[0] > 0);
         let last = sc.class_group[0] + sc.class_rows[0].div_ceil(8);
-        assert_eq!(sc.main_groups, last + sc.scalar_rows().div_ceil(256));
+        assert_eq!(sc.main_groups, last);
+        assert_eq!(sc.scalar_groups, sc.scalar_rows().div_ceil(256));
     }
 
     #[test]
@@ -388,10 +390,10 @@ mod tests {
         // All short: no G1, no G2.
         let (rp, ci) = csr_of(&[3, 1, 0, 2, 5], 10);
         let s = setup(&rp, &ci, &p).schedule;
-        assert_eq!((s.dynamic_rows, s.scalar_begin, s.main_groups), (0, 0, 1));
+        assert_eq!((s.dynamic_rows, s.scalar_begin, s.main_groups, s.scalar_groups), (0, 0, 0, 1));
         // No rows at all.
         let s = setup(&[0], &[], &p).schedule;
-        assert_eq!((s.nrows, s.main_groups, s.dynamic_groups), (0, 0, 0));
+        assert_eq!((s.nrows, s.main_groups, s.scalar_groups, s.dynamic_groups), (0, 0, 0, 0));
         // G1 disabled: long rows go to the vector kernel.
         let (rp, ci) = csr_of(&[5000, 4000, 2], 8000);
         let s = setup(&rp, &ci, &SetupParams { max_child: 0, ..p }).schedule;
