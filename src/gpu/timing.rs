@@ -24,18 +24,30 @@ pub struct Timing {
 
 impl Gpu {
     /// Times `record`: the mean time of one call over `repeats` calls recorded back to back in
-    /// one compute pass, the median of several such samples. First the GPU is kept busy for a
-    /// fifth of a second, so that a discrete GPU's clocks have left their idle state (a GPU idle
-    /// while the host prepared the next matrix otherwise reads several times slower).
+    /// one compute pass, the median of several such samples. First the GPU is kept busy until its
+    /// speed has settled, so that a discrete GPU's clocks have left their idle state (a GPU idle
+    /// while the host prepared the next matrix otherwise reads two to three times slower).
     pub fn time_pass(&self, repeats: u32, mut record: impl FnMut(&mut wgpu::ComputePass<'_>)) -> Result<Timing> {
         let repeats = repeats.max(1);
         // The first call compiles and faults pages in; the second estimates one call's cost.
         self.submit_pass(1, &mut record)?;
         let once = self.submit_pass(1, &mut record)?.max(1e-6);
         let per_batch = ((0.01 / once) as u32).clamp(1, 1000);
+        // Clocks ramp up in steps, and a GPU left idle for a moment (the host building a plan)
+        // can need longer than a fixed warm-up: keep it busy until no batch has been 3% faster
+        // than the best for 0.3 s (at most 2 s).
         let warm_start = Instant::now();
-        while warm_start.elapsed().as_secs_f64() < 0.2 {
-            self.submit_pass(per_batch, &mut record)?;
+        let (mut best, mut improved) = (f64::INFINITY, warm_start);
+        loop {
+            let t = self.submit_pass(per_batch, &mut record)? / per_batch as f64;
+            if t < best * 0.97 {
+                improved = Instant::now();
+            }
+            best = best.min(t);
+            let elapsed = warm_start.elapsed().as_secs_f64();
+            if elapsed >= 2.0 || (elapsed >= 0.2 && improved.elapsed().as_secs_f64() >= 0.3) {
+                break;
+            }
         }
         // Keep one sample under about a second, whatever `repeats` asks.
         let reps = repeats.min(((1.0 / once) as u32).max(1));
