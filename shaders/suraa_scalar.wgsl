@@ -37,9 +37,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let span = workgroupUniformLoad(&stage_span);
     var begin = 0u;
     var end = 0u;
+    var dest = 0u;
     if (live) {
         begin = row_ptr[i];
         end = row_ptr[i + 1u];
+        // Loaded before the rounds, whose barriers would keep it from overlapping them.
+        dest = perm[i];
     }
     var sum = scalar(0);
     for (var c = span.x; c < span.y; c += STAGE_CELLS) {
@@ -54,6 +57,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         workgroupBarrier();
     }
     if (live) {
-        write_y(perm[i], sum);
+        write_y(dest, sum);
     }
 }
