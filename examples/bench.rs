@@ -74,6 +74,10 @@ struct Args {
     /// read directly, as in the paper); default: the library's.
     #[arg(long)]
     scalar_stage: Option<u32>,
+    /// How `suraa`'s scalar rows reach y: gather (sums stored in sorted order, then gathered
+    /// into y in row order) or scatter (written through the permutation, as in the paper).
+    #[arg(long, default_value = "gather")]
+    scalar_writes: String,
     #[command(flatten)]
     bccoo: BccooArgs,
     /// Invocations per workgroup for every method; default: each method's choice.
@@ -147,7 +151,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             }
             Method::Suraa => {
                 for &(suffix, setup) in &setups {
-                    let suraa = SuraaOptions { setup, max_child: args.max_child, scalar_stage: args.scalar_stage, ..Default::default() };
+                    let suraa = SuraaOptions { setup, max_child: args.max_child, scalar_stage: args.scalar_stage, scalar_writes: args.scalar_writes.parse()?, ..Default::default() };
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { suraa, ..base.clone() } });
                 }
             }

@@ -37,6 +37,10 @@ struct Args {
     /// read directly, as in the paper); default: the library's.
     #[arg(long)]
     scalar_stage: Option<u32>,
+    /// How `suraa`'s scalar rows reach y: gather (sums stored in sorted order, then gathered
+    /// into y in row order) or scatter (written through the permutation, as in the paper).
+    #[arg(long, default_value = "gather")]
+    scalar_writes: String,
     #[command(flatten)]
     bccoo: BccooArgs,
     /// Input vector x as a Matrix Market array. Default: a fixed random vector.
@@ -113,7 +117,7 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
     let opts = PlanOptions {
         bccoo: args.bccoo.options()?,
         speculative: SpeculativeOptions { finish, ..Default::default() },
-        suraa: SuraaOptions { setup, max_child: args.max_child, scalar_stage: args.scalar_stage, ..Default::default() },
+        suraa: SuraaOptions { setup, max_child: args.max_child, scalar_stage: args.scalar_stage, scalar_writes: args.scalar_writes.parse()?, ..Default::default() },
         ..Default::default()
     };
     for (i, &m) in methods.iter().enumerate() {

@@ -1,5 +1,5 @@
 // SURAA setup, after the sort: the sorted rows' lengths (and a trailing 0), scanned next into
-// the exclusive prefix sums the plan reads segment means from.
+// the exclusive prefix sums the plan reads segment means from; and the inverse permutation.
 
 struct LengthParams {
     nrows: u32,
@@ -10,6 +10,8 @@ struct LengthParams {
 @group(0) @binding(1) var<storage, read> perm: array<u32>;
 @group(0) @binding(2) var<storage, read_write> lengths: array<u32>;
 @group(0) @binding(3) var<uniform> params: LengthParams;
+// Original row -> sorted position.
+@group(0) @binding(4) var<storage, read_write> inv: array<u32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
@@ -19,6 +21,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (i < params.nrows) {
         let r = perm[i];
         lengths[i] = row_ptr[r + 1u] - row_ptr[r];
+        inv[r] = i;
     } else if (i == params.nrows) {
         lengths[i] = 0u;
     }

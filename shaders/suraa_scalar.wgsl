@@ -1,11 +1,24 @@
 // SURAA's scalar kernel (G3): one invocation per row, sorted rows [scalar_begin, nrows), WG_SIZE
-// rows per workgroup, y written through `perm`. Pieces: suraa_common.wgsl, suraa_rows.wgsl.
+// rows per workgroup. Sums go to y through `perm`, or (GATHER) to sorted_sums in sorted order,
+// for suraa_gather.wgsl to move into y. Pieces: suraa_common.wgsl, suraa_rows.wgsl.
+
+@group(0) @binding(8) var<storage, read_write> sorted_sums: array<scalar>;
 
 override WG_SIZE: u32 = 256u;
 // Products per invocation staged in workgroup memory per round; 0 reads each row directly (the
 // paper's scalar kernel as written).
 override SCALAR_STAGE: u32 = 4u;
 override STAGE_CELLS: u32 = max(WG_SIZE * SCALAR_STAGE, 1u);
+// 1: store sums in sorted order (ScalarWrites::Gather); 0: write y[perm[i]].
+override GATHER: u32 = 1u;
+
+fn store_sum(i: u32, sum: scalar) {
+    if (GATHER == 1u) {
+        sorted_sums[i] = sum;
+    } else {
+        write_y(perm[i], sum);
+    }
+}
 
 var<workgroup> staged: array<scalar, STAGE_CELLS>;
 // The nonzero range of the workgroup's rows, made uniform through workgroup memory.
@@ -23,7 +36,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let live = i < schedule.nrows;
     if (SCALAR_STAGE == 0u) {
         if (live) {
-            write_y(perm[i], strided_dot(row_ptr[i], row_ptr[i + 1u], 1u));
+            store_sum(i, strided_dot(row_ptr[i], row_ptr[i + 1u], 1u));
         }
         return;
     }
@@ -37,12 +50,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let span = workgroupUniformLoad(&stage_span);
     var begin = 0u;
     var end = 0u;
-    var dest = 0u;
     if (live) {
         begin = row_ptr[i];
         end = row_ptr[i + 1u];
-        // Loaded before the rounds, whose barriers would keep it from overlapping them.
-        dest = perm[i];
     }
     var sum = scalar(0);
     for (var c = span.x; c < span.y; c += STAGE_CELLS) {
@@ -57,6 +67,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         workgroupBarrier();
     }
     if (live) {
-        write_y(dest, sum);
+        store_sum(i, sum);
     }
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{check_method, gpus, has_f64};
-use wgspmv::methods::suraa::{setup, SetupOn, SuraaOptions};
+use wgspmv::methods::suraa::{setup, ScalarWrites, SetupOn, SuraaOptions};
 use wgspmv::{CsrMatrix, Error, LanePolicy, Method, PlanOptions, SuiteClass};
 
 fn opts(setup: SetupOn) -> PlanOptions {
@@ -21,7 +21,7 @@ fn small(setup: SetupOn) -> PlanOptions {
         lanes: LanePolicy::Workgroup,
         lanes_per_row: Some(4),
         workgroup_size: Some(64),
-        suraa: SuraaOptions { setup, max_child: Some(40), dynamic_min_mean: Some(8), vector_min_mean: Some(4), dynamic_items: Some(1), scalar_stage: Some(1) },
+        suraa: SuraaOptions { setup, max_child: Some(40), dynamic_min_mean: Some(8), vector_min_mean: Some(4), dynamic_items: Some(1), scalar_stage: Some(1), ..Default::default() },
         ..Default::default()
     }
 }
@@ -35,12 +35,18 @@ fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {
         for on in [SetupOn::Host, SetupOn::Gpu] {
             check_method(&gpu, &a.cast::<f32>(), Method::Suraa, &opts(on), &format!("{label} / f32 / {on:?} setup / {dev}"));
             if has_f64(&gpu) {
+                // Staged G3 rows written straight through the permutation.
+                let mut scatter = opts(on);
+                scatter.suraa.scalar_writes = ScalarWrites::Scatter;
                 check_method(&gpu, a, Method::Suraa, &opts(on), &format!("{label} / f64 / {on:?} setup / {dev}"));
+                check_method(&gpu, a, Method::Suraa, &scatter, &format!("{label} / f64 / scattered writes / {on:?} setup / {dev}"));
             }
             check_method(&gpu, &a.cast::<f32>(), Method::Suraa, &small(on), &format!("{label} / small geometry / {on:?} setup / {dev}"));
+            // The paper's scalar kernel: rows read directly, y written through the permutation.
             let mut direct = opts(on);
             direct.suraa.scalar_stage = Some(0);
-            check_method(&gpu, &a.cast::<f32>(), Method::Suraa, &direct, &format!("{label} / f32 / rows read directly / {on:?} setup / {dev}"));
+            direct.suraa.scalar_writes = ScalarWrites::Scatter;
+            check_method(&gpu, &a.cast::<f32>(), Method::Suraa, &direct, &format!("{label} / f32 / paper's scalar kernel / {on:?} setup / {dev}"));
         }
     }
 }

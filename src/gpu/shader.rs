@@ -221,7 +221,21 @@ pub const SURAA_SCALAR: Kernel = Kernel {
     group_scan: false,
     scalar_bits: false,
     pieces: &[SURAA_COMMON, SURAA_ROWS],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("SCALAR_STAGE", SURAA_SCALAR_STAGE)],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("SCALAR_STAGE", SURAA_SCALAR_STAGE), ("GATHER", &[0, 1])],
+    derive: None,
+};
+
+pub const SURAA_GATHER: Kernel = Kernel {
+    name: "suraa_gather",
+    body: include_str!("../../shaders/suraa_gather.wgsl"),
+    spmv: true,
+    lanes: false,
+    scans: false,
+    sums: false,
+    group_scan: false,
+    scalar_bits: false,
+    pieces: &[SURAA_COMMON],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
 };
 
@@ -328,6 +342,7 @@ pub const ALL_KERNELS: &[Kernel] = &[
     SPECULATIVE_FINISH,
     SURAA,
     SURAA_SCALAR,
+    SURAA_GATHER,
     SURAA_COMBINE,
     SURAA_KEYS,
     RADIX_COUNT,

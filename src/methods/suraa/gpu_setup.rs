@@ -14,7 +14,7 @@
 //! schedule.
 
 use super::setup::Schedule;
-use super::{Built, SetupParams, INDIRECT_BYTES};
+use super::{Built, ScalarWrites, SetupParams, INDIRECT_BYTES};
 use crate::gpu::shader::{self, Kernel, LaneMode};
 use crate::gpu::{Gpu, PipelineKey};
 use crate::plan::SpmvPlan;
@@ -138,7 +138,7 @@ pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
 /// Runs the setup on the GPU (submitted, not waited for) from the CSR arrays `[row_ptr,
 /// col_idx, values]`, which it leaves as they were. Also returns the time spent allocating its
 /// buffers (the rearranged matrix among them) before recording.
-pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams, csr: &[wgpu::Buffer; 3]) -> Result<(Built, std::time::Duration)> {
+pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams, writes: ScalarWrites, csr: &[wgpu::Buffer; 3]) -> Result<(Built, std::time::Duration)> {
     let start = std::time::Instant::now();
     let [row_ptr, col_idx, vals] = csr;
     let m = u32::try_from(a.nrows()).map_err(|_| Error::InvalidParameter { name: "nrows", value: a.nrows().to_string(), reason: "suraa needs fewer than 2^32 rows".into() })?;
@@ -193,7 +193,9 @@ pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams
         }),
     );
 
-    let perm = if passes % 2 == 0 { &rows_a } else { &rows_b };
+    // The sort's other row buffer is free once it is done: it takes the inverse permutation.
+    let (perm, inv) = if passes % 2 == 0 { (&rows_a, &rows_b) } else { (&rows_b, &rows_a) };
+    let sorted_sums = Arc::new(gpu.storage_zeroed("suraa sorted sums", writes.sorted_sums_len(m) * std::mem::size_of::<T>() as u64, none)?);
     let allocating = start.elapsed();
     gpu.scoped("running the suraa setup", || -> Result<()> {
         let mut enc = gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("suraa setup") });
@@ -208,7 +210,7 @@ pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams
                 r.scan(&counts, &block_sums, 256 * tiles)?;
                 r.dispatch(shader::RADIX_SCATTER, radix_items(), &[lo, hi, rows, params, &counts, lo2, hi2, rows2], tiles)?;
             }
-            r.dispatch(shader::SURAA_LENGTHS, vec![], &[row_ptr, perm, &lengths, &length_params], (m + 1).div_ceil(256))?;
+            r.dispatch(shader::SURAA_LENGTHS, vec![], &[row_ptr, perm, &lengths, &length_params, inv], (m + 1).div_ceil(256))?;
             r.scan(&lengths, &block_sums, m + 1)?;
             r.dispatch(shader::SURAA_PLAN, vec![], &[&lengths, &plan_params, &schedule_out, &dynamic_ptr, &indirect], 1)?;
             let blocks = nnz.div_ceil(REARRANGE_BLOCK);
@@ -218,8 +220,12 @@ pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams
         gpu.queue().submit([enc.finish()]);
         Ok(())
     })??;
-    let perm = Arc::new(if passes % 2 == 0 { rows_a } else { rows_b });
-    Ok((Built { row_ptr: lengths, col_idx: cols_out, vals: vals_out, perm, dynamic_ptr, partials, schedule, schedule_storage: Some(schedule_out), indirect, schedule_value: Schedule::default() }, allocating))
+    let (perm, inv) = if passes % 2 == 0 { (rows_a, rows_b) } else { (rows_b, rows_a) };
+    let (perm, inv) = (Arc::new(perm), Arc::new(inv));
+    Ok((
+        Built { row_ptr: lengths, col_idx: cols_out, vals: vals_out, perm, inv, sorted_sums, dynamic_ptr, partials, schedule, schedule_storage: Some(schedule_out), indirect, schedule_value: Schedule::default() },
+        allocating,
+    ))
 }
 
 /// What a `suraa` plan holds on the GPU, read back (for tests and reports; a plan never needs

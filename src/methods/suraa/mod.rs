@@ -37,6 +37,41 @@ pub enum SetupOn {
     Gpu,
 }
 
+/// How the scalar kernel (G3) gets its sums into `y`, in the original row order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScalarWrites {
+    /// Each invocation writes `y[perm[i]]` directly, as the paper does. Neighbouring rows of the
+    /// sorted order land far apart in `y`, so every write is a partial memory sector of its own.
+    Scatter,
+    /// Sums are stored in sorted order (coalesced), then a last pass over the original rows
+    /// gathers them through the inverse permutation, writing `y` in order: reads from scattered
+    /// places instead of writes to them.
+    #[default]
+    Gather,
+}
+
+impl std::str::FromStr for ScalarWrites {
+    type Err = Error;
+    /// `gather` or `scatter`.
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "gather" => Ok(ScalarWrites::Gather),
+            "scatter" => Ok(ScalarWrites::Scatter),
+            other => Err(Error::UnknownName { what: "suraa scalar writes", name: other.into(), expected: "gather, scatter".into() }),
+        }
+    }
+}
+
+impl ScalarWrites {
+    /// Entries of the plan's sorted-order sum buffer.
+    pub(crate) fn sorted_sums_len(self, nrows: u32) -> u64 {
+        match self {
+            ScalarWrites::Gather => nrows.max(1) as u64,
+            ScalarWrites::Scatter => 1,
+        }
+    }
+}
+
 /// Parameters of `suraa`; `None` means the default.
 #[derive(Clone, Debug, Default)]
 pub struct SuraaOptions {
@@ -58,6 +93,7 @@ pub struct SuraaOptions {
     /// directly, as the paper's scalar kernel does). Default: 8, or the most that fits the
     /// adapter's workgroup memory.
     pub scalar_stage: Option<u32>,
+    pub scalar_writes: ScalarWrites,
     pub setup: SetupOn,
 }
 
@@ -156,13 +192,13 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         gpu_setup::compile::<T>(gpu)?;
         gpu.wait()?;
         let start = Instant::now();
-        let (b, alloc) = gpu_setup::run(gpu, a, &params, &csr)?;
+        let (b, alloc) = gpu_setup::run(gpu, a, &params, o.scalar_writes, &csr)?;
         gpu.wait()?;
         (b, start.elapsed(), alloc)
     } else {
         gpu.wait()?;
         let start = Instant::now();
-        let b = Built::upload(gpu, a, &setup::setup(a.row_ptr(), a.col_idx(), &params), scalar_bytes)?;
+        let b = Built::upload(gpu, a, &setup::setup(a.row_ptr(), a.col_idx(), &params), o.scalar_writes, scalar_bytes)?;
         gpu.wait()?;
         (b, start.elapsed(), Duration::ZERO)
     };
@@ -171,7 +207,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
 
     let overrides = |k: &shader::Kernel| {
         let mut v = vec![("WG_SIZE", wg)];
-        if k.name != shader::SURAA_SCALAR.name {
+        if k.name == shader::SURAA.name || k.name == shader::SURAA_COMBINE.name {
             v.push(("LANES", team));
         }
         if k.name == shader::SURAA.name {
@@ -179,6 +215,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         }
         if k.name == shader::SURAA_SCALAR.name {
             v.push(("SCALAR_STAGE", scalar_stage));
+            v.push(("GATHER", (o.scalar_writes == ScalarWrites::Gather) as u32));
         }
         v
     };
@@ -191,9 +228,17 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     };
     let scalar = Stage {
         pipeline: pipeline(shader::SURAA_SCALAR)?,
-        bindings: vec![owned(&b.row_ptr), owned(&b.col_idx), owned(&b.vals), Binding::X, Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm)],
+        bindings: vec![owned(&b.row_ptr), owned(&b.col_idx), owned(&b.vals), Binding::X, Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.sorted_sums)],
         grid: Grid::Indirect(b.indirect.clone(), 24),
     };
+    let mut stages = vec![main, scalar];
+    if o.scalar_writes == ScalarWrites::Gather {
+        stages.push(Stage {
+            pipeline: pipeline(shader::SURAA_GATHER)?,
+            bindings: vec![Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.inv), owned(&b.sorted_sums)],
+            grid: Grid::Direct(gpu.grid(a.nrows().div_ceil(wg as usize) as u32)),
+        });
+    }
     let combine = Stage {
         pipeline: pipeline(shader::SURAA_COMBINE)?,
         bindings: vec![Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.dynamic_ptr), owned(&b.partials)],
@@ -212,7 +257,10 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         lanes.name(),
         report.setup_on,
     );
-    Ok(SpmvPlan::new(gpu, Method::Suraa, a, vec![main, scalar, combine], details).with_suraa_report(report))
+    Ok(SpmvPlan::new(gpu, Method::Suraa, a, {
+        stages.push(combine);
+        stages
+    }, details).with_suraa_report(report))
 }
 
 /// The setup's results on the GPU: the matrix in sorted row order and the schedule.
@@ -221,6 +269,10 @@ pub(crate) struct Built {
     pub col_idx: Arc<wgpu::Buffer>,
     pub vals: Arc<wgpu::Buffer>,
     pub perm: Arc<wgpu::Buffer>,
+    /// Original row -> sorted position.
+    pub inv: Arc<wgpu::Buffer>,
+    /// The scalar kernel's sums in sorted order ([`ScalarWrites::Gather`]; one entry otherwise).
+    pub sorted_sums: Arc<wgpu::Buffer>,
     pub dynamic_ptr: Arc<wgpu::Buffer>,
     pub partials: Arc<wgpu::Buffer>,
     pub schedule: Arc<wgpu::Buffer>,
@@ -238,7 +290,7 @@ impl std::fmt::Debug for Built {
 }
 
 impl Built {
-    fn upload<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, s: &setup::Setup, scalar_bytes: u64) -> Result<Self> {
+    fn upload<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, s: &setup::Setup, writes: ScalarWrites, scalar_bytes: u64) -> Result<Self> {
         let sc = &s.schedule;
         let (cols, vals) = setup::rearrange(a.row_ptr(), a.col_idx(), a.values(), s);
         let none = wgpu::BufferUsages::empty();
@@ -252,6 +304,8 @@ impl Built {
             col_idx: storage("suraa col_idx", bytemuck::cast_slice(&cols))?,
             vals: storage("suraa values", bytemuck::cast_slice(&vals))?,
             perm: Arc::new(gpu.storage_buffer("suraa perm", bytemuck::cast_slice(&s.perm), wgpu::BufferUsages::empty())?),
+            inv: storage("suraa inverse perm", bytemuck::cast_slice(&setup::inverse(&s.perm)))?,
+            sorted_sums: Arc::new(gpu.storage_zeroed("suraa sorted sums", writes.sorted_sums_len(sc.nrows) * scalar_bytes, wgpu::BufferUsages::empty())?),
             dynamic_ptr: Arc::new(gpu.storage_buffer("suraa dynamic_ptr", bytemuck::cast_slice(&s.dynamic_ptr), wgpu::BufferUsages::empty())?),
             partials: Arc::new(gpu.storage_zeroed("suraa partials", sc.dynamic_groups as u64 * scalar_bytes, wgpu::BufferUsages::empty())?),
             schedule: Arc::new(gpu.uniform_buffer("suraa schedule", bytemuck::bytes_of(sc))),

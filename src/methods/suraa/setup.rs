@@ -98,6 +98,15 @@ pub fn sort_rows(row_ptr: &[u32], col_idx: &[u32]) -> Vec<u32> {
     keys.into_par_iter().map(|k| k.2).collect()
 }
 
+/// The inverse of a permutation: original row -> sorted position.
+pub fn inverse(perm: &[u32]) -> Vec<u32> {
+    let mut inv = vec![0u32; perm.len()];
+    for (i, &r) in perm.iter().enumerate() {
+        inv[r as usize] = i as u32;
+    }
+    inv
+}
+
 /// Integer cube root (largest c with c³ ≤ m).
 pub fn icbrt(m: u32) -> u32 {
     let mut c = (m as f64).cbrt() as u32;
