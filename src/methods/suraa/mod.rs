@@ -232,7 +232,8 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         grid: Grid::Indirect(b.indirect.clone(), 24),
     };
     let mut stages = vec![main, scalar];
-    if o.scalar_writes == ScalarWrites::Gather {
+    // (The schedule is known here, so a plan without G3 rows has no gather pass.)
+    if o.scalar_writes == ScalarWrites::Gather && schedule.scalar_rows() > 0 {
         stages.push(Stage {
             pipeline: pipeline(shader::SURAA_GATHER)?,
             bindings: vec![Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.inv), owned(&b.sorted_sums)],
