@@ -211,33 +211,14 @@ pub const SURAA: Kernel = Kernel {
     derive: None,
 };
 
-pub const SURAA_SCALAR: Kernel = Kernel {
-    name: "suraa_scalar",
-    body: include_str!("../../shaders/suraa_scalar.wgsl"),
-    spmv: true,
-    lanes: false,
-    scans: false,
-    sums: false,
-    group_scan: false,
-    scalar_bits: false,
-    pieces: &[SURAA_COMMON, SURAA_ROWS],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("SCALAR_STAGE", SURAA_SCALAR_STAGE), ("GATHER", &[0, 1])],
-    derive: None,
-};
+pub const SURAA_SCALAR: Kernel = plain_spmv_kernel(
+    "suraa_scalar",
+    include_str!("../../shaders/suraa_scalar.wgsl"),
+    &[SURAA_COMMON, SURAA_ROWS],
+    &[("WG_SIZE", WORKGROUP_SIZES), ("SCALAR_STAGE", SURAA_SCALAR_STAGE), ("GATHER", &[0, 1])],
+);
 
-pub const SURAA_GATHER: Kernel = Kernel {
-    name: "suraa_gather",
-    body: include_str!("../../shaders/suraa_gather.wgsl"),
-    spmv: true,
-    lanes: false,
-    scans: false,
-    sums: false,
-    group_scan: false,
-    scalar_bits: false,
-    pieces: &[SURAA_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
-    derive: None,
-};
+pub const SURAA_GATHER: Kernel = plain_spmv_kernel("suraa_gather", include_str!("../../shaders/suraa_gather.wgsl"), &[SURAA_COMMON], &[("WG_SIZE", WORKGROUP_SIZES)]);
 
 pub const SURAA_COMBINE: Kernel = Kernel {
     name: "suraa_combine",
@@ -317,6 +298,11 @@ const SCAN_U32_COMMON: &str = include_str!("../../shaders/scan_u32_common.wgsl")
 const WORKGROUP_SCAN_U32: &str = include_str!("../../shaders/workgroup_scan_u32.wgsl");
 
 /// A u32 setup kernel: one file, shared pieces, no scalar type, no lane teams.
+/// An SpMV kernel (scalar type f32 or f64) without lane teams, sums or scans.
+const fn plain_spmv_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
+    Kernel { name, body, spmv: true, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, pieces, overrides, derive: None }
+}
+
 const fn setup_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
     Kernel { name, body, spmv: false, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, pieces, overrides, derive: None }
 }
