@@ -254,7 +254,14 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         schedule.dynamic_groups,
         schedule.vector_rows(),
         schedule.scalar_rows(),
-        if scalar_stage == 0 { "read directly".to_owned() } else { format!("staged {scalar_stage} per lane") },
+        format!(
+            "{}, {}",
+            if scalar_stage == 0 { "read directly".to_owned() } else { format!("staged {scalar_stage} per lane") },
+            match o.scalar_writes {
+                ScalarWrites::Gather => "gathered into y",
+                ScalarWrites::Scatter => "scattered into y",
+            }
+        ),
         lanes.name(),
         report.setup_on,
     );
