@@ -12,9 +12,12 @@ use std::io::Write as _;
 use std::path::PathBuf;
 #[path = "common/bccoo_args.rs"]
 mod bccoo_args;
+#[path = "common/suraa_args.rs"]
+mod suraa_args;
 use bccoo_args::BccooArgs;
+use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
-use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
+use wgspmv::methods::suraa::SetupOn;
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
 
 /// One benchmarked configuration: a method and its options, under a label.
@@ -67,17 +70,8 @@ struct Args {
     /// Where `suraa` sets up: auto, host, gpu, or both (rows `suraa-host` and `suraa-gpu`).
     #[arg(long, default_value = "auto")]
     setup: String,
-    /// `suraa`'s G1 budget (the paper's max_child_threads); default: the library's.
-    #[arg(long)]
-    max_child: Option<u32>,
-    /// Products per lane `suraa`'s scalar kernel stages in workgroup memory per round (0: rows are
-    /// read directly, as in the paper); default: the library's.
-    #[arg(long)]
-    scalar_stage: Option<u32>,
-    /// How `suraa`'s scalar rows reach y: gather (sums stored in sorted order, then gathered
-    /// into y in row order) or scatter (written through the permutation, as in the paper).
-    #[arg(long, default_value = "gather")]
-    scalar_writes: String,
+    #[command(flatten)]
+    suraa: SuraaArgs,
     #[command(flatten)]
     bccoo: BccooArgs,
     /// Invocations per workgroup for every method; default: each method's choice.
@@ -151,7 +145,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             }
             Method::Suraa => {
                 for &(suffix, setup) in &setups {
-                    let suraa = SuraaOptions { setup, max_child: args.max_child, scalar_stage: args.scalar_stage, scalar_writes: args.scalar_writes.parse()?, ..Default::default() };
+                    let suraa = args.suraa.options(setup)?;
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { suraa, ..base.clone() } });
                 }
             }

@@ -9,9 +9,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 #[path = "common/bccoo_args.rs"]
 mod bccoo_args;
+#[path = "common/suraa_args.rs"]
+mod suraa_args;
 use bccoo_args::BccooArgs;
+use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
-use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
+use wgspmv::methods::suraa::SetupOn;
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
 
 #[derive(Parser)]
@@ -30,17 +33,8 @@ struct Args {
     /// Where `suraa` sets up (sorts rows, plans its groups): auto, host or gpu.
     #[arg(long, default_value = "auto")]
     setup: String,
-    /// `suraa`'s G1 budget (the paper's max_child_threads; 0 disables the dynamic kernel).
-    #[arg(long)]
-    max_child: Option<u32>,
-    /// Products per lane `suraa`'s scalar kernel stages in workgroup memory per round (0: rows are
-    /// read directly, as in the paper); default: the library's.
-    #[arg(long)]
-    scalar_stage: Option<u32>,
-    /// How `suraa`'s scalar rows reach y: gather (sums stored in sorted order, then gathered
-    /// into y in row order) or scatter (written through the permutation, as in the paper).
-    #[arg(long, default_value = "gather")]
-    scalar_writes: String,
+    #[command(flatten)]
+    suraa: SuraaArgs,
     #[command(flatten)]
     bccoo: BccooArgs,
     /// Input vector x as a Matrix Market array. Default: a fixed random vector.
@@ -117,7 +111,7 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
     let opts = PlanOptions {
         bccoo: args.bccoo.options()?,
         speculative: SpeculativeOptions { finish, ..Default::default() },
-        suraa: SuraaOptions { setup, max_child: args.max_child, scalar_stage: args.scalar_stage, scalar_writes: args.scalar_writes.parse()?, ..Default::default() },
+        suraa: args.suraa.options(setup)?,
         ..Default::default()
     };
     for (i, &m) in methods.iter().enumerate() {

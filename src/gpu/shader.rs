@@ -76,19 +76,7 @@ pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512];
 /// Team widths for the workgroup-memory path and subgroup sizes the subgroup path accepts.
 pub const LANE_WIDTHS: &[u32] = &[4, 8, 16, 32, 64, 128];
 
-pub const CSR_SCALAR: Kernel = Kernel {
-    name: "csr_scalar",
-    body: include_str!("../../shaders/csr_scalar.wgsl"),
-    spmv: true,
-    lanes: false,
-    scans: false,
-    sums: false,
-    group_scan: false,
-    scalar_bits: false,
-    pieces: &[CSR_BINDINGS],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
-    derive: None,
-};
+pub const CSR_SCALAR: Kernel = plain_spmv_kernel("csr_scalar", include_str!("../../shaders/csr_scalar.wgsl"), &[CSR_BINDINGS], &[("WG_SIZE", WORKGROUP_SIZES)]);
 
 pub const CSR_VECTOR: Kernel = Kernel {
     name: "csr_vector",
@@ -178,19 +166,7 @@ pub const SPECULATIVE: Kernel = Kernel {
     derive: None,
 };
 
-pub const SPECULATIVE_FINISH: Kernel = Kernel {
-    name: "speculative_finish",
-    body: include_str!("../../shaders/speculative_finish.wgsl"),
-    spmv: true,
-    lanes: false,
-    scans: false,
-    sums: false,
-    group_scan: false,
-    scalar_bits: false,
-    pieces: &[SPECULATIVE_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
-    derive: None,
-};
+pub const SPECULATIVE_FINISH: Kernel = plain_spmv_kernel("speculative_finish", include_str!("../../shaders/speculative_finish.wgsl"), &[SPECULATIVE_COMMON], &[("WG_SIZE", WORKGROUP_SIZES)]);
 
 /// Nonzeros per lane of one workgroup of SURAA's dynamic kernel.
 pub const SURAA_DYNAMIC_ITEMS: &[u32] = &[1, 2, 4, 8, 16, 32, 64];
@@ -279,19 +255,7 @@ pub const BCCOO_CARRY: Kernel = Kernel {
     derive: None,
 };
 
-pub const BCCOO_COMBINE: Kernel = Kernel {
-    name: "bccoo_combine",
-    body: include_str!("../../shaders/bccoo_combine.wgsl"),
-    spmv: true,
-    lanes: false,
-    scans: false,
-    sums: false,
-    group_scan: false,
-    scalar_bits: false,
-    pieces: &[],
-    overrides: &[("WG_SIZE", &[256])],
-    derive: None,
-};
+pub const BCCOO_COMBINE: Kernel = plain_spmv_kernel("bccoo_combine", include_str!("../../shaders/bccoo_combine.wgsl"), &[], &[("WG_SIZE", &[256])]);
 
 const RADIX_COMMON: &str = include_str!("../../shaders/radix_common.wgsl");
 const SCAN_U32_COMMON: &str = include_str!("../../shaders/scan_u32_common.wgsl");

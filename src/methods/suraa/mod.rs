@@ -205,29 +205,19 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     // Only for the report: the GPU setup's schedule lives on the GPU.
     let schedule = gpu_setup::read_schedule(gpu, &b)?;
 
-    let overrides = |k: &shader::Kernel| {
-        let mut v = vec![("WG_SIZE", wg)];
-        if k.name == shader::SURAA.name || k.name == shader::SURAA_COMBINE.name {
-            v.push(("LANES", team));
-        }
-        if k.name == shader::SURAA.name {
-            v.push(("DYNAMIC_ITEMS", items));
-        }
-        if k.name == shader::SURAA_SCALAR.name {
-            v.push(("SCALAR_STAGE", scalar_stage));
-            v.push(("GATHER", (o.scalar_writes == ScalarWrites::Gather) as u32));
-        }
-        v
+    // Every kernel takes WG_SIZE; `more` are its own overrides.
+    let pipeline = |k: shader::Kernel, more: &[(&'static str, u32)]| {
+        let overrides = [&[("WG_SIZE", wg)], more].concat();
+        gpu.pipeline(PipelineKey { kernel: k.name, variant: k.variant(T::WGSL, lanes), overrides }, || k.source(T::WGSL, lanes))
     };
-    let pipeline = |k: shader::Kernel| gpu.pipeline(PipelineKey { kernel: k.name, variant: k.variant(T::WGSL, lanes), overrides: overrides(&k) }, || k.source(T::WGSL, lanes));
     let owned = |b: &Arc<wgpu::Buffer>| Binding::Owned(b.clone());
     let main = Stage {
-        pipeline: pipeline(shader::SURAA)?,
+        pipeline: pipeline(shader::SURAA, &[("LANES", team), ("DYNAMIC_ITEMS", items)])?,
         bindings: vec![owned(&b.row_ptr), owned(&b.col_idx), owned(&b.vals), Binding::X, Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.dynamic_ptr), owned(&b.partials)],
         grid: Grid::Indirect(b.indirect.clone(), 0),
     };
     let scalar = Stage {
-        pipeline: pipeline(shader::SURAA_SCALAR)?,
+        pipeline: pipeline(shader::SURAA_SCALAR, &[("SCALAR_STAGE", scalar_stage), ("GATHER", (o.scalar_writes == ScalarWrites::Gather) as u32)])?,
         bindings: vec![owned(&b.row_ptr), owned(&b.col_idx), owned(&b.vals), Binding::X, Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.sorted_sums)],
         grid: Grid::Indirect(b.indirect.clone(), 24),
     };
@@ -235,13 +225,13 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     // (The schedule is known here, so a plan without G3 rows has no gather pass.)
     if o.scalar_writes == ScalarWrites::Gather && schedule.scalar_rows() > 0 {
         stages.push(Stage {
-            pipeline: pipeline(shader::SURAA_GATHER)?,
+            pipeline: pipeline(shader::SURAA_GATHER, &[])?,
             bindings: vec![Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.inv), owned(&b.sorted_sums)],
             grid: Grid::Direct(gpu.grid(a.nrows().div_ceil(wg as usize) as u32)),
         });
     }
     let combine = Stage {
-        pipeline: pipeline(shader::SURAA_COMBINE)?,
+        pipeline: pipeline(shader::SURAA_COMBINE, &[("LANES", team)])?,
         bindings: vec![Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.dynamic_ptr), owned(&b.partials)],
         grid: Grid::Indirect(b.indirect.clone(), 12),
     };
