@@ -23,13 +23,16 @@ override TEAM_CELLS: u32 = LANES * WORK + (LANES * WORK + 31u) / 32u;
 override PROD_CELLS: u32 = TEAMS * TEAM_CELLS;
 override BOUND_CELLS: u32 = TEAMS * (TILES + 1u);
 
-var<workgroup> prod: array<scalar, PROD_CELLS>;
+// Products, descriptor and transmitter are double-buffered by tile parity, so that one barrier
+// per tile suffices: tile i + 2 reuses a buffer only after every lane has passed tile i + 1's
+// barrier, i.e. finished reading tile i.
+var<workgroup> prod: array<scalar, 2 * PROD_CELLS>;
 // Segment descriptor: bit w of a lane's word flags a row start at its w-th product.
-var<workgroup> heads: array<atomic<u32>, WG_SIZE>;
+var<workgroup> heads: array<atomic<u32>, 2 * WG_SIZE>;
 // Rows at the team's TILES + 1 tile boundaries (the paper's tile_offset).
 var<workgroup> bounds: array<u32, BOUND_CELLS>;
 // The transmitter: the last segment of a tile that runs on into the team's next tile.
-var<workgroup> transmit: array<scalar, TEAMS>;
+var<workgroup> transmit: array<scalar, 2 * TEAMS>;
 
 // The rightmost row whose first nonzero is at or before `b` (`nrows` when b == nnz).
 fn rightmost_row(b: u32) -> u32 {
@@ -57,6 +60,8 @@ struct TileCtx {
     slot: u32,
     // Tile index within the team.
     index: u32,
+    // The transmitter cell this tile writes.
+    transmit_cell: u32,
     start: u32,
     stop: u32,
     // Index of the tile's last segment, and whether it runs past the tile's end.
@@ -73,7 +78,7 @@ fn emit(t: TileCtx, k: u32, v: scalar) {
     var row: u32;
     if (k == t.last_seg && t.carries_on) {
         if (t.index + 1u < TILES) {
-            transmit[t.slot] = v;
+            transmit[t.transmit_cell] = v;
             return;
         }
         row = t.stop;
@@ -108,6 +113,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     for (var i = tl.lane; i <= TILES; i += LANES) {
         bounds[bb + i] = rightmost_row(min(team_begin + i * tile_len, nnz));
     }
+    atomicStore(&heads[tl.cell], 0u);
+    atomicStore(&heads[WG_SIZE + tl.cell], 0u);
     workgroupBarrier();
     let team_first_row = bounds[bb];
     let team_cont = team_begin < nnz && row_ptr[team_first_row] < team_begin;
@@ -121,27 +128,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
     }
 
-    let pbase = tl.slot * TEAM_CELLS;
     for (var i = 0u; i < TILES; i++) {
+        let parity = i % 2u;
+        let pbase = parity * PROD_CELLS + tl.slot * TEAM_CELLS;
+        let hbase = parity * WG_SIZE + tl.slot * LANES;
         let tile_begin = team_begin + i * tile_len;
         let live = tile_begin < nnz;
         let tile_end = min(tile_begin + tile_len, nnz);
         let start = bounds[bb + i];
         let stop = bounds[bb + i + 1u];
-        atomicStore(&heads[tl.cell], 0u);
-        workgroupBarrier();
 
         // Lines 14-21: the segment descriptor, a head flag where each row inside the tile starts
         // (an empty row shares its position with the next row; the count below notices).
         if (live) {
             if (tl.lane == 0u && row_ptr[start] == tile_begin) {
-                atomicOr(&heads[tl.slot * LANES], 1u);
+                atomicOr(&heads[hbase], 1u);
             }
             for (var j = start + 1u + tl.lane; j <= stop; j += LANES) {
                 let p = row_ptr[j];
                 if (p < tile_end) {
                     let o = p - tile_begin;
-                    atomicOr(&heads[tl.slot * LANES + o / WORK], 1u << (o % WORK));
+                    atomicOr(&heads[hbase + o / WORK], 1u << (o % WORK));
                 }
             }
         }
@@ -157,20 +164,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         workgroupBarrier();
 
-        let mask = atomicLoad(&heads[tl.cell]);
+        // Each lane alone reads its descriptor word, so it clears it for tile i + 2 at once.
+        let mask = atomicExchange(&heads[hbase + tl.lane], 0u);
         let cont = select(0u, 1u, live && row_ptr[start] < tile_begin);
         let hs = team_scan_u32(countOneBits(mask), tl);
         let carries_on = live && tile_end < nnz && row_ptr[stop] < tile_end;
         // Without empty rows the tile's segments are exactly rows start..stop (less stop when it
         // begins at the next tile): any other count means an empty row, i.e. a dirty tile.
         let dirty = live && hs.total + cont != stop - start + select(0u, 1u, carries_on);
-        let ctx = TileCtx(tl.slot, i, start, stop, hs.total + cont - 1u, carries_on, dirty, team, team_first_row, team_cont);
+        let ctx = TileCtx(tl.slot, i, parity * TEAMS + tl.slot, start, stop, hs.total + cont - 1u, carries_on, dirty, team, team_first_row, team_cont);
 
         // Lines 27-33: each lane's sequential segmented sum over its WORK products; the first
         // lane starts from the transmitter when the tile continues the previous tile's row.
         var acc = scalar(0);
         if (tl.lane == 0u && cont == 1u && i > 0u) {
-            acc = transmit[tl.slot];
+            acc = transmit[(1u - parity) * TEAMS + tl.slot];
         }
         var prefix = scalar(0);
         var seen = false;
@@ -202,6 +210,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                 record_dirty(start + 1u, stop);
             }
         }
-        workgroupBarrier();
     }
 }

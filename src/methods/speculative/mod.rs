@@ -155,7 +155,8 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let s = std::mem::size_of::<T>() as u64;
     let (w, teams) = (wg as u64, geom.teams_per_group as u64);
     let tile = geom.tile_len();
-    let mut wg_bytes = teams * (tile + tile.div_ceil(32)) * s + w * 4 + teams * (tiles_per_team as u64 + 1) * 4 + teams * s;
+    // Products, descriptor and transmitter are double-buffered (one barrier per tile).
+    let mut wg_bytes = 2 * (teams * (tile + tile.div_ceil(32)) * s + w * 4 + teams * s) + teams * (tiles_per_team as u64 + 1) * 4;
     if lanes == LaneMode::Workgroup {
         // Team scans, and the lane module's reduction buffer.
         wg_bytes += w * (8 + s) + w * s;
