@@ -67,6 +67,9 @@ struct Args {
     /// `speculative`'s tiles per team (S); default: the library's choice.
     #[arg(long)]
     spec_tiles: Option<u32>,
+    /// `speculative`: stage products in workgroup memory (true) or load them per lane (false).
+    #[arg(long)]
+    spec_staged: Option<bool>,
     /// Where `suraa` sets up: auto, host, gpu, or both (rows `suraa-host` and `suraa-gpu`).
     #[arg(long, default_value = "auto")]
     setup: String,
@@ -139,7 +142,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         match m {
             Method::Speculative => {
                 for &(suffix, finish) in &finishes {
-                    let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, ..Default::default() };
+                    let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, staged_products: args.spec_staged, ..Default::default() };
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { speculative, ..base.clone() } });
                 }
             }

@@ -17,16 +17,19 @@ override WORK: u32 = 8u;
 // S: tiles per team.
 override TILES: u32 = 7u;
 override TEAMS: u32 = WG_SIZE / LANES;
+// STAGED: products are loaded coalesced and staged lane-major in workgroup memory (the paper's
+// lines 22-26); otherwise each lane loads its WORK consecutive nonzeros itself, which leaves the
+// kernel almost no workgroup memory (more workgroups per core) and one barrier per tile.
+override STAGED: bool = true;
 // Products of one tile per team, lane-major, with one padding cell after every 32 so that
 // lanes reading their WORK consecutive products hit distinct banks.
 override TEAM_CELLS: u32 = LANES * WORK + (LANES * WORK + 31u) / 32u;
-override PROD_CELLS: u32 = TEAMS * TEAM_CELLS;
+override PROD_CELLS: u32 = select(1u, TEAMS * TEAM_CELLS, STAGED);
 override BOUND_CELLS: u32 = TEAMS * (TILES + 1u);
 
-// Products, descriptor and transmitter are double-buffered by tile parity, so that one barrier
-// per tile suffices: tile i + 2 reuses a buffer only after every lane has passed tile i + 1's
-// barrier, i.e. finished reading tile i.
-var<workgroup> prod: array<scalar, 2 * PROD_CELLS>;
+var<workgroup> prod: array<scalar, PROD_CELLS>;
+// The descriptor and the transmitter are double-buffered by tile parity: tile i + 2 reuses a
+// buffer only after every lane has passed tile i + 1's barrier, i.e. has finished with tile i.
 // Segment descriptor: bit w of a lane's word flags a row start at its w-th product.
 var<workgroup> heads: array<atomic<u32>, 2 * WG_SIZE>;
 // Rows at the team's TILES + 1 tile boundaries (the paper's tile_offset).
@@ -54,6 +57,13 @@ fn record_dirty(begin: u32, end: u32) {
     let pos = atomicAdd(&spec[SPEC_COUNT], 1u);
     atomicStore(&spec[SPEC_RECORDS + 2u * pos], begin);
     atomicStore(&spec[SPEC_RECORDS + 2u * pos + 1u], end);
+}
+
+fn product(g: u32, end: u32) -> scalar {
+    if (g < end) {
+        return vals[g] * x[col_idx[g]];
+    }
+    return scalar(0);
 }
 
 struct TileCtx {
@@ -130,7 +140,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 
     for (var i = 0u; i < TILES; i++) {
         let parity = i % 2u;
-        let pbase = parity * PROD_CELLS + tl.slot * TEAM_CELLS;
+        let pbase = tl.slot * TEAM_CELLS;
         let hbase = parity * WG_SIZE + tl.slot * LANES;
         let tile_begin = team_begin + i * tile_len;
         let live = tile_begin < nnz;
@@ -153,14 +163,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             }
         }
         // Lines 22-26: products, loaded coalesced and stored lane-major.
-        for (var k = 0u; k < WORK; k++) {
-            let e = k * LANES + tl.lane;
-            let g = tile_begin + e;
-            var p = scalar(0);
-            if (g < tile_end) {
-                p = vals[g] * x[col_idx[g]];
+        if (STAGED) {
+            for (var k = 0u; k < WORK; k++) {
+                let e = k * LANES + tl.lane;
+                prod[pbase + e + e / 32u] = product(tile_begin + e, tile_end);
             }
-            prod[pbase + e + e / 32u] = p;
         }
         workgroupBarrier();
 
@@ -195,7 +202,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                 h++;
             }
             let e = tl.lane * WORK + w;
-            acc += prod[pbase + e + e / 32u];
+            if (STAGED) {
+                acc += prod[pbase + e + e / 32u];
+            } else {
+                acc += product(tile_begin + e, tile_end);
+            }
         }
         // The segment open at a lane's first head gathers the lanes before it.
         let carry = team_seg_scan(seen, acc, tl);
@@ -209,6 +220,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             if (dirty && tl.lane == 0u) {
                 record_dirty(start + 1u, stop);
             }
+        }
+        if (STAGED) {
+            // The next tile's products reuse `prod`.
+            workgroupBarrier();
         }
     }
 }

@@ -19,7 +19,14 @@ fn finishes() -> Vec<(&'static str, PlanOptions)> {
         ("host, mapped", opts(Finish::Host, HostTransfer::Map)),
         ("host, copied", opts(Finish::Host, HostTransfer::Copy)),
         ("gpu", opts(Finish::Gpu, HostTransfer::Auto)),
+        ("gpu, products loaded per lane", per_lane(opts(Finish::Gpu, HostTransfer::Auto))),
+        ("host, products loaded per lane", per_lane(opts(Finish::Host, HostTransfer::Auto))),
     ]
+}
+
+fn per_lane(mut o: PlanOptions) -> PlanOptions {
+    o.speculative.staged_products = Some(false);
+    o
 }
 
 /// A tiny geometry on the workgroup path: tiles of 4 lanes x 2 nonzeros, 2 tiles per team, 16
@@ -48,6 +55,8 @@ fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {
         }
         for finish in [Finish::Host, Finish::Gpu] {
             check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &tiny_geometry(finish), &format!("{label} / tiny tiles / {finish:?} / {dev}"));
+            let o = per_lane(tiny_geometry(finish));
+            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / tiny tiles, products per lane / {finish:?} / {dev}"));
         }
     }
 }

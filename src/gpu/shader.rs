@@ -162,7 +162,7 @@ pub const SPECULATIVE: Kernel = Kernel {
     group_scan: false,
     scalar_bits: false,
     pieces: &[CSR_BINDINGS, SPECULATIVE_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES)],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES), ("STAGED", &[0, 1])],
     derive: None,
 };
 

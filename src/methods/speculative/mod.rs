@@ -60,6 +60,10 @@ pub struct SpeculativeOptions {
     pub work_per_lane: Option<u32>,
     /// S: tiles per team (1..=16, see [`shader::SPECULATIVE_TILES`]). Default 7 (the paper's).
     pub tiles_per_team: Option<u32>,
+    /// Stage each tile's products in workgroup memory after coalesced loads (the paper's way), or
+    /// let each lane load its W consecutive nonzeros itself (almost no workgroup memory, one
+    /// barrier per tile instead of two).
+    pub staged_products: Option<bool>,
     pub finish: Finish,
     pub transfer: HostTransfer,
 }
@@ -155,8 +159,10 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let s = std::mem::size_of::<T>() as u64;
     let (w, teams) = (wg as u64, geom.teams_per_group as u64);
     let tile = geom.tile_len();
-    // Products, descriptor and transmitter are double-buffered (one barrier per tile).
-    let mut wg_bytes = 2 * (teams * (tile + tile.div_ceil(32)) * s + w * 4 + teams * s) + teams * (tiles_per_team as u64 + 1) * 4;
+    let staged = so.staged_products.unwrap_or(true);
+    // Descriptor and transmitter are double-buffered, products staged once.
+    let products = if staged { teams * (tile + tile.div_ceil(32)) * s } else { s };
+    let mut wg_bytes = products + 2 * (w * 4 + teams * s) + teams * (tiles_per_team as u64 + 1) * 4;
     if lanes == LaneMode::Workgroup {
         // Team scans, and the lane module's reduction buffer.
         wg_bytes += w * (8 + s) + w * s;
@@ -192,7 +198,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         PipelineKey {
             kernel: shader::SPECULATIVE.name,
             variant: shader::SPECULATIVE.variant(T::WGSL, lanes),
-            overrides: vec![("WG_SIZE", wg), ("LANES", team), ("WORK", work), ("TILES", tiles_per_team)],
+            overrides: vec![("WG_SIZE", wg), ("LANES", team), ("WORK", work), ("TILES", tiles_per_team), ("STAGED", staged as u32)],
         },
         || shader::SPECULATIVE.source(T::WGSL, lanes),
     )?;
@@ -287,13 +293,14 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let transfer = on_host.then_some(if map { "map" } else { "copy" });
     let report = Arc::new(Report { geometry: geom, speculation: total.clone(), finish_on_host: on_host, transfer, last: Mutex::new(None) });
     let details = format!(
-        "speculative: tiles of {}x{} (T x W), {} tiles per team, {} teams per workgroup ({} lanes via {}), {} row chunk(s), hit rate {:.1}% ({} of {} tiles dirty), check on the {}",
+        "speculative: tiles of {}x{} (T x W), {} tiles per team, {} teams per workgroup ({} lanes via {}), products {}, {} row chunk(s), hit rate {:.1}% ({} of {} tiles dirty), check on the {}",
         geom.lanes,
         geom.work,
         geom.tiles_per_team,
         geom.teams_per_group,
         wg,
         lanes.name(),
+        if staged { "staged" } else { "loaded per lane" },
         chunks.len(),
         100.0 * total.hit_rate(),
         total.dirty_tiles,
