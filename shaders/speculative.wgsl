@@ -14,6 +14,7 @@ override WG_SIZE: u32 = 256u;
 override LANES: u32 = 32u;
 // W: nonzeros per lane and tile (at most 32: a lane's head flags are one u32).
 override WORK: u32 = 8u;
+const MAX_WORK: u32 = 32u;
 // S: tiles per team.
 override TILES: u32 = 7u;
 override TEAMS: u32 = WG_SIZE / LANES;
@@ -148,6 +149,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let start = bounds[bb + i];
         let stop = bounds[bb + i + 1u];
 
+        // Unstaged products are loaded first, all at once, so that their latency overlaps the
+        // descriptor's construction and the barrier (the segmented sum below has stores between
+        // its loads, which the compiler will not hoist loads above).
+        var own: array<scalar, MAX_WORK>;
+        if (!STAGED) {
+            for (var w = 0u; w < WORK; w++) {
+                own[w] = product(tile_begin + tl.lane * WORK + w, tile_end);
+            }
+        }
         // Lines 14-21: the segment descriptor, a head flag where each row inside the tile starts
         // (an empty row shares its position with the next row; the count below notices).
         if (live) {
@@ -201,11 +211,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                 acc = scalar(0);
                 h++;
             }
-            let e = tl.lane * WORK + w;
             if (STAGED) {
+                let e = tl.lane * WORK + w;
                 acc += prod[pbase + e + e / 32u];
             } else {
-                acc += product(tile_begin + e, tile_end);
+                acc += own[w];
             }
         }
         // The segment open at a lane's first head gathers the lanes before it.
