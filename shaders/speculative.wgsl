@@ -37,6 +37,14 @@ var<workgroup> heads: array<atomic<u32>, 2 * WG_SIZE>;
 var<workgroup> bounds: array<u32, BOUND_CELLS>;
 // The transmitter: the last segment of a tile that runs on into the team's next tile.
 var<workgroup> transmit: array<scalar, 2 * TEAMS>;
+// Dirty tiles, bit i for the team's tile i (written by the team's lane 0 only), and where the
+// team's records go within the workgroup's. The workgroup counts its dirty tiles with one
+// global atomic at the end: one per tile serialised every workgroup on the counter's address
+// where most tiles are dirty.
+var<workgroup> team_dirty: array<u32, TEAMS>;
+var<workgroup> team_record_offset: array<u32, TEAMS>;
+var<workgroup> group_records: atomic<u32>;
+var<workgroup> group_record_base: u32;
 
 // The rightmost row whose first nonzero is at or before `b` (`nrows` when b == nnz).
 fn rightmost_row(b: u32) -> u32 {
@@ -53,9 +61,7 @@ fn rightmost_row(b: u32) -> u32 {
     return lo;
 }
 
-// Lines 53-58: counts a dirty range and records its rows for the check stage.
-fn record_dirty(begin: u32, end: u32) {
-    let pos = atomicAdd(&spec[SPEC_COUNT], 1u);
+fn store_record(pos: u32, begin: u32, end: u32) {
     atomicStore(&spec[SPEC_RECORDS + 2u * pos], begin);
     atomicStore(&spec[SPEC_RECORDS + 2u * pos + 1u], end);
 }
@@ -126,16 +132,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
     atomicStore(&heads[tl.cell], 0u);
     atomicStore(&heads[WG_SIZE + tl.cell], 0u);
+    if (tl.lane == 0u) {
+        team_dirty[tl.slot] = 0u;
+    }
+    if (l.lid == 0u) {
+        atomicStore(&group_records, 0u);
+    }
     workgroupBarrier();
     let team_first_row = bounds[bb];
     let team_cont = team_begin < nnz && row_ptr[team_first_row] < team_begin;
     if (tl.lane == 0u) {
         if (!team_cont) {
             sync[team] = SyncEntry(NONE, scalar(0));
-        }
-        // Rows before the first nonzero are empty; the first team records them.
-        if (team == 0u && team_first_row > 0u) {
-            record_dirty(0u, team_first_row);
         }
     }
 
@@ -228,12 +236,38 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                 emit(ctx, ctx.last_seg, select(carry.excl + acc, acc, seen));
             }
             if (dirty && tl.lane == 0u) {
-                record_dirty(start + 1u, stop);
+                team_dirty[tl.slot] |= 1u << i;
             }
         }
         if (STAGED) {
             // The next tile's products reuse `prod`.
             workgroupBarrier();
+        }
+    }
+
+    // Lines 53-58: count the dirty tiles and record their rows for the check stage. Rows before
+    // the first nonzero are empty; the first team records them too.
+    let leading = select(0u, 1u, team == 0u && team_first_row > 0u);
+    if (tl.lane == 0u) {
+        team_record_offset[tl.slot] = atomicAdd(&group_records, countOneBits(team_dirty[tl.slot]) + leading);
+    }
+    workgroupBarrier();
+    if (l.lid == 0u) {
+        let total = atomicLoad(&group_records);
+        if (total > 0u) {
+            group_record_base = atomicAdd(&spec[SPEC_COUNT], total);
+        }
+    }
+    workgroupBarrier();
+    let first = group_record_base + team_record_offset[tl.slot];
+    let dirty_mask = team_dirty[tl.slot];
+    if (leading == 1u && tl.lane == 0u) {
+        store_record(first, 0u, team_first_row);
+    }
+    for (var i = tl.lane; i < TILES; i += LANES) {
+        if ((dirty_mask & (1u << i)) != 0u) {
+            let pos = first + leading + countOneBits(dirty_mask & ((1u << i) - 1u));
+            store_record(pos, bounds[bb + i] + 1u, bounds[bb + i + 1u]);
         }
     }
 }
