@@ -55,14 +55,16 @@ pub enum HostTransfer {
 /// Parameters of `speculative`; `None` means "choose for this adapter".
 #[derive(Clone, Debug, Default)]
 pub struct SpeculativeOptions {
-    /// W: nonzeros per lane and tile (1, 2, 4, 8, 16 or 32). Default 8 for f32, 4 for f64 (the
-    /// paper's NVIDIA values).
+    /// W: nonzeros per lane and tile (1, 2, 4, 8, 16 or 32). Default 4 with products loaded per
+    /// lane (measured best on an H100); staged, the paper's NVIDIA values: 8 for f32, 4 for f64.
     pub work_per_lane: Option<u32>,
-    /// S: tiles per team (1..=16, see [`shader::SPECULATIVE_TILES`]). Default 7 (the paper's).
+    /// S: tiles per team (1..=16, see [`shader::SPECULATIVE_TILES`]). Default 16 with products
+    /// loaded per lane, 7 (the paper's) staged.
     pub tiles_per_team: Option<u32>,
     /// Stage each tile's products in workgroup memory after coalesced loads (the paper's way), or
-    /// let each lane load its W consecutive nonzeros itself (almost no workgroup memory, one
-    /// barrier per tile instead of two).
+    /// let each lane load its W consecutive nonzeros itself (the default: almost no workgroup
+    /// memory, so more workgroups per core, and one barrier per tile instead of two). With
+    /// products per lane the default workgroup is 128 invocations, staged 256.
     pub staged_products: Option<bool>,
     pub finish: Finish,
     pub transfer: HostTransfer,
@@ -146,12 +148,13 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let so = &opts.speculative;
     let lanes = lane_mode(gpu, opts.lanes)?;
     let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
-    let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least)?;
-    let work = so.work_per_lane.unwrap_or(if T::NEEDS_F64 { 4 } else { 8 });
+    let staged = so.staged_products.unwrap_or(false);
+    let wg = workgroup_size(gpu, opts.workgroup_size, if staged { 256 } else { 128 }, at_least)?;
+    let work = so.work_per_lane.unwrap_or(if T::NEEDS_F64 || !staged { 4 } else { 8 });
     if !shader::SPECULATIVE_WORK.contains(&work) {
         return Err(bad("work_per_lane", work, format!("must be one of {:?}", shader::SPECULATIVE_WORK)));
     }
-    let tiles_per_team = so.tiles_per_team.unwrap_or(7);
+    let tiles_per_team = so.tiles_per_team.unwrap_or(if staged { 7 } else { 16 });
     if !shader::SPECULATIVE_TILES.contains(&tiles_per_team) {
         return Err(bad("tiles_per_team", tiles_per_team, format!("must be one of {:?}", shader::SPECULATIVE_TILES)));
     }
@@ -159,7 +162,6 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let s = std::mem::size_of::<T>() as u64;
     let (w, teams) = (wg as u64, geom.teams_per_group as u64);
     let tile = geom.tile_len();
-    let staged = so.staged_products.unwrap_or(true);
     // Descriptor and transmitter are double-buffered, products staged once.
     let products = if staged { teams * (tile + tile.div_ceil(32)) * s } else { s };
     // Bounds, then the per-team dirty masks and record offsets.
