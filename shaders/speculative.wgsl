@@ -8,6 +8,10 @@
 @group(0) @binding(7) var<storage, read_write> sync: array<SyncEntry>;
 @group(0) @binding(8) var<storage, read_write> spec: array<atomic<u32>>;
 @group(0) @binding(9) var<storage, read_write> shadow: array<scalar>;
+// The same columns and values as bindings 1 and 2, four at a time (the host pads them to whole
+// quads): a lane that loads its WORK consecutive nonzeros itself reads WORK / 4 vectors.
+@group(0) @binding(10) var<storage, read> col_quads: array<vec4<u32>>;
+@group(0) @binding(11) var<storage, read> val_quads: array<vec4<scalar>>;
 
 override WG_SIZE: u32 = 256u;
 // T: lanes per team (the smallest subgroup size on the subgroup path).
@@ -162,8 +166,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         // its loads, which the compiler will not hoist loads above).
         var own: array<scalar, MAX_WORK>;
         if (!STAGED) {
-            for (var w = 0u; w < WORK; w++) {
-                own[w] = product(tile_begin + tl.lane * WORK + w, tile_end);
+            let first = tile_begin + tl.lane * WORK;
+            if (WORK % 4u == 0u) {
+                // Tiles start on whole quads, so a quad only straddles the end of the matrix.
+                for (var q = 0u; q < WORK / 4u; q++) {
+                    let e = first + 4u * q;
+                    var c = vec4(0u);
+                    var v = vec4(scalar(0));
+                    if (e < tile_end) {
+                        c = col_quads[e / 4u];
+                        v = val_quads[e / 4u];
+                    }
+                    for (var k = 0u; k < 4u; k++) {
+                        own[4u * q + k] = scalar(0);
+                        if (e + k < tile_end) {
+                            own[4u * q + k] = v[k] * x[c[k]];
+                        }
+                    }
+                }
+            } else {
+                for (var w = 0u; w < WORK; w++) {
+                    own[w] = product(first + w, tile_end);
+                }
             }
         }
         // Lines 14-21: the segment descriptor, a head flag where each row inside the tile starts

@@ -70,14 +70,18 @@ pub struct SpmvPlan<T> {
 
 impl<T: Scalar> SpmvPlan<T> {
     pub(crate) fn new(gpu: &Gpu, method: Method, a: &CsrMatrix<T>, stages: Vec<Stage>, details: String) -> Self {
-        let device_bytes = stages
+        // A buffer bound in several slots or stages counts once.
+        let mut owned: Vec<&Arc<wgpu::Buffer>> = stages
             .iter()
             .flat_map(|s| &s.bindings)
             .filter_map(|b| match b {
-                Binding::Owned(buf) => Some(buf.size()),
+                Binding::Owned(buf) => Some(buf),
                 _ => None,
             })
-            .sum();
+            .collect();
+        owned.sort_by_key(|b| Arc::as_ptr(b));
+        owned.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let device_bytes = owned.iter().map(|b| b.size()).sum();
         Self { gpu: gpu.clone(), method, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), stages, details, device_bytes, host: None, speculative: None, suraa: None, bccoo: None, _t: PhantomData }
     }
 

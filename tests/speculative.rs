@@ -58,6 +58,10 @@ fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {
             check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &tiny_geometry(finish), &format!("{label} / tiny tiles / {finish:?} / {dev}"));
             let o = staged(tiny_geometry(finish));
             check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / tiny tiles, products staged / {finish:?} / {dev}"));
+            // Lanes of 8 nonzeros read two quads each (W = 2 above reads scalars).
+            let mut o = tiny_geometry(finish);
+            o.speculative.work_per_lane = Some(8);
+            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / tiny teams, two quads per lane / {finish:?} / {dev}"));
         }
     }
 }

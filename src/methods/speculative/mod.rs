@@ -227,7 +227,8 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     // The shadow holds one scalar per row of a chunk: chunk rows by the larger of the two.
     let max_bytes = chunk_limit(gpu, opts);
     let entry_bytes = s.max(4);
-    let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes / (s / 4).max(1), "row")?;
+    // Less one quad: values and columns are padded to whole quads of 4 (see `quad_padded`).
+    let chunks = ptr_chunks(a.row_ptr(), entry_bytes, (max_bytes - 4 * entry_bytes) / (s / 4).max(1), "row")?;
     let chunks = if chunks.is_empty() { vec![0..0] } else { chunks };
     let mut gpu_stages = Vec::new();
     let mut host_stages = Vec::new();
@@ -252,12 +253,14 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         let chunk_params = ChunkUniform { row_begin: rows.start as u32, nrows: rows.len() as u32 };
         let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
         let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
+        let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
+        let values = upload(gpu, "values", &quad_padded(&a.values()[begin..end]))?;
         let main_stage = Stage {
             pipeline: main.clone(),
             bindings: vec![
                 row_ptr_buf.clone(),
-                upload(gpu, "col_idx", &a.col_idx()[begin..end])?,
-                upload(gpu, "values", &a.values()[begin..end])?,
+                cols.clone(),
+                values.clone(),
                 Binding::X,
                 Binding::Y,
                 Binding::Coeffs,
@@ -265,6 +268,8 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
                 Binding::Owned(sync.clone()),
                 Binding::Owned(spec.clone()),
                 Binding::Owned(shadow.clone()),
+                cols,
+                values,
             ],
             grid: Grid::Direct(gpu.grid(geom.groups(nnz) as u32)),
         };
@@ -329,6 +334,19 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     } else {
         plan
     })
+}
+
+/// `data` padded with zeros to a whole number of quads (4 entries), so that the kernel can also
+/// read it as an array of 4-vectors: a lane loading its W consecutive nonzeros itself then
+/// loads W / 4 vectors, each memory sector once, instead of W scattered scalars.
+fn quad_padded<P: bytemuck::Pod + bytemuck::Zeroable>(data: &[P]) -> std::borrow::Cow<'_, [P]> {
+    if data.len() % 4 == 0 && !data.is_empty() {
+        return std::borrow::Cow::Borrowed(data);
+    }
+    let mut v = Vec::with_capacity(data.len().next_multiple_of(4).max(4));
+    v.extend_from_slice(data);
+    v.resize(v.capacity(), P::zeroed());
+    std::borrow::Cow::Owned(v)
 }
 
 /// The host check stage (lines 62-68 and section 3.2's checking stage), with rayon.
