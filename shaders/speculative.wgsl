@@ -31,8 +31,6 @@ override STAGED: bool = true;
 override TEAM_CELLS: u32 = LANES * WORK + (LANES * WORK + 31u) / 32u;
 override PROD_CELLS: u32 = select(1u, TEAMS * TEAM_CELLS, STAGED);
 override BOUND_CELLS: u32 = TEAMS * (TILES + 1u);
-override SEG_CELLS: u32 = LANES * WORK + 1u;
-override SEG_SUM_CELLS: u32 = TEAMS * SEG_CELLS;
 
 var<workgroup> prod: array<scalar, PROD_CELLS>;
 // The descriptor and the transmitter are double-buffered by tile parity: tile i + 2 reuses a
@@ -43,8 +41,6 @@ var<workgroup> heads: array<atomic<u32>, 2 * WG_SIZE>;
 var<workgroup> bounds: array<u32, BOUND_CELLS>;
 // The transmitter: the last segment of a tile that runs on into the team's next tile.
 var<workgroup> transmit: array<scalar, 2 * TEAMS>;
-// A tile's segment sums by segment index (a tile has at most LANES * WORK + 1 segments).
-var<workgroup> seg_sums: array<scalar, SEG_SUM_CELLS>;
 // Dirty tiles, bit i for the team's tile i (written by the team's lane 0 only), and where the
 // team's records go within the workgroup's. The workgroup counts its dirty tiles with one
 // global atomic at the end: one per tile serialised every workgroup on the counter's address
@@ -85,9 +81,8 @@ struct TileCtx {
     slot: u32,
     // Tile index within the team.
     index: u32,
-    // The transmitter cell this tile writes, and the team's first cell in `seg_sums`.
+    // The transmitter cell this tile writes.
     transmit_cell: u32,
-    seg_base: u32,
     start: u32,
     stop: u32,
     // Index of the tile's last segment, and whether it runs past the tile's end.
@@ -110,11 +105,11 @@ fn emit(t: TileCtx, k: u32, v: scalar) {
         row = t.stop;
     } else if (k == 0u) {
         row = t.start;
-    } else {
-        // Segments 1.. go to rows (or, in a dirty tile, shadow cells) start + k: consecutive,
-        // so the team writes them out together after the tile, coalesced.
-        seg_sums[t.seg_base + k] = v;
+    } else if (t.dirty) {
+        shadow[t.start + k] = v;
         return;
+    } else {
+        row = t.start + k;
     }
     if (row == t.team_first_row && t.team_cont) {
         sync[t.team] = SyncEntry(row, v);
@@ -226,7 +221,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         // Without empty rows the tile's segments are exactly rows start..stop (less stop when it
         // begins at the next tile): any other count means an empty row, i.e. a dirty tile.
         let dirty = live && hs.total + cont != stop - start + select(0u, 1u, carries_on);
-        let ctx = TileCtx(tl.slot, i, parity * TEAMS + tl.slot, tl.slot * SEG_CELLS, start, stop, hs.total + cont - 1u, carries_on, dirty, team, team_first_row, team_cont);
+        let ctx = TileCtx(tl.slot, i, parity * TEAMS + tl.slot, start, stop, hs.total + cont - 1u, carries_on, dirty, team, team_first_row, team_cont);
 
         // Lines 27-33: each lane's sequential segmented sum over its WORK products; the first
         // lane starts from the transmitter when the tile continues the previous tile's row.
@@ -266,21 +261,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             }
             if (dirty && tl.lane == 0u) {
                 team_dirty[tl.slot] |= 1u << i;
-            }
-        }
-        // The paper's compact store: the tile's segments 1.. (less one running on into the next
-        // tile) to y, or to the shadow when the tile is dirty. The next tile writes `seg_sums`
-        // only after its own first barrier, which every lane passes after these reads.
-        workgroupBarrier();
-        if (live) {
-            let plain_end = ctx.last_seg + select(1u, 0u, carries_on);
-            for (var k = 1u + tl.lane; k < plain_end; k += LANES) {
-                let v = seg_sums[ctx.seg_base + k];
-                if (dirty) {
-                    shadow[start + k] = v;
-                } else {
-                    write_y(chunk.row_begin + start + k, v);
-                }
             }
         }
         if (STAGED) {

@@ -175,7 +175,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     // Descriptor and transmitter are double-buffered, products staged once.
     let products = if staged { teams * (tile + tile.div_ceil(32)) * s } else { s };
     // Bounds, then the per-team dirty masks and record offsets.
-    let mut wg_bytes = products + 2 * (w * 4 + teams * s) + teams * (tiles_per_team as u64 + 1) * 4 + teams * 8 + 8 + teams * (tile + 1) * s;
+    let mut wg_bytes = products + 2 * (w * 4 + teams * s) + teams * (tiles_per_team as u64 + 1) * 4 + teams * 8 + 8;
     if lanes == LaneMode::Workgroup {
         // Team scans, and the lane module's reduction buffer.
         wg_bytes += w * (8 + s) + w * s;
