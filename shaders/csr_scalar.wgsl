@@ -1,5 +1,5 @@
 // csr-scalar: one invocation per row.
-// Bindings: csr_bindings.wgsl.
+// Bindings: csr_bindings.wgsl and csr_chunk.wgsl.
 
 override WG_SIZE: u32 = 256u;
 

@@ -56,6 +56,7 @@ const GRID: &str = include_str!("../../shaders/grid.wgsl");
 const LANES_SUBGROUP: &str = include_str!("../../shaders/lanes_subgroup.wgsl");
 const LANES_WORKGROUP: &str = include_str!("../../shaders/lanes_workgroup.wgsl");
 const CSR_BINDINGS: &str = include_str!("../../shaders/csr_bindings.wgsl");
+const CSR_CHUNK: &str = include_str!("../../shaders/csr_chunk.wgsl");
 const SCAN_COMMON: &str = include_str!("../../shaders/scan_common.wgsl");
 const SCAN_SUBGROUP: &str = include_str!("../../shaders/scan_subgroup.wgsl");
 const SCAN_WORKGROUP: &str = include_str!("../../shaders/scan_workgroup.wgsl");
@@ -76,7 +77,7 @@ pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512];
 /// Team widths for the workgroup-memory path and subgroup sizes the subgroup path accepts.
 pub const LANE_WIDTHS: &[u32] = &[4, 8, 16, 32, 64, 128];
 
-pub const CSR_SCALAR: Kernel = plain_spmv_kernel("csr_scalar", include_str!("../../shaders/csr_scalar.wgsl"), &[CSR_BINDINGS], &[("WG_SIZE", WORKGROUP_SIZES)]);
+pub const CSR_SCALAR: Kernel = plain_spmv_kernel("csr_scalar", include_str!("../../shaders/csr_scalar.wgsl"), &[CSR_BINDINGS, CSR_CHUNK], &[("WG_SIZE", WORKGROUP_SIZES)]);
 
 pub const CSR_VECTOR: Kernel = Kernel {
     name: "csr_vector",
@@ -87,7 +88,7 @@ pub const CSR_VECTOR: Kernel = Kernel {
     sums: false,
     group_scan: false,
     scalar_bits: false,
-    pieces: &[CSR_BINDINGS],
+    pieces: &[CSR_BINDINGS, CSR_CHUNK],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
     derive: Some(|_| true),
 };
@@ -161,7 +162,7 @@ pub const SPECULATIVE: Kernel = Kernel {
     sums: false,
     group_scan: false,
     scalar_bits: false,
-    pieces: &[CSR_BINDINGS, SPECULATIVE_COMMON],
+    pieces: &[CSR_BINDINGS, CSR_CHUNK, SPECULATIVE_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES), ("STAGED", &[0, 1])],
     derive: None,
 };
@@ -182,7 +183,7 @@ pub const SURAA: Kernel = Kernel {
     sums: true,
     group_scan: false,
     scalar_bits: false,
-    pieces: &[SURAA_COMMON, SURAA_ROWS],
+    pieces: &[SURAA_COMMON, CSR_BINDINGS, SURAA_ROWS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS)],
     derive: None,
 };
@@ -190,7 +191,7 @@ pub const SURAA: Kernel = Kernel {
 pub const SURAA_SCALAR: Kernel = plain_spmv_kernel(
     "suraa_scalar",
     include_str!("../../shaders/suraa_scalar.wgsl"),
-    &[SURAA_COMMON, SURAA_ROWS],
+    &[SURAA_COMMON, CSR_BINDINGS, SURAA_ROWS],
     &[("WG_SIZE", WORKGROUP_SIZES), ("SCALAR_STAGE", SURAA_SCALAR_STAGE), ("GATHER", &[0, 1])],
 );
 
