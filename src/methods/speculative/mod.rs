@@ -228,7 +228,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let max_bytes = chunk_limit(gpu, opts);
     let entry_bytes = s.max(4);
     // Less one quad: values and columns are padded to whole quads of 4 (see `quad_padded`).
-    let chunks = ptr_chunks(a.row_ptr(), entry_bytes, (max_bytes - 4 * entry_bytes) / (s / 4).max(1), "row")?;
+    let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes.saturating_sub(4 * entry_bytes) / (s / 4).max(1), "row")?;
     let chunks = if chunks.is_empty() { vec![0..0] } else { chunks };
     let mut gpu_stages = Vec::new();
     let mut host_stages = Vec::new();
