@@ -70,6 +70,10 @@ struct Args {
     /// `speculative`: stage products in workgroup memory (true) or load them per lane (false).
     #[arg(long)]
     spec_staged: Option<bool>,
+    /// `speculative`: resolve dirty tiles in the GPU stage (true) or speculate and leave them
+    /// to the check stage (false); default: resolved when finishing on the GPU.
+    #[arg(long)]
+    spec_resolve: Option<bool>,
     /// Where `suraa` sets up: auto, host, gpu, or both (rows `suraa-host` and `suraa-gpu`).
     #[arg(long, default_value = "auto")]
     setup: String,
@@ -142,7 +146,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         match m {
             Method::Speculative => {
                 for &(suffix, finish) in &finishes {
-                    let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, staged_products: args.spec_staged, ..Default::default() };
+                    let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, staged_products: args.spec_staged, resolve_dirty_tiles: args.spec_resolve, ..Default::default() };
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { speculative, ..base.clone() } });
                 }
             }

@@ -26,17 +26,28 @@ override TEAMS: u32 = WG_SIZE / LANES;
 // lines 22-26); otherwise each lane loads its WORK consecutive nonzeros itself, which leaves the
 // kernel almost no workgroup memory (more workgroups per core) and one barrier per tile.
 override STAGED: bool = true;
+// RESOLVE: the lanes building a tile's descriptor also note, at the position of each row's last
+// nonzero, which row ends there, and write the empty rows they meet; a dirty tile (one holding
+// an empty row) then finds the row of each segment there, so the check stage has only the
+// synchronizer to add. Otherwise (the paper's speculation) a dirty tile's middle segments go to
+// the shadow and its rows to a speculator record. (A binary search per segment instead cost
+// 2-3x on every class on an H100: the loop inside the segmented sum stops its unrolling.)
+override RESOLVE: bool = false;
 // Products of one tile per team, lane-major, with one padding cell after every 32 so that
 // lanes reading their WORK consecutive products hit distinct banks.
 override TEAM_CELLS: u32 = LANES * WORK + (LANES * WORK + 31u) / 32u;
 override PROD_CELLS: u32 = select(1u, TEAMS * TEAM_CELLS, STAGED);
 override BOUND_CELLS: u32 = TEAMS * (TILES + 1u);
+override ROW_CELLS: u32 = select(1u, 2u * WG_SIZE * WORK, RESOLVE);
 
 var<workgroup> prod: array<scalar, PROD_CELLS>;
 // The descriptor and the transmitter are double-buffered by tile parity: tile i + 2 reuses a
 // buffer only after every lane has passed tile i + 1's barrier, i.e. has finished with tile i.
 // Segment descriptor: bit w of a lane's word flags a row start at its w-th product.
 var<workgroup> heads: array<atomic<u32>, 2 * WG_SIZE>;
+// With RESOLVE, the row whose last nonzero is at each position of a tile, double-buffered by
+// tile parity like the descriptor (only the positions of rows inside the tile are written).
+var<workgroup> row_ends: array<u32, ROW_CELLS>;
 // Rows at the team's TILES + 1 tile boundaries (the paper's tile_offset).
 var<workgroup> bounds: array<u32, BOUND_CELLS>;
 // The transmitter: the last segment of a tile that runs on into the team's next tile.
@@ -83,6 +94,9 @@ struct TileCtx {
     index: u32,
     // The transmitter cell this tile writes.
     transmit_cell: u32,
+    // The tile's first nonzero, and where its cells of row_ends begin.
+    begin: u32,
+    row_base: u32,
     start: u32,
     stop: u32,
     // Index of the tile's last segment, and whether it runs past the tile's end.
@@ -94,8 +108,9 @@ struct TileCtx {
     team_cont: bool,
 }
 
-// Stores segment `k` of a tile (lines 36-52, with the places explained in tiles.rs).
-fn emit(t: TileCtx, k: u32, v: scalar) {
+// Stores segment `k` of a tile, which ends just before nonzero `end` (lines 36-52, with the
+// places explained in tiles.rs).
+fn emit(t: TileCtx, k: u32, end: u32, v: scalar) {
     var row: u32;
     if (k == t.last_seg && t.carries_on) {
         if (t.index + 1u < TILES) {
@@ -105,6 +120,8 @@ fn emit(t: TileCtx, k: u32, v: scalar) {
         row = t.stop;
     } else if (k == 0u) {
         row = t.start;
+    } else if (t.dirty && RESOLVE) {
+        row = row_ends[t.row_base + end - 1u - t.begin];
     } else if (t.dirty) {
         shadow[t.start + k] = v;
         return;
@@ -155,6 +172,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let parity = i % 2u;
         let pbase = tl.slot * TEAM_CELLS;
         let hbase = parity * WG_SIZE + tl.slot * LANES;
+        let rbase = select(0u, parity * WG_SIZE * WORK + tl.slot * LANES * WORK, RESOLVE);
         let tile_begin = team_begin + i * tile_len;
         let live = tile_begin < nnz;
         let tile_end = min(tile_begin + tile_len, nnz);
@@ -202,6 +220,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                     let o = p - tile_begin;
                     atomicOr(&heads[hbase + o / WORK], 1u << (o % WORK));
                 }
+                // Rows strictly between start and stop belong to this tile alone (start and stop
+                // hold nonzeros, and stop's last one is past the tile): an empty one has no
+                // segment, so it is written here; the others end inside the tile, after p.
+                if (RESOLVE && j < stop) {
+                    let q = row_ptr[j + 1u];
+                    if (q == p) {
+                        write_y(chunk.row_begin + j, scalar(0));
+                    } else {
+                        row_ends[rbase + q - 1u - tile_begin] = j;
+                    }
+                }
             }
         }
         // Lines 22-26: products, loaded coalesced and stored lane-major.
@@ -221,10 +250,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         // Without empty rows the tile's segments are exactly rows start..stop (less stop when it
         // begins at the next tile): any other count means an empty row, i.e. a dirty tile.
         let dirty = live && hs.total + cont != stop - start + select(0u, 1u, carries_on);
-        let ctx = TileCtx(tl.slot, i, parity * TEAMS + tl.slot, start, stop, hs.total + cont - 1u, carries_on, dirty, team, team_first_row, team_cont);
+        let ctx = TileCtx(tl.slot, i, parity * TEAMS + tl.slot, tile_begin, rbase, start, stop, hs.total + cont - 1u, carries_on, dirty, team, team_first_row, team_cont);
 
         // Lines 27-33: each lane's sequential segmented sum over its WORK products; the first
         // lane starts from the transmitter when the tile continues the previous tile's row.
+        let lane_first = tile_begin + tl.lane * WORK;
         var acc = scalar(0);
         if (tl.lane == 0u && cont == 1u && i > 0u) {
             acc = transmit[(1u - parity) * TEAMS + tl.slot];
@@ -235,7 +265,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         for (var w = 0u; w < WORK; w++) {
             if ((mask & (1u << w)) != 0u) {
                 if (seen) {
-                    emit(ctx, h + cont - 1u, acc);
+                    emit(ctx, h + cont - 1u, lane_first + w, acc);
                 } else {
                     prefix = acc;
                     seen = true;
@@ -254,12 +284,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let carry = team_seg_scan(seen, acc, tl);
         if (live) {
             if (seen && (hs.excl > 0u || cont == 1u)) {
-                emit(ctx, hs.excl + cont - 1u, carry.excl + prefix);
+                emit(ctx, hs.excl + cont - 1u, lane_first + firstTrailingBit(mask), carry.excl + prefix);
             }
             if (tl.lane == LANES - 1u) {
-                emit(ctx, ctx.last_seg, select(carry.excl + acc, acc, seen));
+                emit(ctx, ctx.last_seg, tile_end, select(carry.excl + acc, acc, seen));
             }
-            if (dirty && tl.lane == 0u) {
+            if (dirty && !RESOLVE && tl.lane == 0u) {
                 team_dirty[tl.slot] |= 1u << i;
             }
         }

@@ -13,13 +13,18 @@ fn opts(finish: Finish, transfer: HostTransfer) -> PlanOptions {
     PlanOptions { speculative: SpeculativeOptions { finish, transfer, ..Default::default() }, ..Default::default() }
 }
 
-/// The three ways a product can finish.
+/// The ways a product can finish: on the host (mapped or copied) or the GPU, with dirty tiles
+/// speculated (the host's default) or resolved in the GPU stage (the GPU's default where many
+/// tiles are dirty), products loaded per lane or staged.
 fn finishes() -> Vec<(&'static str, PlanOptions)> {
     vec![
         ("host, mapped", opts(Finish::Host, HostTransfer::Map)),
         ("host, copied", opts(Finish::Host, HostTransfer::Copy)),
+        ("host, dirty tiles resolved", resolved(opts(Finish::Host, HostTransfer::Auto), true)),
         ("gpu", opts(Finish::Gpu, HostTransfer::Auto)),
-        ("gpu, products staged", staged(opts(Finish::Gpu, HostTransfer::Auto))),
+        ("gpu, dirty tiles resolved", resolved(opts(Finish::Gpu, HostTransfer::Auto), true)),
+        ("gpu, dirty tiles speculated", resolved(opts(Finish::Gpu, HostTransfer::Auto), false)),
+        ("gpu, products staged, dirty tiles resolved", resolved(staged(opts(Finish::Gpu, HostTransfer::Auto)), true)),
         ("host, products staged", staged(opts(Finish::Host, HostTransfer::Auto))),
     ]
 }
@@ -27,6 +32,11 @@ fn finishes() -> Vec<(&'static str, PlanOptions)> {
 /// Products staged in workgroup memory (the paper's way; the default loads them per lane).
 fn staged(mut o: PlanOptions) -> PlanOptions {
     o.speculative.staged_products = Some(true);
+    o
+}
+
+fn resolved(mut o: PlanOptions, resolve: bool) -> PlanOptions {
+    o.speculative.resolve_dirty_tiles = Some(resolve);
     o
 }
 
@@ -128,8 +138,25 @@ fn host_stage_reports_the_dirty_tiles_the_structure_predicts() {
         }
         assert!(r.finish_on_host && plan.finishes_on_host());
     }
-    let plan = gpu.prepare_with(&SuiteClass::Banded.generate(2_000, 1).cast::<f32>(), Method::Speculative, &opts(Finish::Gpu, HostTransfer::Auto)).unwrap();
-    assert!(!plan.finishes_on_host() && plan.speculation().unwrap().last_host_run.is_none());
+    // Resolving dirty tiles in the GPU stage leaves the host only the leading empty rows.
+    let mut lens = vec![0, 0, 0];
+    let g = SuiteClass::EmptyRows.generate(20_000, 4);
+    lens.extend(g.row_ptr().windows(2).map(|w| (w[1] - w[0]) as usize));
+    let a = rows(&lens).cast::<f32>();
+    let plan = gpu.prepare_with(&a, Method::Speculative, &resolved(opts(Finish::Host, HostTransfer::Auto), true)).unwrap();
+    let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
+    let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+    plan.run(&x, &mut y).unwrap();
+    let r = plan.speculation().unwrap();
+    assert!(r.dirty_tiles_resolved && r.speculation.dirty_tiles > 0 && r.speculation.leading_empty_rows == 3);
+    assert_eq!(r.last_host_run.unwrap().dirty_records, 1);
+    // Finishing on the GPU, dirty tiles are resolved by default only where many tiles are dirty.
+    for (class, resolves) in [(SuiteClass::Banded, false), (SuiteClass::EmptyRows, true)] {
+        let plan = gpu.prepare_with(&class.generate(20_000, 1).cast::<f32>(), Method::Speculative, &opts(Finish::Gpu, HostTransfer::Auto)).unwrap();
+        let r = plan.speculation().unwrap();
+        assert!(!plan.finishes_on_host() && r.last_host_run.is_none());
+        assert_eq!(r.dirty_tiles_resolved, resolves, "{}", class.name());
+    }
 }
 
 /// Products back to back must each find the dirty counter reset: run many, in one encoder and

@@ -68,6 +68,14 @@ pub struct SpeculativeOptions {
     /// memory, so more workgroups per core, and one barrier per tile instead of two). With
     /// products per lane the default workgroup is 128 invocations, staged 256.
     pub staged_products: Option<bool>,
+    /// Resolve dirty tiles (those holding an empty row) in the GPU stage: the lanes building a
+    /// tile's descriptor note in workgroup memory where each row ends and write the empty rows
+    /// they meet, so each segment of a dirty tile finds its row and the check stage only adds
+    /// the synchronizer. `false` is the paper's speculation (dirty tiles go to the shadow and the
+    /// check stage re-arranges them). Default: resolved when the check stage runs on the GPU,
+    /// at least [`RESOLVE_DIRTY_FRACTION`] of the tiles are dirty and the extra 8·W bytes per
+    /// invocation fit; otherwise speculated.
+    pub resolve_dirty_tiles: Option<bool>,
     pub finish: Finish,
     pub transfer: HostTransfer,
 }
@@ -84,6 +92,13 @@ struct FinishParams {
 
 /// Below this many nonzeros per row on average, the default tiles per team is 4 rather than 16.
 pub const SHORT_ROWS: f64 = 8.0;
+
+/// With at least this fraction of tiles dirty, and the check stage on the GPU, dirty tiles are
+/// resolved in the GPU stage by default. On an H100, resolving took empty_rows (99% of tiles
+/// dirty) from 0.275 to 0.223 ms, but cost 3-5% on clean short-row matrices and 15-25% on
+/// banded and dense ones (the extra workgroup memory leaves less L1 for x); fractions in between
+/// were not measured.
+pub const RESOLVE_DIRTY_FRACTION: f64 = 0.25;
 
 /// Synchronizer runs longer than this get a workgroup of the finishing pass each.
 const LONG_RUN: u32 = 16;
@@ -112,6 +127,8 @@ pub struct SpeculationReport {
     /// Over all row chunks of the matrix.
     pub speculation: Speculation,
     pub finish_on_host: bool,
+    /// Whether the GPU stage resolves dirty tiles itself ([`SpeculativeOptions::resolve_dirty_tiles`]).
+    pub dirty_tiles_resolved: bool,
     /// "map" or "copy" when finishing on the host.
     pub transfer: Option<&'static str>,
     pub last_host_run: Option<HostRun>,
@@ -121,6 +138,7 @@ pub(crate) struct Report {
     geometry: TileGeometry,
     speculation: Speculation,
     finish_on_host: bool,
+    dirty_tiles_resolved: bool,
     transfer: Option<&'static str>,
     last: Mutex<Option<HostRun>>,
 }
@@ -131,6 +149,7 @@ impl Report {
             geometry: self.geometry,
             speculation: self.speculation.clone(),
             finish_on_host: self.finish_on_host,
+            dirty_tiles_resolved: self.dirty_tiles_resolved,
             transfer: self.transfer,
             last_host_run: *self.last.lock().unwrap(),
         }
@@ -180,8 +199,6 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         // Team scans, and the lane module's reduction buffer.
         wg_bytes += w * (8 + s) + w * s;
     }
-    check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
-
     let on_host = match so.finish {
         Finish::Host => true,
         Finish::Gpu => false,
@@ -207,11 +224,45 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         (true, false) => wgpu::BufferUsages::COPY_SRC,
     };
 
+    // The shadow holds one scalar per row of a chunk: chunk rows by the larger of the two.
+    let max_bytes = chunk_limit(gpu, opts);
+    let entry_bytes = s.max(4);
+    // Less one quad: values and columns are padded to whole quads of 4 (see `quad_padded`).
+    let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes.saturating_sub(4 * entry_bytes) / (s / 4).max(1), "row")?;
+    let chunks = if chunks.is_empty() { vec![0..0] } else { chunks };
+    // Each chunk's rebased row pointers and what its structure makes the GPU stage do.
+    let analysed: Vec<(Vec<u32>, Speculation)> = chunks
+        .iter()
+        .map(|rows| {
+            let begin = a.row_ptr()[rows.start];
+            let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end].iter().map(|p| p - begin).collect();
+            let spec_info = tiles::analyse(&row_ptr, &geom);
+            (row_ptr, spec_info)
+        })
+        .collect();
+    let mut total = Speculation { tiles: 0, dirty_tiles: 0, leading_empty_rows: 0, synchronized: 0 };
+    for (_, i) in &analysed {
+        total.tiles += i.tiles;
+        total.dirty_tiles += i.dirty_tiles;
+        total.leading_empty_rows += i.leading_empty_rows;
+        total.synchronized += i.synchronized;
+    }
+
+    // Resolving keeps a row index per position of the tile, double-buffered.
+    let row_ends = 2 * w * work as u64 * 4;
+    let fits = wg_bytes + row_ends <= info.limits.max_compute_workgroup_storage_size as u64;
+    let many_dirty = total.dirty_tiles as f64 >= RESOLVE_DIRTY_FRACTION * total.tiles as f64;
+    let resolve = so.resolve_dirty_tiles.unwrap_or(!on_host && fits && many_dirty);
+    if resolve {
+        wg_bytes += row_ends;
+    }
+    check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
+
     let main = gpu.pipeline(
         PipelineKey {
             kernel: shader::SPECULATIVE.name,
             variant: shader::SPECULATIVE.variant(T::WGSL, lanes),
-            overrides: vec![("WG_SIZE", wg), ("LANES", team), ("WORK", work), ("TILES", tiles_per_team), ("STAGED", staged as u32)],
+            overrides: vec![("WG_SIZE", wg), ("LANES", team), ("WORK", work), ("TILES", tiles_per_team), ("STAGED", staged as u32), ("RESOLVE", resolve as u32)],
         },
         || shader::SPECULATIVE.source(T::WGSL, lanes),
     )?;
@@ -224,32 +275,22 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         || shader::SPECULATIVE_FINISH.source(T::WGSL, LaneMode::Workgroup),
     )?;
 
-    // The shadow holds one scalar per row of a chunk: chunk rows by the larger of the two.
-    let max_bytes = chunk_limit(gpu, opts);
-    let entry_bytes = s.max(4);
-    // Less one quad: values and columns are padded to whole quads of 4 (see `quad_padded`).
-    let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes.saturating_sub(4 * entry_bytes) / (s / 4).max(1), "row")?;
-    let chunks = if chunks.is_empty() { vec![0..0] } else { chunks };
     let mut gpu_stages = Vec::new();
     let mut host_stages = Vec::new();
     let mut parts = Vec::new();
-    let mut total = Speculation { tiles: 0, dirty_tiles: 0, leading_empty_rows: 0, synchronized: 0 };
-    for rows in &chunks {
+    for (rows, (row_ptr, spec_info)) in chunks.iter().zip(analysed) {
         let (begin, end) = (a.row_ptr()[rows.start] as usize, a.row_ptr()[rows.end] as usize);
-        let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end].iter().map(|p| p - begin as u32).collect();
         let nnz = (end - begin) as u64;
-        let spec_info = tiles::analyse(&row_ptr, &geom);
-        total.tiles += spec_info.tiles;
-        total.dirty_tiles += spec_info.dirty_tiles;
-        total.leading_empty_rows += spec_info.leading_empty_rows;
-        total.synchronized += spec_info.synchronized;
         let team_count = geom.teams(nnz);
-        let records = spec_info.dirty_tiles + (spec_info.leading_empty_rows > 0) as u64;
+        let leading = (spec_info.leading_empty_rows > 0) as u64;
+        let (records, max_records) = if resolve { (leading, 1) } else { (spec_info.dirty_tiles + leading, geom.max_records(nnz)) };
         let zeroed = |label: &str, bytes: u64| gpu.storage_buffer(label, &vec![0u8; bytes as usize], aux_usage).map(Arc::new);
         // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
         let sync = zeroed("speculative synchronizer", team_count * 2 * s)?;
-        let spec = zeroed("speculative speculator", (2 + 2 * geom.max_records(nnz)) * 4)?;
-        let shadow = zeroed("speculative shadow", rows.len().max(1) as u64 * s)?;
+        let spec = zeroed("speculative speculator", (2 + 2 * max_records) * 4)?;
+        // Resolving, only the leading empty rows are recorded (and read no shadow sums).
+        let shadow_rows = if resolve { spec_info.leading_empty_rows as usize } else { rows.len() };
+        let shadow = zeroed("speculative shadow", shadow_rows.max(1) as u64 * s)?;
         let chunk_params = ChunkUniform { row_begin: rows.start as u32, nrows: rows.len() as u32 };
         let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
         let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
@@ -276,7 +317,8 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         host_stages.push(main_stage.clone());
         gpu_stages.push(main_stage);
         // No check at all where the structure allows none (no empty row, no row across teams).
-        if spec_info.needs_check() {
+        let needs_check = spec_info.needs_check(resolve);
+        if needs_check {
             let mut runs = tiles::sync_run_bounds(&row_ptr, &geom);
             runs.sort_by_key(|r| r.1 > LONG_RUN);
             let short_runs = runs.iter().filter(|r| r.1 <= LONG_RUN).count() as u32;
@@ -305,13 +347,13 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
                 grid: Grid::Direct(gpu.grid(groups)),
             });
         }
-        parts.push(Part { row_begin: rows.start, row_ptr, teams: team_count, needs_check: spec_info.needs_check(), sync, spec, shadow });
+        parts.push(Part { row_begin: rows.start, row_ptr, teams: team_count, needs_check, sync, spec, shadow });
     }
 
     let transfer = on_host.then_some(if map { "map" } else { "copy" });
-    let report = Arc::new(Report { geometry: geom, speculation: total.clone(), finish_on_host: on_host, transfer, last: Mutex::new(None) });
+    let report = Arc::new(Report { geometry: geom, speculation: total.clone(), finish_on_host: on_host, dirty_tiles_resolved: resolve, transfer, last: Mutex::new(None) });
     let details = format!(
-        "speculative: tiles of {}x{} (T x W), {} tiles per team, {} teams per workgroup ({} lanes via {}), products {}, {} row chunk(s), hit rate {:.1}% ({} of {} tiles dirty), check on the {}",
+        "speculative: tiles of {}x{} (T x W), {} tiles per team, {} teams per workgroup ({} lanes via {}), products {}, {} row chunk(s), hit rate {:.1}% ({} of {} tiles dirty, {}), check on the {}",
         geom.lanes,
         geom.work,
         geom.tiles_per_team,
@@ -323,6 +365,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         100.0 * total.hit_rate(),
         total.dirty_tiles,
         total.tiles,
+        if resolve { "resolved in the kernel" } else { "re-arranged by the check" },
         match transfer {
             Some(t) => format!("host ({t})"),
             None => "GPU".into(),

@@ -16,6 +16,11 @@
 //!   team's **synchronizer** entry; the check stage adds `α·Σ entries` to the row, which the team
 //!   holding the row's start wrote as `α·partial + β·y`.
 //!
+//! With dirty tiles *resolved* (the library's default when the check stage runs on the GPU), a
+//! dirty tile's middle segment goes to the row whose last nonzero it ends on (the lanes building
+//! the descriptor note where each row inside the tile ends), and the empty rows strictly between
+//! `start` and `stop` get `β·y` from the lanes that meet them; nothing is recorded.
+//!
 //! Rows before the first nonzero are empty and recorded by the first team (a speculator record
 //! with no sums). Every row is thus written exactly once by the GPU stage or the check stage, and
 //! `y` is never read except for `β·y`: no zeroing pass, and `β = 0` never reads `y`.
@@ -94,9 +99,10 @@ impl Speculation {
     pub fn hit_rate(&self) -> f64 {
         1.0 - self.dirty_tiles as f64 / self.tiles as f64
     }
-    /// Whether the check stage has anything to do.
-    pub fn needs_check(&self) -> bool {
-        self.dirty_tiles > 0 || self.leading_empty_rows > 0 || self.synchronized > 0
+    /// Whether the check stage has anything to do (with dirty tiles resolved in the GPU stage,
+    /// only the leading empty rows and the synchronizer are left to it).
+    pub fn needs_check(&self, dirty_tiles_resolved: bool) -> bool {
+        (self.dirty_tiles > 0 && !dirty_tiles_resolved) || self.leading_empty_rows > 0 || self.synchronized > 0
     }
 }
 
@@ -179,7 +185,9 @@ pub struct StageOutput<T> {
 
 /// The CPU twin of the GPU stage: writes `y` where the GPU stage would, in the same order of
 /// tiles and with the same transmitter, and returns what it leaves for the check stage.
-pub fn gpu_stage_twin<T: Scalar>(row_ptr: &[u32], col_idx: &[u32], values: &[T], x: &[T], alpha: T, beta: T, y: &mut [T], g: &TileGeometry) -> StageOutput<T> {
+/// `resolve`: dirty tiles resolved in the GPU stage ([`super::SpeculativeOptions::resolve_dirty_tiles`]).
+#[allow(clippy::too_many_arguments)]
+pub fn gpu_stage_twin<T: Scalar>(row_ptr: &[u32], col_idx: &[u32], values: &[T], x: &[T], alpha: T, beta: T, y: &mut [T], g: &TileGeometry, resolve: bool) -> StageOutput<T> {
     let nnz = *row_ptr.last().unwrap() as u64;
     let nrows = row_ptr.len() - 1;
     let mut out = StageOutput { sync: Vec::new(), records: Vec::new(), shadow: vec![T::from_f64(0.0); nrows] };
@@ -202,20 +210,21 @@ pub fn gpu_stage_twin<T: Scalar>(row_ptr: &[u32], col_idx: &[u32], values: &[T],
             if t.begin as u64 >= nnz {
                 continue;
             }
-            // Segment sums in order; a head is a row start inside the tile.
+            // Segment sums in order, each with the nonzero it ends before; a head is a row start
+            // inside the tile.
             let mut sums = Vec::new();
             let mut acc = if t.cont && i > 0 { transmitter } else { 0.0 };
             for e in t.begin..t.end {
                 let is_head = row_ptr[rightmost_row(row_ptr, e) as usize] == e;
                 if is_head && e > t.begin {
-                    sums.push(acc);
+                    sums.push((acc, e));
                     acc = 0.0;
                 }
                 acc += values[e as usize].to_f64() * x[col_idx[e as usize] as usize].to_f64();
             }
-            sums.push(acc);
+            sums.push((acc, t.end));
             let last = sums.len() - 1;
-            for (k, &v) in sums.iter().enumerate() {
+            for (k, &(v, end)) in sums.iter().enumerate() {
                 let r = if k == last && t.carries_on {
                     if i + 1 < g.tiles_per_team as u64 {
                         transmitter = v;
@@ -224,6 +233,8 @@ pub fn gpu_stage_twin<T: Scalar>(row_ptr: &[u32], col_idx: &[u32], values: &[T],
                     t.stop
                 } else if k == 0 {
                     t.start
+                } else if t.dirty && resolve {
+                    rightmost_row(&row_ptr[..=t.stop as usize], end - 1)
                 } else if t.dirty {
                     out.shadow[t.start as usize + k] = T::from_f64(v);
                     continue;
@@ -236,7 +247,13 @@ pub fn gpu_stage_twin<T: Scalar>(row_ptr: &[u32], col_idx: &[u32], values: &[T],
                     write_y(y, r, v);
                 }
             }
-            if t.dirty {
+            if t.dirty && resolve {
+                for r in t.start + 1..t.stop {
+                    if row_ptr[r as usize + 1] == row_ptr[r as usize] {
+                        write_y(y, r, 0.0);
+                    }
+                }
+            } else if t.dirty {
                 out.records.push(t.start + 1..t.stop);
             }
         }
@@ -302,10 +319,13 @@ mod tests {
     use super::*;
     use crate::{reference, suite, CsrMatrix};
 
-    fn twin_spmv(a: &CsrMatrix<f64>, g: &TileGeometry, alpha: f64, beta: f64, y0: &[f64]) -> Vec<f64> {
+    fn twin_spmv(a: &CsrMatrix<f64>, g: &TileGeometry, alpha: f64, beta: f64, y0: &[f64], resolve: bool) -> Vec<f64> {
         let x = suite::random_vector(a.ncols(), 3);
         let mut y = y0.to_vec();
-        let out = gpu_stage_twin(a.row_ptr(), a.col_idx(), a.values(), &x, alpha, beta, &mut y, g);
+        let out = gpu_stage_twin(a.row_ptr(), a.col_idx(), a.values(), &x, alpha, beta, &mut y, g, resolve);
+        if resolve {
+            assert!(out.records.len() <= 1, "resolving, only leading empty rows are recorded");
+        }
         check_stage(a.row_ptr(), &out, alpha, beta, &mut y);
         y
     }
@@ -323,10 +343,12 @@ mod tests {
         let y0 = suite::random_vector(a.nrows(), 5);
         for g in geometries() {
             for (alpha, beta) in [(1.0, 0.0), (-1.5, 0.75)] {
-                let y = twin_spmv(a, &g, alpha, beta, &y0);
-                let want = reference::spmv_axpby(alpha, a, &x, beta, &y0).unwrap();
-                let c = reference::check(alpha, a, &x, beta, Some(&y0), &y, &want);
-                assert!(c.ok, "{label} {g:?} α={alpha} β={beta}: worst row {:?}", c.worst_row);
+                for resolve in [false, true] {
+                    let y = twin_spmv(a, &g, alpha, beta, &y0, resolve);
+                    let want = reference::spmv_axpby(alpha, a, &x, beta, &y0).unwrap();
+                    let c = reference::check(alpha, a, &x, beta, Some(&y0), &y, &want);
+                    assert!(c.ok, "{label} {g:?} α={alpha} β={beta} resolve={resolve}: worst row {:?}", c.worst_row);
+                }
             }
         }
     }
@@ -361,7 +383,7 @@ mod tests {
             let s = analyse(a.row_ptr(), &g);
             let x = vec![1.0; a.ncols()];
             let mut y = vec![0.0; a.nrows()];
-            let out = gpu_stage_twin(a.row_ptr(), a.col_idx(), a.values(), &x, 1.0, 0.0, &mut y, &g);
+            let out = gpu_stage_twin(a.row_ptr(), a.col_idx(), a.values(), &x, 1.0, 0.0, &mut y, &g, false);
             let dirty = out.records.len() as u64 - (s.leading_empty_rows > 0) as u64;
             assert_eq!(dirty, s.dirty_tiles, "{g:?}");
             assert_eq!(out.sync.iter().filter(|e| e.0 != NONE).count() as u64, s.synchronized, "{g:?}");
