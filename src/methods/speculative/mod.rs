@@ -58,10 +58,13 @@ pub struct SpeculativeOptions {
     /// W: nonzeros per lane and tile (1, 2, 4, 8, 16 or 32). Default 4 with products loaded per
     /// lane (measured best on an H100); staged, the paper's NVIDIA values: 8 for f32, 4 for f64.
     pub work_per_lane: Option<u32>,
-    /// S: tiles per team (1 to 8, 10, 12 or 16). Default with products
-    /// loaded per lane: 4 when rows average under [`SHORT_ROWS`] nonzeros, 16 otherwise (more,
-    /// shorter teams measured 4–9% faster on short-row matrices and 5–8% slower on banded and
-    /// dense ones on an H100); staged, 7 (the paper's).
+    /// S: tiles per team (1 to 8, 10, 12 or 16). Default with products loaded per lane: 4 when
+    /// rows average under [`SHORT_ROWS`] nonzeros, or when x exceeds [`LARGE_X_BYTES`] and the
+    /// columns within rows are scattered ([`scattered_columns`]); 16 otherwise. On an H100 more,
+    /// shorter teams measured 4–9% faster on short-row matrices and 4–6% faster on scattered
+    /// gathers from a large x (wide rows, tall matrices at 40M nonzeros), but 6–8% slower on
+    /// banded and dense ones and 3% slower on scattered gathers from a 1.3 MB x. Staged, 7 (the
+    /// paper's).
     pub tiles_per_team: Option<u32>,
     /// Stage each tile's products in workgroup memory after coalesced loads (the paper's way), or
     /// let each lane load its W consecutive nonzeros itself (the default: almost no workgroup
@@ -92,6 +95,27 @@ struct FinishParams {
 
 /// Below this many nonzeros per row on average, the default tiles per team is 4 rather than 16.
 pub const SHORT_ROWS: f64 = 8.0;
+
+/// With x larger than this and scattered columns, the default tiles per team is 4 rather than 16.
+pub const LARGE_X_BYTES: u64 = 2 << 20;
+
+/// Whether most steps between consecutive columns of a row skip more than 64 columns (256 bytes
+/// of an f32 x, beyond a couple of memory sectors), judged on about 64k nonzeros spread evenly
+/// over the matrix: gathers from x then rarely share a sector.
+pub fn scattered_columns<T: Scalar>(a: &CsrMatrix<T>) -> bool {
+    const SAMPLE_ROWS: usize = 4096;
+    const PER_ROW: usize = 16;
+    let step = a.nrows().div_ceil(SAMPLE_ROWS).max(1);
+    let (mut far, mut steps) = (0u64, 0u64);
+    for r in (0..a.nrows()).step_by(step) {
+        let (b, e) = (a.row_ptr()[r] as usize, a.row_ptr()[r + 1] as usize);
+        for w in a.col_idx()[b..e.min(b + PER_ROW + 1)].windows(2) {
+            steps += 1;
+            far += (w[1] - w[0] > 64) as u64;
+        }
+    }
+    2 * far > steps
+}
 
 /// With at least this fraction of tiles dirty, and the check stage on the GPU, dirty tiles are
 /// resolved in the GPU stage by default. On an H100, resolving took empty_rows (99% of tiles
@@ -179,10 +203,13 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         return Err(bad("work_per_lane", work, format!("must be one of {:?}", shader::SPECULATIVE_WORK)));
     }
     let mean_row = a.nnz() as f64 / a.nrows().max(1) as f64;
-    let tiles_per_team = so.tiles_per_team.unwrap_or(match (staged, mean_row < SHORT_ROWS) {
-        (true, _) => 7,
-        (false, true) => 4,
-        (false, false) => 16,
+    let tiles_per_team = so.tiles_per_team.unwrap_or_else(|| {
+        let large_x = a.ncols() as u64 * std::mem::size_of::<T>() as u64 > LARGE_X_BYTES;
+        match staged {
+            true => 7,
+            false if mean_row < SHORT_ROWS || (large_x && scattered_columns(a)) => 4,
+            false => 16,
+        }
     });
     if !shader::SPECULATIVE_TILES.contains(&tiles_per_team) {
         return Err(bad("tiles_per_team", tiles_per_team, format!("must be one of {:?}", shader::SPECULATIVE_TILES)));
@@ -657,5 +684,19 @@ impl<T: Scalar> HostStage<T> for HostCheck<T> {
         let dirty_records = counts.iter().map(|&c| c as u64).sum();
         *self.report.last.lock().unwrap() = Some(HostRun { dirty_records, synchronized_rows, host_stage: start.elapsed(), bytes_read, bytes_written });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::SuiteClass;
+
+    #[test]
+    fn scattered_columns_tell_random_gathers_from_local_ones() {
+        for (class, scattered) in [(SuiteClass::Wide, true), (SuiteClass::Tall, true), (SuiteClass::PowerLaw, true), (SuiteClass::Banded, false), (SuiteClass::Dense, false)] {
+            assert_eq!(scattered_columns(&class.generate(200_000, 3)), scattered, "{}", class.name());
+        }
+        assert!(!scattered_columns(&CsrMatrix::<f32>::zeros(0, 0).unwrap()));
     }
 }
