@@ -205,6 +205,10 @@ fn bad_options_are_clear_errors() {
     assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(3), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
     assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(64), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
     assert!(matches!(with(SpeculativeOptions { tiles_per_team: Some(0), ..Default::default() }), Err(Error::InvalidParameter { name: "tiles_per_team", .. })));
+    // W = 32 on 512 invocations: the row-end cells alone would take 128 KiB of workgroup memory.
+    let big = SpeculativeOptions { work_per_lane: Some(32), resolve_dirty_tiles: Some(true), ..Default::default() };
+    let o = PlanOptions { speculative: big, workgroup_size: Some(512), ..Default::default() };
+    assert!(matches!(gpu.prepare_with(&a, Method::Speculative, &o), Err(Error::InvalidParameter { name: "resolve_dirty_tiles", .. })));
     let Some(nosg) = gpu_without_subgroups() else { return };
     let sg = PlanOptions { lanes: LanePolicy::Subgroup, ..Default::default() };
     assert!(matches!(nosg.prepare_with(&a, Method::Speculative, &sg), Err(Error::MissingFeature { feature: "SUBGROUP", .. })));

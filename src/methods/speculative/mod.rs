@@ -120,8 +120,7 @@ pub fn scattered_columns<T: Scalar>(a: &CsrMatrix<T>) -> bool {
 /// With at least this fraction of tiles dirty, and the check stage on the GPU, dirty tiles are
 /// resolved in the GPU stage by default. On an H100, resolving took empty_rows (99% of tiles
 /// dirty) from 0.275 to 0.223 ms, but cost 3-5% on clean short-row matrices and 15-25% on
-/// banded and dense ones (the extra workgroup memory leaves less L1 for x); fractions in between
-/// were not measured.
+/// banded and dense ones (which reuse x most); fractions in between were not measured.
 pub const RESOLVE_DIRTY_FRACTION: f64 = 0.25;
 
 /// Synchronizer runs longer than this get a workgroup of the finishing pass each.
@@ -279,11 +278,12 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let row_ends = 2 * w * work as u64 * 4;
     let fits = wg_bytes + row_ends <= info.limits.max_compute_workgroup_storage_size as u64;
     let many_dirty = total.dirty_tiles as f64 >= RESOLVE_DIRTY_FRACTION * total.tiles as f64;
-    let resolve = so.resolve_dirty_tiles.unwrap_or(!on_host && fits && many_dirty);
-    if resolve {
-        wg_bytes += row_ends;
-    }
     check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
+    let resolve = so.resolve_dirty_tiles.unwrap_or(!on_host && fits && many_dirty);
+    if resolve && !fits {
+        let have = info.limits.max_compute_workgroup_storage_size;
+        return Err(bad("resolve_dirty_tiles", true, format!("needs {} bytes of workgroup memory with W = {work} and {wg} invocations, the adapter has {have}", wg_bytes + row_ends)));
+    }
 
     let main = gpu.pipeline(
         PipelineKey {
