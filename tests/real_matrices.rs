@@ -48,10 +48,13 @@ fn real_matrices_all_methods() {
         };
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         check_all_methods(&a, &name);
-        // `speculative` finishes on the host on this adapter by default; the GPU pass too.
+        // `speculative` finishes on the host on this adapter by default; the GPU pass too, with dirty
+        // tiles speculated or resolved in the GPU stage.
         if let Some(gpu) = common::gpu() {
             let o = PlanOptions { speculative: SpeculativeOptions { finish: Finish::Gpu, ..Default::default() }, ..Default::default() };
             common::check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{name} / speculative / gpu finishing"));
+            let o = PlanOptions { speculative: SpeculativeOptions { finish: Finish::Gpu, resolve_dirty_tiles: Some(true), ..Default::default() }, ..Default::default() };
+            common::check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{name} / speculative / gpu finishing, dirty tiles resolved"));
         }
         checked += 1;
     }
