@@ -74,6 +74,10 @@ struct Args {
     /// to the check stage (false); default: resolved when finishing on the GPU.
     #[arg(long)]
     spec_resolve: Option<bool>,
+    /// `speculative`: read tile boundaries from rows the plan computes once (true) or binary
+    /// search the row pointers in every team as the paper does (false); default true.
+    #[arg(long)]
+    spec_tile_rows: Option<bool>,
     /// Where `suraa` sets up: auto, host, gpu, or both (rows `suraa-host` and `suraa-gpu`).
     #[arg(long, default_value = "auto")]
     setup: String,
@@ -146,7 +150,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         match m {
             Method::Speculative => {
                 for &(suffix, finish) in &finishes {
-                    let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, staged_products: args.spec_staged, resolve_dirty_tiles: args.spec_resolve, ..Default::default() };
+                    let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, staged_products: args.spec_staged, resolve_dirty_tiles: args.spec_resolve, precomputed_tile_rows: args.spec_tile_rows, ..Default::default() };
                     variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { speculative, ..base.clone() } });
                 }
             }

@@ -12,6 +12,9 @@
 // quads): a lane that loads its WORK consecutive nonzeros itself reads WORK / 4 vectors.
 @group(0) @binding(10) var<storage, read> col_quads: array<vec4<u32>>;
 @group(0) @binding(11) var<storage, read> val_quads: array<vec4<scalar>>;
+// With TILE_ROWS, the first row of every tile (the rightmost row starting at or before its first
+// nonzero), computed once by the plan: entry team * TILES + i for the team's tile i.
+@group(0) @binding(12) var<storage, read> tile_rows: array<u32>;
 
 override WG_SIZE: u32 = 256u;
 // T: lanes per team (the smallest subgroup size on the subgroup path).
@@ -33,6 +36,9 @@ override STAGED: bool = true;
 // the shadow and its rows to a speculator record. (A binary search per segment instead cost
 // 2-3x on every class on an H100: the loop inside the segmented sum stops its unrolling.)
 override RESOLVE: bool = false;
+// TILE_ROWS: read the team's tile boundaries from tile_rows (one load each) rather than search
+// the row pointers for them (the paper's lines 4-7: about log2(rows) dependent loads).
+override TILE_ROWS: bool = false;
 // Products of one tile per team, lane-major, with one padding cell after every 32 so that
 // lanes reading their WORK consecutive products hit distinct banks.
 override TEAM_CELLS: u32 = LANES * WORK + (LANES * WORK + 31u) / 32u;
@@ -146,10 +152,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let team = linear_group(wid, nwg) * TEAMS + tl.slot;
     let team_begin = team * TILES * tile_len;
 
-    // Lines 4-7: the team's tile boundaries, one binary search per lane.
+    // Lines 4-7: the team's tile boundaries, one binary search per lane (or one load).
     let bb = tl.slot * (TILES + 1u);
     for (var i = tl.lane; i <= TILES; i += LANES) {
-        bounds[bb + i] = rightmost_row(min(team_begin + i * tile_len, nnz));
+        if (TILE_ROWS) {
+            // Teams past the last nonzero (a 2-D grid can launch more than the plan counted)
+            // have no entry; every boundary of theirs is nrows.
+            bounds[bb + i] = select(chunk.nrows, tile_rows[min(team * TILES + i, arrayLength(&tile_rows) - 1u)], team_begin < nnz);
+        } else {
+            bounds[bb + i] = rightmost_row(min(team_begin + i * tile_len, nnz));
+        }
     }
     atomicStore(&heads[tl.cell], 0u);
     atomicStore(&heads[WG_SIZE + tl.cell], 0u);

@@ -24,6 +24,7 @@ fn finishes() -> Vec<(&'static str, PlanOptions)> {
         ("gpu", opts(Finish::Gpu, HostTransfer::Auto)),
         ("gpu, dirty tiles resolved", resolved(opts(Finish::Gpu, HostTransfer::Auto), true)),
         ("gpu, dirty tiles speculated", resolved(opts(Finish::Gpu, HostTransfer::Auto), false)),
+        ("gpu, tile rows searched", searched(opts(Finish::Gpu, HostTransfer::Auto))),
         ("gpu, products staged, dirty tiles resolved", resolved(staged(opts(Finish::Gpu, HostTransfer::Auto)), true)),
         ("host, products staged", staged(opts(Finish::Host, HostTransfer::Auto))),
     ]
@@ -32,6 +33,12 @@ fn finishes() -> Vec<(&'static str, PlanOptions)> {
 /// Products staged in workgroup memory (the paper's way; the default loads them per lane).
 fn staged(mut o: PlanOptions) -> PlanOptions {
     o.speculative.staged_products = Some(true);
+    o
+}
+
+/// The paper's binary search for tile boundaries instead of the plan's precomputed rows.
+fn searched(mut o: PlanOptions) -> PlanOptions {
+    o.speculative.precomputed_tile_rows = Some(false);
     o
 }
 
@@ -66,6 +73,8 @@ fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {
         }
         for finish in [Finish::Host, Finish::Gpu] {
             check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &tiny_geometry(finish), &format!("{label} / tiny tiles / {finish:?} / {dev}"));
+            let o = searched(tiny_geometry(finish));
+            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / tiny tiles, rows searched / {finish:?} / {dev}"));
             let o = staged(tiny_geometry(finish));
             check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / tiny tiles, products staged / {finish:?} / {dev}"));
             // Lanes of 8 nonzeros read two quads each (W = 2 above reads scalars).

@@ -163,7 +163,7 @@ pub const SPECULATIVE: Kernel = Kernel {
     group_scan: false,
     scalar_bits: false,
     pieces: &[CSR_BINDINGS, CSR_CHUNK, SPECULATIVE_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES), ("STAGED", &[0, 1]), ("RESOLVE", &[0, 1])],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES), ("STAGED", &[0, 1]), ("RESOLVE", &[0, 1]), ("TILE_ROWS", &[0, 1])],
     derive: None,
 };
 

@@ -80,6 +80,24 @@ pub fn rightmost_row(row_ptr: &[u32], b: u32) -> u32 {
     (row_ptr.partition_point(|&p| p <= b) - 1) as u32
 }
 
+/// The first row of each of the first `tiles` tiles and the row at their end ([`rightmost_row`]
+/// of each tile's first nonzero, clamped to the number of nonzeros): what the GPU stage's
+/// binary search finds at the start of every team, computed once. In tile order, so one sweep
+/// over the row pointers.
+pub fn tile_rows(row_ptr: &[u32], g: &TileGeometry, tiles: u64) -> Vec<u32> {
+    let nnz = *row_ptr.last().unwrap() as u64;
+    let mut row = 0usize;
+    (0..=tiles)
+        .map(|t| {
+            let b = (t * g.tile_len()).min(nnz) as u32;
+            while row + 1 < row_ptr.len() && row_ptr[row + 1] <= b {
+                row += 1;
+            }
+            row as u32
+        })
+        .collect()
+}
+
 /// What the structure of a matrix makes the GPU stage do, whatever the values: known on the
 /// host before any run (the GPU stage discovers the same on the fly).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -400,6 +418,17 @@ mod tests {
         let s = analyse(clean.row_ptr(), &geometries()[0]);
         assert_eq!((s.dirty_tiles, s.leading_empty_rows), (0, 0));
         assert_eq!(s.hit_rate(), 1.0);
+    }
+
+    #[test]
+    fn tile_rows_are_the_binary_search_results() {
+        for a in [csr(12, &[3, 3, 2, 0, 1, 3, 0, 0, 7, 4, 0, 25]), csr(5, &[0; 5]), csr(0, &[]), csr(4, &[0, 9, 0, 0])] {
+            for g in geometries() {
+                let tiles = g.teams(a.nnz() as u64) * g.tiles_per_team as u64;
+                let want: Vec<u32> = (0..=tiles).map(|t| rightmost_row(a.row_ptr(), (t * g.tile_len()).min(a.nnz() as u64) as u32)).collect();
+                assert_eq!(tile_rows(a.row_ptr(), &g, tiles), want, "{g:?}");
+            }
+        }
     }
 
     #[test]
