@@ -58,13 +58,14 @@ pub struct SpeculativeOptions {
     /// W: nonzeros per lane and tile (1, 2, 4, 8, 16 or 32). Default 4 with products loaded per
     /// lane (measured best on an H100); staged, the paper's NVIDIA values: 8 for f32, 4 for f64.
     pub work_per_lane: Option<u32>,
-    /// S: tiles per team (1 to 8, 10, 12 or 16). Default with products loaded per lane: 4 when
-    /// rows average under [`SHORT_ROWS`] nonzeros, or when x exceeds [`LARGE_X_BYTES`] and the
-    /// columns within rows are scattered ([`scattered_columns`]); 16 otherwise. On an H100 more,
-    /// shorter teams measured 4–9% faster on short-row matrices and 4–6% faster on scattered
-    /// gathers from a large x (wide rows, tall matrices at 40M nonzeros), but 6–8% slower on
-    /// banded and dense ones and 3% slower on scattered gathers from a 1.3 MB x. Staged, 7 (the
-    /// paper's).
+    /// S: tiles per team (1 to 8, 10, 12 or 16). Default with products loaded per lane and
+    /// precomputed tile rows: 4 (on an H100 within 2.5% of the best of 2, 4 and 16 on every
+    /// suite class, 7% faster than 16 on banded, 2% slower on dense). With the paper's search
+    /// for tile rows, whose cost longer teams amortise: 4 when rows average under
+    /// [`SHORT_ROWS`] nonzeros, or when x exceeds [`LARGE_X_BYTES`] and the columns within rows
+    /// are scattered ([`scattered_columns`]), 16 otherwise (there 4 measured 4–9% faster on
+    /// short rows and 4–6% faster on scattered gathers from a large x, 6–8% slower on banded and
+    /// dense matrices). Staged, 7 (the paper's).
     pub tiles_per_team: Option<u32>,
     /// Stage each tile's products in workgroup memory after coalesced loads (the paper's way), or
     /// let each lane load its W consecutive nonzeros itself (the default: almost no workgroup
@@ -207,12 +208,14 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         return Err(bad("work_per_lane", work, format!("must be one of {:?}", shader::SPECULATIVE_WORK)));
     }
     let mean_row = a.nnz() as f64 / a.nrows().max(1) as f64;
+    let given_rows = so.precomputed_tile_rows.unwrap_or(true);
     let tiles_per_team = so.tiles_per_team.unwrap_or_else(|| {
         let large_x = a.ncols() as u64 * std::mem::size_of::<T>() as u64 > LARGE_X_BYTES;
-        match staged {
-            true => 7,
-            false if mean_row < SHORT_ROWS || (large_x && scattered_columns(a)) => 4,
-            false => 16,
+        match (staged, given_rows) {
+            (true, _) => 7,
+            (false, true) => 4,
+            (false, false) if mean_row < SHORT_ROWS || (large_x && scattered_columns(a)) => 4,
+            (false, false) => 16,
         }
     });
     if !shader::SPECULATIVE_TILES.contains(&tiles_per_team) {
@@ -285,7 +288,6 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let many_dirty = total.dirty_tiles as f64 >= RESOLVE_DIRTY_FRACTION * total.tiles as f64;
     check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
     let resolve = so.resolve_dirty_tiles.unwrap_or(!on_host && fits && many_dirty);
-    let given_rows = so.precomputed_tile_rows.unwrap_or(true);
     if resolve && !fits {
         let have = info.limits.max_compute_workgroup_storage_size;
         return Err(bad("resolve_dirty_tiles", true, format!("needs {} bytes of workgroup memory with W = {work} and {wg} invocations, the adapter has {have}", wg_bytes + row_ends)));
