@@ -28,6 +28,8 @@ struct FinishParams {
 }
 
 override WG_SIZE: u32 = 64u;
+// Loads in flight per invocation when a workgroup sums a long synchronizer run.
+const RUN_LOADS: u32 = 8u;
 // Records with more rows than this are re-arranged by the whole workgroup.
 const LONG_RECORD: u32 = 256u;
 
@@ -89,9 +91,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
     } else if (g < finish.short_groups + finish.long_runs) {
         let run = runs[finish.short_runs + g - finish.short_groups];
+        // A row across thousands of teams (a dense row) is summed by this workgroup alone:
+        // RUN_LOADS independent loads in flight per invocation rather than one, or each entry
+        // costs a full memory latency.
+        var acc: array<scalar, RUN_LOADS>;
+        let end = run.x + run.y;
+        var j = run.x + lid;
+        for (; j + (RUN_LOADS - 1u) * WG_SIZE < end; j += RUN_LOADS * WG_SIZE) {
+            for (var k = 0u; k < RUN_LOADS; k++) {
+                acc[k] += sync[j + k * WG_SIZE].val;
+            }
+        }
+        for (; j < end; j += WG_SIZE) {
+            acc[0] += sync[j].val;
+        }
         var s = scalar(0);
-        for (var j = run.x + lid; j < run.x + run.y; j += WG_SIZE) {
-            s += sync[j].val;
+        for (var k = 0u; k < RUN_LOADS; k++) {
+            s += acc[k];
         }
         partial[lid] = s;
         workgroupBarrier();

@@ -111,10 +111,13 @@ fn empty_rows_on_tile_team_and_workgroup_boundaries() {
 #[test]
 fn rows_across_many_tiles_teams_and_workgroups() {
     let mut lens = vec![3, 0, 1];
-    lens.push(5000); // hundreds of tiny-geometry teams, a dozen workgroups
+    lens.push(5000); // wraps onto 700 columns: 700 nonzeros, dozens of tiny-geometry teams
     lens.extend([0, 2, 600, 0]);
     check_everywhere(&rows(&lens), "long rows");
     check_everywhere(&rows(&[4096]), "a single row");
+    // With the tiny geometry over a thousand teams: the GPU finishing pass sums the run with
+    // several loads in flight per invocation.
+    check_everywhere(&common::rows_of_lengths(&[3, 20_000, 1], 30_000), "a row across over a thousand teams");
 }
 
 #[test]
