@@ -263,7 +263,8 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let entry_bytes = s.max(4);
     // Less one quad: values and columns are padded to whole quads of 4 (see `quad_padded`).
     let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes.saturating_sub(4 * entry_bytes) / (s / 4).max(1), "row")?;
-    let chunks = if chunks.is_empty() { vec![0..0] } else { chunks };
+    // An empty matrix still gets one (empty) chunk, so the plan has a stage.
+    let chunks = if chunks.is_empty() { std::iter::once(0..0).collect() } else { chunks };
     // Each chunk's rebased row pointers and what its structure makes the GPU stage do.
     let analysed: Vec<(Vec<u32>, Speculation)> = chunks
         .iter()
@@ -419,7 +420,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
 /// read it as an array of 4-vectors: a lane loading its W consecutive nonzeros itself then
 /// loads W / 4 vectors, each memory sector once, instead of W scattered scalars.
 fn quad_padded<P: bytemuck::Pod + bytemuck::Zeroable>(data: &[P]) -> std::borrow::Cow<'_, [P]> {
-    if data.len() % 4 == 0 && !data.is_empty() {
+    if data.len().is_multiple_of(4) && !data.is_empty() {
         return std::borrow::Cow::Borrowed(data);
     }
     let mut v = Vec::with_capacity(data.len().next_multiple_of(4).max(4));
