@@ -71,7 +71,8 @@ struct Args {
     #[arg(long)]
     spec_staged: Option<bool>,
     /// `speculative`: resolve dirty tiles in the GPU stage (true) or speculate and leave them
-    /// to the check stage (false); default: resolved when finishing on the GPU.
+    /// to the check stage (false); default: resolved when finishing on the GPU with at least a
+    /// quarter of the tiles dirty.
     #[arg(long)]
     spec_resolve: Option<bool>,
     /// `speculative`: read tile boundaries from rows the plan computes once (true) or binary

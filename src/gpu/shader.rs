@@ -262,12 +262,12 @@ const RADIX_COMMON: &str = include_str!("../../shaders/radix_common.wgsl");
 const SCAN_U32_COMMON: &str = include_str!("../../shaders/scan_u32_common.wgsl");
 const WORKGROUP_SCAN_U32: &str = include_str!("../../shaders/workgroup_scan_u32.wgsl");
 
-/// A u32 setup kernel: one file, shared pieces, no scalar type, no lane teams.
 /// An SpMV kernel (scalar type f32 or f64) without lane teams, sums or scans.
 const fn plain_spmv_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
     Kernel { name, body, spmv: true, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, pieces, overrides, derive: None }
 }
 
+/// A u32 setup kernel: one file, shared pieces, no scalar type, no lane teams.
 const fn setup_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
     Kernel { name, body, spmv: false, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, pieces, overrides, derive: None }
 }

@@ -233,6 +233,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         // Team scans, and the lane module's reduction buffer.
         wg_bytes += w * (8 + s) + w * s;
     }
+    check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
     let on_host = match so.finish {
         Finish::Host => true,
         Finish::Gpu => false,
@@ -287,7 +288,6 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let row_ends = 2 * w * work as u64 * 4;
     let fits = wg_bytes + row_ends <= info.limits.max_compute_workgroup_storage_size as u64;
     let many_dirty = total.dirty_tiles as f64 >= RESOLVE_DIRTY_FRACTION * total.tiles as f64;
-    check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
     let resolve = so.resolve_dirty_tiles.unwrap_or(!on_host && fits && many_dirty);
     if resolve && !fits {
         let have = info.limits.max_compute_workgroup_storage_size;
@@ -332,6 +332,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
         let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
         let values = upload(gpu, "values", &quad_padded(&a.values()[begin..end]))?;
+        let tile_rows = if given_rows { tiles::tile_rows(&row_ptr, &geom) } else { vec![0] };
         let main_stage = Stage {
             pipeline: main.clone(),
             bindings: vec![
@@ -347,7 +348,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
                 Binding::Owned(shadow.clone()),
                 cols,
                 values,
-                if given_rows { upload(gpu, "speculative tile rows", &tiles::tile_rows(&row_ptr, &geom, team_count * tiles_per_team as u64))? } else { upload(gpu, "unused", &[0u32])? },
+                upload(gpu, "speculative tile rows", &tile_rows)?,
             ],
             grid: Grid::Direct(gpu.grid(geom.groups(nnz) as u32)),
         };

@@ -80,12 +80,13 @@ pub fn rightmost_row(row_ptr: &[u32], b: u32) -> u32 {
     (row_ptr.partition_point(|&p| p <= b) - 1) as u32
 }
 
-/// The first row of each of the first `tiles` tiles and the row at their end ([`rightmost_row`]
+/// The first row of every tile of the teams launched, and the row at their end ([`rightmost_row`]
 /// of each tile's first nonzero, clamped to the number of nonzeros): what the GPU stage's
 /// binary search finds at the start of every team, computed once. In tile order, so one sweep
 /// over the row pointers.
-pub fn tile_rows(row_ptr: &[u32], g: &TileGeometry, tiles: u64) -> Vec<u32> {
+pub fn tile_rows(row_ptr: &[u32], g: &TileGeometry) -> Vec<u32> {
     let nnz = *row_ptr.last().unwrap() as u64;
+    let tiles = g.teams(nnz) * g.tiles_per_team as u64;
     let mut row = 0usize;
     (0..=tiles)
         .map(|t| {
@@ -426,7 +427,7 @@ mod tests {
             for g in geometries() {
                 let tiles = g.teams(a.nnz() as u64) * g.tiles_per_team as u64;
                 let want: Vec<u32> = (0..=tiles).map(|t| rightmost_row(a.row_ptr(), (t * g.tile_len()).min(a.nnz() as u64) as u32)).collect();
-                assert_eq!(tile_rows(a.row_ptr(), &g, tiles), want, "{g:?}");
+                assert_eq!(tile_rows(a.row_ptr(), &g), want, "{g:?}");
             }
         }
     }
