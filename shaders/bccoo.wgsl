@@ -6,10 +6,21 @@
 //     an atomic ticket, so a workgroup only ever waits on ones that have started; every workgroup
 //     publishes its slot before it waits on anything, and only a workgroup whose first row began
 //     earlier waits, on the slots of its chain (all published by workgroups that never wait
-//     before publishing), with a bounded spin. A workgroup whose spin runs out writes its row
-//     without the carry and puts itself on the repair list, which bccoo_carry.wgsl finishes.
+//     before publishing), with a bounded spin. A workgroup whose spin runs out keeps its first
+//     row, without the carry, in a pending slot and puts itself on the repair list; the last
+//     workgroup to finish adds those carries (`finish_product`). No second kernel.
 //   - SINGLE_PASS = 0 (two-pass): nobody waits; bccoo_carry.wgsl adds the carries afterwards.
 
+// Words of `state`: the ticket that hands out logical workgroup ids, the count of finished
+// workgroups (plus `stall_unit` per workgroup whose wait ran out), the length of the repair list,
+// a running count of stalled waits (diagnostics), then the repair list (SENTINEL where unwritten).
+const STATE_TICKET: u32 = 0u;
+const STATE_DONE: u32 = 1u;
+const STATE_REPAIR_COUNT: u32 = 2u;
+const STATE_STALLS: u32 = 3u;
+const STATE_LIST: u32 = 4u;
+
+@group(0) @binding(5) var<storage, read_write> state: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read> flags: array<u32>;
 @group(0) @binding(7) var<storage, read> cols: array<u32>;
 @group(0) @binding(8) var<storage, read> vals: array<scalar>;
@@ -26,12 +37,19 @@ override STRATEGY: u32 = 2u;
 override CACHE_FACTOR: u32 = 1u;
 override CACHE_ROWS: u32 = CACHE_FACTOR * WG_SIZE;
 override SINGLE_PASS: u32 = 1u;
-// Polls per slot word before a waiting workgroup gives up and leaves its carry to the repair pass.
+// Polls per slot word before a waiting workgroup gives up and leaves its carry to the last
+// workgroup of the dispatch; 0: no workgroup waits, the last one adds every carry.
 override SPIN_LIMIT: u32 = 1048576u;
+// Polls per word for the last workgroup, which only reads words whose writers have finished: a
+// bound for the sake of having one.
+const FINISH_SPIN_LIMIT: u32 = 1u << 24u;
 
 const DELTA_ESCAPE: u32 = 0x8000u;
+// Blocks whose loads are issued together (every tile size is a multiple of it).
+const LOAD_BATCH: u32 = 4u;
 
 var<workgroup> group_shared: vec2<u32>;
+var<workgroup> done_shared: u32;
 var<workgroup> cache: array<scalar, CACHE_ROWS * HEIGHT>;
 var<workgroup> chain_failed: atomic<u32>;
 
@@ -80,7 +98,8 @@ fn group_shift(v: vec4<scalar>, slot: u32) -> GroupScan {
     return out;
 }
 
-fn run_group(g: u32, info: u32, slot: u32, l: Lanes) {
+// Returns whether the workgroup's wait for its carry ran out (single pass).
+fn run_group(g: u32, info: u32, slot: u32, l: Lanes) -> bool {
     let t = g * WG_SIZE + slot;
     let first_row = aux[t];
     let group_row = aux[g * WG_SIZE];
@@ -95,35 +114,46 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) {
     if (COLS == 2u) {
         esc = params.escape_base + aux[params.thread_escape_base + t];
     }
-    for (var k = 0u; k < tile; k++) {
-        let n = t * tile + k;
-        if (k == 0u || (n & 31u) == 0u) {
-            word = flags[n >> 5u];
+    // The tile goes LOAD_BATCH blocks at a time: first every load of the batch (columns, values,
+    // the gathers of x), then the segmented sum over them. Gathers of a batch do not wait on each
+    // other, so an invocation keeps LOAD_BATCH random reads of x in flight; interleaved with the
+    // sum's branches and row writes, each waited for the one before. Tiles are multiples of the
+    // batch, and a batch never straddles a flag word (32 is a multiple of it too).
+    for (var k0 = 0u; k0 < tile; k0 += LOAD_BATCH) {
+        let n0 = t * tile + k0;
+        if (k0 == 0u || (n0 & 31u) == 0u) {
+            word = flags[n0 >> 5u];
         }
-        let p = base + k * WG_SIZE + slot;
-        if (COLS == 0u) {
-            col = cols[p];
-        } else if (COLS == 1u) {
-            col = half_word(p);
-        } else {
-            let code = half_word(p);
-            if (code == DELTA_ESCAPE) {
-                col = cols[esc];
-                esc++;
+        var products: array<vec4<scalar>, LOAD_BATCH>;
+        for (var u = 0u; u < LOAD_BATCH; u++) {
+            let p = base + (k0 + u) * WG_SIZE + slot;
+            if (COLS == 0u) {
+                col = cols[p];
+            } else if (COLS == 1u) {
+                col = half_word(p);
             } else {
-                col = u32(i32(col) + (i32(code << 16u) >> 16u));
+                let code = half_word(p);
+                if (code == DELTA_ESCAPE) {
+                    col = cols[esc];
+                    esc++;
+                } else {
+                    col = u32(i32(col) + (i32(code << 16u) >> 16u));
+                }
             }
+            products[u] = block_product(p, col);
         }
-        sum += block_product(p, col);
-        if (((word >> (n & 31u)) & 1u) == 0u) {
-            // A row stop: the first one's sum still needs what came before the tile.
-            if (stops == 0u) {
-                first = sum;
-            } else {
-                emit(first_row + stops, group_row, sum);
+        for (var u = 0u; u < LOAD_BATCH; u++) {
+            sum += products[u];
+            if (((word >> ((n0 + u) & 31u)) & 1u) == 0u) {
+                // A row stop: the first one's sum still needs what came before the tile.
+                if (stops == 0u) {
+                    first = sum;
+                } else {
+                    emit(first_row + stops, group_row, sum);
+                }
+                stops++;
+                sum = vec4<scalar>(scalar(0));
             }
-            stops++;
-            sum = vec4<scalar>(scalar(0));
         }
     }
 
@@ -136,17 +166,24 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) {
     }
     // What this workgroup passes on, published before it waits on anything.
     if (slot == WG_SIZE - 1u) {
-        publish(g, select(scan.excl + sum, sum, head));
+        store_values(g, select(scan.excl + sum, sum, head));
     }
 
     var carry = vec4<scalar>(scalar(0));
+    var stalled = false;
     if (SINGLE_PASS != 0u && (info & GROUP_NEEDS_CARRY) != 0u) {
-        let part = chain_part(g, info, slot, SPIN_LIMIT);
-        if (!part.ok) {
-            atomicOr(&chain_failed, 1u);
+        var total = carry;
+        if (SPIN_LIMIT == 0u) {
+            stalled = true;
+        } else {
+            let part = chain_part(g, info, slot, SPIN_LIMIT);
+            if (!part.ok) {
+                atomicOr(&chain_failed, 1u);
+            }
+            total = group_sum(part.value, slot, l);
+            stalled = atomicLoad(&chain_failed) != 0u;
         }
-        let total = group_sum(part.value, slot, l);
-        if (atomicLoad(&chain_failed) == 0u) {
+        if (!stalled) {
             carry = total;
             reset_chain(g, info, slot);
         } else if (slot == 0u) {
@@ -161,17 +198,57 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) {
         if (scan.open) {
             v += carry;
         }
-        emit(first_row, group_row, v);
+        if (stalled && scan.open) {
+            // The workgroup's first row, still without its carry: the last workgroup adds it.
+            store_values(params.groups + g, v);
+        } else {
+            emit(first_row, group_row, v);
+        }
     }
     if (STRATEGY == 2u) {
         workgroupBarrier();
         let cells = min(aux[(g + 1u) * WG_SIZE] - group_row, CACHE_ROWS) * HEIGHT;
-        for (var i = slot; i < cells; i += WG_SIZE) {
+        // A stalled workgroup leaves its first row (never cached) to the last workgroup.
+        for (var i = select(0u, HEIGHT, stalled) + slot; i < cells; i += WG_SIZE) {
             let row = group_row * HEIGHT + i;
             if (row < params.out_rows) {
                 write_y(row, cache[i]);
             }
         }
+    }
+    return stalled;
+}
+
+// Single pass: run by the last workgroup of the dispatch to finish, which by then is the only one
+// left. It adds the carries whose waits ran out (every slot is written by now: its writer has
+// finished) and resets the ticket, the counters and the list for the next product. The stall
+// count travels in the same `done` word as the finish count: one read-modify-write sees both, so
+// no ordering between two atomic words is needed. The list's entries, the pending rows and the
+// slots are single atomic words written once, polled until written.
+fn finish_product(stalls: u32, slot: u32, l: Lanes) {
+    for (var i = 0u; i < stalls; i++) {
+        if (l.lid == 0u) {
+            var g = atomicLoad(&state[STATE_LIST + i]);
+            for (var n = 0u; g == SENTINEL && n < FINISH_SPIN_LIMIT; n++) {
+                g = atomicLoad(&state[STATE_LIST + i]);
+            }
+            atomicStore(&state[STATE_LIST + i], SENTINEL);
+            group_shared = vec2<u32>(g, aux[params.group_info_base + g]);
+        }
+        let gi = workgroupUniformLoad(&group_shared);
+        let part = chain_part(gi.x, gi.y, slot, FINISH_SPIN_LIMIT);
+        let carry = group_sum(part.value, slot, l);
+        reset_chain(gi.x, gi.y, slot);
+        if (slot == 0u) {
+            let pending = load_values(params.groups + gi.x, FINISH_SPIN_LIMIT);
+            clear_values(params.groups + gi.x);
+            write_rows(aux[gi.x * WG_SIZE], pending.value + carry);
+        }
+    }
+    if (l.lid == 0u) {
+        atomicStore(&state[STATE_TICKET], 0u);
+        atomicStore(&state[STATE_DONE], 0u);
+        atomicStore(&state[STATE_REPAIR_COUNT], 0u);
     }
 }
 
@@ -193,16 +270,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         group_shared = vec2<u32>(g, info);
     }
     let gi = workgroupUniformLoad(&group_shared);
+    var stalled = false;
     if (gi.x < params.groups) {
-        run_group(gi.x, gi.y, slot, l);
+        stalled = run_group(gi.x, gi.y, slot, l);
     }
-    if (SINGLE_PASS != 0u && l.lid == 0u) {
-        // The last workgroup to finish resets the ticket for the next product: by then every
-        // workgroup of this dispatch has taken its ticket.
-        let done = atomicAdd(&state[STATE_DONE], 1u);
-        if (done + 1u == nwg.x * nwg.y) {
-            atomicStore(&state[STATE_TICKET], 0u);
-            atomicStore(&state[STATE_DONE], 0u);
+    if (SINGLE_PASS != 0u) {
+        if (l.lid == 0u) {
+            let add = 1u + select(0u, params.stall_unit, stalled);
+            let before = atomicAdd(&state[STATE_DONE], add) + add;
+            done_shared = before;
+        }
+        let done = workgroupUniformLoad(&done_shared);
+        if (done % params.stall_unit == nwg.x * nwg.y) {
+            finish_product(done / params.stall_unit, slot, l);
         }
     }
 }

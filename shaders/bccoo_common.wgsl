@@ -22,7 +22,9 @@ struct Params {
     // (a constant trip count invites the driver to unroll the tile loop, and every tile size
     // would be a pipeline of its own to compile while tuning).
     tile: u32,
-    _pad: u32,
+    // Single pass: what a workgroup whose wait ran out adds to the `done` word besides its 1
+    // (a power of two above the dispatch's workgroup count; see `finish_product` in bccoo.wgsl).
+    stall_unit: u32,
 }
 
 // Per-workgroup info bits (format.rs GROUP_*); the chain length sits above them.
@@ -31,15 +33,6 @@ const GROUP_HAS_STOP: u32 = 2u;
 const GROUP_NEEDS_CARRY: u32 = 4u;
 const GROUP_CHAIN_SHIFT: u32 = 3u;
 
-// Words of `state`: the ticket that hands out logical workgroup ids, the count of finished
-// workgroups, the length of the repair list, a running count of stalled waits (diagnostics),
-// then the repair list.
-const STATE_TICKET: u32 = 0u;
-const STATE_DONE: u32 = 1u;
-const STATE_REPAIR_COUNT: u32 = 2u;
-const STATE_STALLS: u32 = 3u;
-const STATE_LIST: u32 = 4u;
-
 // Per thread: first result row (threads + 1 entries); per thread: first escape; per workgroup:
 // info; the two-pass carry list.
 @group(0) @binding(0) var<storage, read> aux: array<u32>;
@@ -47,23 +40,16 @@ const STATE_LIST: u32 = 4u;
 @group(0) @binding(2) var<uniform> coeffs: Coeffs;
 @group(0) @binding(3) var<uniform> params: Params;
 // Per workgroup, 4 rows of SCALAR_WORDS words: what it passes on to the workgroups after it (the
-// sum after its last row stop, or its whole sum when it holds no stop). SENTINEL = not written.
+// sum after its last row stop, or its whole sum when it holds no stop). Then, per workgroup, the
+// same again for single pass's pending rows: a first row whose wait ran out, still without its
+// carry. SENTINEL = not written.
 @group(0) @binding(4) var<storage, read_write> slots: array<atomic<u32>>;
-@group(0) @binding(5) var<storage, read_write> state: array<atomic<u32>>;
 
 override HEIGHT: u32 = 1u;
 
-fn slot_word(g: u32, r: u32, k: u32) -> u32 {
-    return (g * 4u + r) * SCALAR_WORDS + k;
-}
-
-fn publish(g: u32, v: vec4<scalar>) {
-    for (var r = 0u; r < HEIGHT; r++) {
-        let w = to_words(v[r]);
-        for (var k = 0u; k < SCALAR_WORDS; k++) {
-            atomicStore(&slots[slot_word(g, r, k)], w[k]);
-        }
-    }
+// Word k of row r at slot index `at`: group g's slot is at g, its pending row at groups + g.
+fn slot_word(at: u32, r: u32, k: u32) -> u32 {
+    return (at * 4u + r) * SCALAR_WORDS + k;
 }
 
 struct SlotRead {
@@ -71,16 +57,26 @@ struct SlotRead {
     ok: bool,
 }
 
-// Group g's slot, waiting at most `spins` polls per word for it to be written.
-fn read_slot(g: u32, spins: u32) -> SlotRead {
+// The HEIGHT values stored at slot index `at` (a group index; groups + g for pending rows).
+fn store_values(at: u32, v: vec4<scalar>) {
+    for (var r = 0u; r < HEIGHT; r++) {
+        let w = to_words(v[r]);
+        for (var k = 0u; k < SCALAR_WORDS; k++) {
+            atomicStore(&slots[slot_word(at, r, k)], w[k]);
+        }
+    }
+}
+
+// Waits at most `spins` polls per word for the values at `at` to be written.
+fn load_values(at: u32, spins: u32) -> SlotRead {
     var out = vec4<scalar>(scalar(0));
     var ok = true;
     for (var r = 0u; r < HEIGHT; r++) {
         var w = vec2<u32>(0u);
         for (var k = 0u; k < SCALAR_WORDS; k++) {
-            var v = atomicLoad(&slots[slot_word(g, r, k)]);
+            var v = atomicLoad(&slots[slot_word(at, r, k)]);
             for (var n = 0u; v == SENTINEL && n < spins; n++) {
-                v = atomicLoad(&slots[slot_word(g, r, k)]);
+                v = atomicLoad(&slots[slot_word(at, r, k)]);
             }
             ok = ok && v != SENTINEL;
             w[k] = v;
@@ -90,10 +86,10 @@ fn read_slot(g: u32, spins: u32) -> SlotRead {
     return SlotRead(out, ok);
 }
 
-fn reset_slot(g: u32) {
+fn clear_values(at: u32) {
     for (var r = 0u; r < HEIGHT; r++) {
         for (var k = 0u; k < SCALAR_WORDS; k++) {
-            atomicStore(&slots[slot_word(g, r, k)], SENTINEL);
+            atomicStore(&slots[slot_word(at, r, k)], SENTINEL);
         }
     }
 }
@@ -104,7 +100,7 @@ fn chain_part(g: u32, info: u32, slot: u32, spins: u32) -> SlotRead {
     let start = g - (info >> GROUP_CHAIN_SHIFT);
     var part = SlotRead(vec4<scalar>(scalar(0)), true);
     for (var i = start + slot; i < g; i += WG_SIZE) {
-        let s = read_slot(i, spins);
+        let s = load_values(i, spins);
         part.value += s.value;
         part.ok = part.ok && s.ok;
     }
@@ -115,7 +111,7 @@ fn chain_part(g: u32, info: u32, slot: u32, spins: u32) -> SlotRead {
 // each slot is read by exactly one workgroup, the one whose chain holds it).
 fn reset_chain(g: u32, info: u32, slot: u32) {
     for (var i = g - (info >> GROUP_CHAIN_SHIFT) + slot; i < g; i += WG_SIZE) {
-        reset_slot(i);
+        clear_values(i);
     }
 }
 

@@ -1,6 +1,7 @@
 //! BCCOO and BCCOO+: every suite class with single-pass and two-pass carries, every block size and
 //! column coding, both strategies, rows across dozens of workgroups (repeated, to catch races),
-//! empty rows on tile and workgroup boundaries, the repair pass, tuning and bad options.
+//! empty rows on tile and workgroup boundaries, carries finished by the last workgroup, tuning and
+//! bad options.
 
 mod common;
 
@@ -121,37 +122,56 @@ fn a_row_across_dozens_of_workgroups_is_race_free() {
             gpu.queue().submit([enc.finish()]);
             assert_eq!(y.read().unwrap(), first, "{carry:?} / {dev}: recorded products differ");
             // On a CPU adapter a wait can run out when the OS deschedules the thread running the
-            // workgroup waited on; the repair pass then finished the product (checked above).
+            // workgroup waited on; the last workgroup then finished the product (checked above).
             eprintln!("{carry:?} / {dev}: {} stalled waits repaired", plan.bccoo().unwrap().stalls(&gpu).unwrap());
         }
     }
 }
 
 #[test]
-fn repair_pass_finishes_waits_that_run_out() {
-    // A spin limit of 0 gives up at once whenever a slot is not yet written: those workgroups
-    // are finished by the repair pass, and the result must not change.
+fn last_workgroup_finishes_every_carry_with_spin_limit_0() {
+    // A spin limit of 0: no workgroup waits, each one whose first row began earlier keeps that row
+    // pending, and the dispatch's last workgroup adds all the carries. The result must not change,
+    // for both strategies, tall blocks and f64 (pending rows of HEIGHT values of two words).
     let mut lens = vec![5, 0];
     lens.push(30_000);
     lens.extend(std::iter::repeat_n(3, 500));
     lens.push(20_000);
     let a = common::rows_of_lengths(&lens, 40_000);
     for (dev, gpu) in gpus() {
-        let o = PlanOptions {
-            workgroup_size: Some(64),
-            bccoo: BccooOptions { tile: Some(4), carry: Carry::SinglePass, spin_limit: Some(0), ..Default::default() },
-            ..Default::default()
-        };
-        for i in 0..5 {
-            check_method(&gpu, &a.cast::<f32>(), Method::Bccoo, &o, &format!("spin limit 0, round {i} / {dev}"));
+        for strategy in [Strategy::PerThread, Strategy::ResultCache] {
+            for (h, w) in [(1, 1), (3, 2)] {
+                let o = with(BccooOptions {
+                    tile: Some(4),
+                    block_height: Some(h),
+                    block_width: Some(w),
+                    strategy,
+                    carry: Carry::SinglePass,
+                    spin_limit: Some(0),
+                    ..Default::default()
+                });
+                let label = format!("spin limit 0 / {strategy:?} / {h}x{w} / {dev}");
+                check_method(&gpu, &a.cast::<f32>(), Method::Bccoo, &o, &format!("{label} / f32"));
+                if has_f64(&gpu) {
+                    check_method(&gpu, &a, Method::Bccoo, &o, &format!("{label} / f64"));
+                }
+            }
         }
+        // Every carried row goes through the last workgroup, in every product.
+        let o = with(BccooOptions { tile: Some(4), carry: Carry::SinglePass, spin_limit: Some(0), ..Default::default() });
         let plan = gpu.prepare_with(&a.cast::<f32>(), Method::Bccoo, &o).unwrap();
+        let carried = plan.bccoo().unwrap().carry_groups as u32;
+        assert!(carried >= 4, "{}", plan.details());
         let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
         let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
-        for _ in 0..10 {
+        plan.run(&x, &mut y).unwrap();
+        let first = y.read().unwrap();
+        for _ in 0..9 {
+            y.fill(f32::NAN).unwrap();
             plan.run(&x, &mut y).unwrap();
+            assert_eq!(y.read().unwrap(), first, "{dev}: products differ");
         }
-        eprintln!("{dev}: {} stalled waits repaired over 10 products", plan.bccoo().unwrap().stalls(&gpu).unwrap());
+        assert_eq!(plan.bccoo().unwrap().stalls(&gpu).unwrap(), 10 * carried, "{dev}");
     }
 }
 

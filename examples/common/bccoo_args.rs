@@ -21,8 +21,8 @@ pub struct BccooArgs {
     /// `bccoo`'s blocks per thread tile; default: the library's choice.
     #[arg(long)]
     pub bccoo_tile: Option<u32>,
-    /// `bccoo`'s single-pass spin limit (0 sends every wait that finds a slot unwritten to the
-    /// repair pass); default: the library's.
+    /// `bccoo`'s single-pass spin limit (0: nobody waits, the dispatch's last workgroup adds every
+    /// carry); default: the library's.
     #[arg(long)]
     pub bccoo_spin: Option<u32>,
 }

@@ -252,7 +252,7 @@ pub const BCCOO_CARRY: Kernel = Kernel {
     group_scan: true,
     scalar_bits: true,
     pieces: &[BCCOO_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("HEIGHT", &[1, 2, 3, 4]), ("REPAIR", &[0, 1])],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("HEIGHT", &[1, 2, 3, 4])],
     derive: None,
 };
 

@@ -12,9 +12,9 @@
 //!   and with a bounded spin. This departs from the paper's chain, where each workgroup without a
 //!   row stop waits for its predecessor's sum before publishing its own: that chain is serial in the
 //!   length of the row (about 0.36 µs a hop on an H200 through Vulkan), this wait is not. If a spin
-//!   runs out, the workgroup writes its row without the carry and lists itself; a one-workgroup
-//!   repair dispatch (which finds the list empty unless a wait ran out) adds the carry, so the
-//!   result is right anyway.
+//!   runs out, the workgroup keeps its row, without the carry, in a pending slot and lists itself;
+//!   the last workgroup of the dispatch to finish adds those carries, so the result is right
+//!   anyway, still without a second kernel.
 //! - **two pass**: nobody waits; a second small kernel adds the carries. For adapters where
 //!   workgroups are not known to make progress while another spins (Metal, unknown drivers).
 
@@ -53,7 +53,8 @@ pub enum Carry {
     /// elsewhere (Metal, GL, CPU adapters, unknown drivers).
     #[default]
     Auto,
-    /// Adjacent synchronization in the one kernel (with the repair pass as a safety net).
+    /// Adjacent synchronization in the one kernel (waits that run out are finished by the last
+    /// workgroup of the dispatch).
     SinglePass,
     /// A second kernel adds the carries; nothing ever waits.
     TwoPass,
@@ -84,8 +85,9 @@ pub struct BccooOptions {
     /// A text file that remembers tuning choices across processes: read before tuning, appended
     /// to after (the matrix is recognised by a hash of its structure).
     pub tune_file: Option<std::path::PathBuf>,
-    /// Polls per slot word before a single-pass wait gives up (tests force 0 to exercise the
-    /// repair pass). Default 1 048 576.
+    /// Polls per slot word before a single-pass wait gives up and leaves the carry to the last
+    /// workgroup of the dispatch; 0: nobody waits, the last workgroup adds every carry (tests use
+    /// it to exercise that path). Default 1 048 576.
     pub spin_limit: Option<u32>,
 }
 
@@ -107,7 +109,7 @@ pub(crate) struct BccooParams {
     carry_base: u32,
     carry_groups: u32,
     tile: u32,
-    _pad: u32,
+    stall_unit: u32,
 }
 
 /// Mirrors `struct CombineParams` in shaders/bccoo_combine.wgsl.
@@ -143,8 +145,8 @@ pub struct BccooReport {
 }
 
 impl BccooReport {
-    /// Single-pass waits that ran out of spins (and were finished by the repair pass) since the
-    /// plan was built; reads a counter back from the GPU.
+    /// Single-pass waits that ran out of spins (and whose carries the last workgroup added) since
+    /// the plan was built; reads a counter back from the GPU.
     pub fn stalls(&self, gpu: &Gpu) -> Result<u32> {
         Ok(gpu.read_buffer::<u32>(&self.state, STATE_HEADER)?[STATE_STALLS])
     }
@@ -176,7 +178,7 @@ impl BccooReport {
 /// NVIDIA, AMD and Intel through Vulkan or DX12. Not Metal (no such promise), not GL or unknown
 /// drivers, and not CPU adapters: there a spinning workgroup holds one of the few cores that the
 /// workgroup it waits on needs, and an OS that deschedules the latter turns the wait into a stall
-/// (single pass is still correct there, through the repair pass, and tested).
+/// (single pass is still correct there, the last workgroup finishing such waits, and tested).
 pub fn single_pass_is_safe(info: &GpuInfo) -> bool {
     let known_vendor = matches!(info.vendor, 0x10de | 0x1002 | 0x8086);
     let backend_ok = matches!(info.backend, wgpu::Backend::Vulkan | wgpu::Backend::Dx12);
@@ -302,7 +304,7 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     let mut cols = m.columns.clone();
     let escape_base = cols.len() as u32;
     cols.extend_from_slice(&m.escapes);
-    let params = BccooParams {
+    let mut params = BccooParams {
         padded_blocks: m.padded_blocks as u32,
         out_rows: m.stacked_rows as u32,
         ncols: a.ncols() as u32,
@@ -314,7 +316,7 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
         carry_base,
         carry_groups: m.carry_groups.len() as u32,
         tile,
-        _pad: 0,
+        stall_unit: 0,
     };
 
     let single = carry == Carry::SinglePass;
@@ -335,15 +337,28 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
         ),
         || shader::BCCOO.source(T::WGSL, lanes),
     )?;
-    let carry_pipeline = gpu.pipeline(
-        key(&shader::BCCOO_CARRY, vec![("WG_SIZE", wg), ("HEIGHT", h), ("REPAIR", single as u32)]),
-        || shader::BCCOO_CARRY.source(T::WGSL, lanes),
-    )?;
+    let grid = gpu.grid(m.groups as u32);
+    if single {
+        // The `done` word counts finished workgroups below `stall_unit` and stalled waits above.
+        let dispatched = grid[0] as u64 * grid[1] as u64;
+        let unit = (dispatched + 1).next_power_of_two();
+        if unit * (m.carry_groups.len() as u64 + 1) > 1 << 32 {
+            return Err(bad(
+                "bccoo.carry",
+                "SinglePass",
+                format!("{dispatched} workgroups with {} carried rows overflow the single-pass finish counter; use Carry::TwoPass or a larger tile", m.carry_groups.len()),
+            ));
+        }
+        params.stall_unit = unit as u32;
+    }
 
-    // Slots start at the sentinel (all ones); state (ticket, done, repair count, stalls, repair
-    // list) at zero.
-    let slots = upload(gpu, "bccoo slots", &vec![u32::MAX; m.groups * 4 * (s as usize / 4)])?;
-    let state = Arc::new(gpu.storage_zeroed("bccoo state", (STATE_HEADER + m.groups) as u64 * 4, wgpu::BufferUsages::empty())?);
+    // Slots (and pending rows) and the repair list start at the sentinel (all ones); the state
+    // header (ticket, done, repair count, stalls) at zero.
+    let slots = upload(gpu, "bccoo slots", &vec![u32::MAX; 2 * m.groups * 4 * (s as usize / 4)])?;
+    let mut state_init = vec![u32::MAX; STATE_HEADER + m.groups];
+    state_init[..STATE_HEADER].fill(0);
+    // COPY_SRC: `stalls()` reads the counter back.
+    let state = Arc::new(gpu.storage_buffer("bccoo state", bytemuck::cast_slice(&state_init), wgpu::BufferUsages::COPY_SRC)?);
     let params_buf = Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo params", bytemuck::bytes_of(&params))));
     let aux = upload(gpu, "bccoo aux", &aux)?;
 
@@ -355,18 +370,19 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     } else {
         (Binding::Y, Binding::Coeffs)
     };
-    let common = vec![aux, out.clone(), out_coeffs, params_buf, slots, Binding::Owned(state.clone())];
+    // Bindings 0-4 are shared with the two-pass carry kernel; `state` is the main kernel's own.
+    let common = vec![aux, out.clone(), out_coeffs, params_buf, slots];
     let mut main_bindings = common.clone();
     main_bindings.extend([
+        Binding::Owned(state.clone()),
         upload(gpu, "bccoo flags", &m.flags)?,
         upload(gpu, "bccoo columns", &cols)?,
         upload(gpu, "bccoo values", &m.values)?,
         Binding::X,
     ]);
-    let mut stages = vec![Stage { pipeline: main, bindings: main_bindings, grid: Grid::Direct(gpu.grid(m.groups as u32)) }];
-    if single {
-        stages.push(Stage { pipeline: carry_pipeline, bindings: common, grid: Grid::Direct([1, 1]) });
-    } else if !m.carry_groups.is_empty() {
+    let mut stages = vec![Stage { pipeline: main, bindings: main_bindings, grid: Grid::Direct(grid) }];
+    if !single && !m.carry_groups.is_empty() {
+        let carry_pipeline = gpu.pipeline(key(&shader::BCCOO_CARRY, vec![("WG_SIZE", wg), ("HEIGHT", h)]), || shader::BCCOO_CARRY.source(T::WGSL, lanes))?;
         stages.push(Stage { pipeline: carry_pipeline, bindings: common, grid: Grid::Direct(gpu.grid(m.carry_groups.len() as u32)) });
     }
     if slices > 1 {
