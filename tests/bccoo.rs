@@ -194,6 +194,12 @@ fn tuning_chooses_remembers_and_is_correct() {
     let plan = gpu.prepare_with(&b, Method::Bccoo, &PlanOptions { bccoo: BccooOptions { tune: true, ..Default::default() }, ..Default::default() }).unwrap();
     let t = plan.bccoo().unwrap().tuning.clone().unwrap();
     assert!(!t.remembered && t.candidates.len() >= 8 && t.time.as_nanos() > 0, "{t:?}");
+    // No layout is timed twice (a stage skips the candidate it shares with the best so far).
+    let mut labels: Vec<&str> = t.candidates.iter().map(|(l, _)| l.as_str()).collect();
+    labels.sort_unstable();
+    let n = labels.len();
+    labels.dedup();
+    assert_eq!(labels.len(), n, "{t:?}");
 }
 
 #[test]

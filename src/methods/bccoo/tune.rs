@@ -1,9 +1,10 @@
 //! Auto-tuning of `bccoo` / `bccoo-plus` (section 4): candidates are built and timed on the adapter
 //! in hand, with the paper's pruning: only the four block sizes with the smallest footprints are
 //! tried, the transpose is always offline, the result cache holds 1 or 2 rows per invocation, and
-//! (beyond the paper) the search is staged: block size, then tile, then workgroup size, then
-//! strategy and cache, then the carry path (single or two pass, where single pass is allowed),
-//! then slices, each stage keeping the best so far. Parameters the caller set
+//! (beyond the paper) the search is staged: for `bccoo-plus` the slice count first (fewest first,
+//! stopping at the first slower count), then block size, tile, workgroup size, strategy and
+//! cache, and the carry path (single or two pass, where single pass is allowed), each stage
+//! keeping the best so far and skipping the candidate it shares with it. Parameters the caller set
 //! are not searched. The choice is remembered for the same matrix structure, adapter, method and
 //! value type: in this process, or, when [`BccooOptions::tune_file`] names one, in a tuning file
 //! shared across processes (one line per choice, appended).
@@ -13,7 +14,7 @@ use crate::gpu::{Gpu, GpuVector};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::SpmvPlan;
 use crate::{CsrMatrix, Result, Scalar};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -109,6 +110,24 @@ fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
     h.finish()
 }
 
+/// The options that rebuild `plan` exactly: every choice it made, pinned (the spin limit from `o`).
+fn pinned<T: Scalar>(plan: &SpmvPlan<T>, o: &BccooOptions) -> BccooOptions {
+    let r = plan.bccoo().expect("a bccoo plan has a bccoo report");
+    BccooOptions {
+        block_height: Some(r.layout.block_height),
+        block_width: Some(r.layout.block_width),
+        tile: Some(r.layout.tile),
+        slices: Some(r.layout.slices),
+        columns: r.layout.columns,
+        strategy: r.strategy,
+        cache_factor: Some(r.cache_factor),
+        carry: r.carry,
+        tune: false,
+        tune_file: None,
+        spin_limit: o.spin_limit,
+    }
+}
+
 /// Tunes and returns the plan built with the chosen parameters.
 pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<(SpmvPlan<T>, TuneReport)> {
     let info = gpu.info();
@@ -153,24 +172,47 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
     let mut best_wg = opts.workgroup_size;
     let mut best_ms = f64::INFINITY;
     let mut best_plan: Option<SpmvPlan<T>> = None;
-    // Tries each value of one parameter on top of the best so far.
+    // Every timed candidate as the options that rebuild it, every choice its plan made pinned
+    // (but the column coding, which follows the layout): later stages build on the best of them,
+    // so a candidate already timed is recognised and not timed again.
+    let mut timed: HashSet<(BccooOptions, Option<u32>)> = HashSet::new();
+    // Tries each value of one parameter on top of the best so far. A stage marked `unimodal`
+    // stops at the first value slower than the best.
     macro_rules! stage {
         ($values:expr, $apply:expr) => {
+            stage!($values, $apply, false)
+        };
+        ($values:expr, $apply:expr, $unimodal:expr) => {
             for v in $values {
                 let mut o = best.clone();
                 let mut wg = best_wg;
                 #[allow(clippy::redundant_closure_call)]
                 ($apply)(&mut o, &mut wg, v);
+                if timed.contains(&(o.clone(), wg)) {
+                    continue;
+                }
                 if let Some((ms, plan)) = time(&o, wg)? {
+                    let key = (BccooOptions { columns: given.columns, ..pinned(&plan, &best) }, plan.bccoo().map(|r| r.layout.workgroup));
+                    timed.insert(key.clone());
                     if ms < best_ms {
                         best_ms = ms;
-                        best = o;
-                        best_wg = wg;
+                        (best, best_wg) = key;
                         best_plan = Some(plan);
+                    } else if $unimodal {
+                        break;
                     }
                 }
             }
         };
+    }
+    // BCCOO+ first picks its slice count, fewest first: the default (1 MiB of x per slice) can be
+    // 32 slices, whose stacked empty rows make every other candidate slow to build and to run.
+    // More slices only pay while x is what limits, so the search stops at the first slower one.
+    if method == Method::BccooPlus && given.slices.is_none() {
+        // Slices narrower than 256 columns only add partial results.
+        let max = (a.ncols() / 256).max(2) as u32;
+        let slices: Vec<u32> = [2u32, 4, 8, 16, 32].into_iter().filter(|&s| s <= max).collect();
+        stage!(slices, |o: &mut BccooOptions, _: &mut Option<u32>, s| o.slices = Some(s), true);
     }
     if given.block_height.is_none() || given.block_width.is_none() {
         let sizes: Vec<(u32, u32)> = smallest_footprints(a)
@@ -201,12 +243,6 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
     if given.carry == Carry::Auto && single_pass_is_safe(info) {
         stage!([Carry::SinglePass, Carry::TwoPass], |o: &mut BccooOptions, _: &mut Option<u32>, c| o.carry = c);
     }
-    if method == Method::BccooPlus && given.slices.is_none() {
-        // Slices narrower than 256 columns only add partial results.
-        let max = (a.ncols() / 256).max(2) as u32;
-        let slices: Vec<u32> = [2u32, 4, 8, 16, 32].into_iter().filter(|&s| s <= max).collect();
-        stage!(slices, |o: &mut BccooOptions, _: &mut Option<u32>, s| o.slices = Some(s));
-    }
     let plan = match best_plan {
         Some(p) => p,
         // Nothing could be built (or nothing was left to search): the plain build reports why,
@@ -214,21 +250,8 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
         None => build(gpu, a, method, &PlanOptions { bccoo: best.clone(), workgroup_size: best_wg, ..opts.clone() })?,
     };
     // Pin every remaining choice to what the best candidate used.
-    let r = plan.bccoo().expect("a bccoo plan has a bccoo report");
-    let chosen = BccooOptions {
-        block_height: Some(r.layout.block_height),
-        block_width: Some(r.layout.block_width),
-        tile: Some(r.layout.tile),
-        slices: Some(r.layout.slices),
-        columns: r.layout.columns,
-        strategy: r.strategy,
-        cache_factor: Some(r.cache_factor),
-        carry: r.carry,
-        tune: false,
-        tune_file: None,
-        spin_limit: best.spin_limit,
-    };
-    let wg = r.layout.workgroup;
+    let chosen = pinned(&plan, &best);
+    let wg = plan.bccoo().expect("a bccoo plan has a bccoo report").layout.workgroup;
     if let Some(path) = &file {
         use std::io::Write;
         let line = encode(&key, &chosen, wg);
