@@ -65,8 +65,11 @@ fn every_block_size_coding_and_strategy() {
                     let o = BccooOptions { block_height: Some(h), block_width: Some(w), tile: Some(8), columns, strategy, ..Default::default() };
                     let label = format!("{h}x{w} / {columns:?} / {strategy:?}");
                     check_method(&gpu, &m.cast::<f32>(), Method::Bccoo, &with(o.clone()), &label);
-                    check_method(&gpu, &m.cast::<f32>(), Method::BccooPlus, &with(BccooOptions { slices: Some(4), ..o }), &format!("{label} / 4 slices"));
+                    check_method(&gpu, &m.cast::<f32>(), Method::BccooPlus, &with(BccooOptions { slices: Some(4), ..o.clone() }), &format!("{label} / 4 slices"));
                 }
+                // `bccoo` runs BCCOO+ when given slices (its tuning may choose them).
+                let o = BccooOptions { block_height: Some(h), block_width: Some(w), tile: Some(8), columns, slices: Some(2), ..Default::default() };
+                check_method(&gpu, &m.cast::<f32>(), Method::Bccoo, &with(o), &format!("{h}x{w} / {columns:?} / bccoo with 2 slices"));
             }
         }
     }
@@ -245,7 +248,7 @@ fn bad_options_are_errors() {
     bad(Method::Bccoo, BccooOptions { tile: Some(5), ..Default::default() });
     bad(Method::Bccoo, BccooOptions { block_height: Some(5), block_width: Some(1), ..Default::default() });
     bad(Method::Bccoo, BccooOptions { block_width: Some(3), block_height: Some(1), ..Default::default() });
-    bad(Method::Bccoo, BccooOptions { slices: Some(4), ..Default::default() });
+    bad(Method::Bccoo, BccooOptions { slices: Some(3), ..Default::default() });
     bad(Method::BccooPlus, BccooOptions { slices: Some(1), ..Default::default() });
     bad(Method::BccooPlus, BccooOptions { slices: Some(3), ..Default::default() });
     bad(Method::Bccoo, BccooOptions { cache_factor: Some(3), ..Default::default() });

@@ -70,8 +70,10 @@ pub struct BccooOptions {
     pub block_width: Option<u32>,
     /// Blocks per thread tile (one of [`shader::BCCOO_TILES`]); default 16.
     pub tile: Option<u32>,
-    /// Vertical slices of `bccoo-plus` (2..=32, a power of two); default: enough that one slice of
-    /// `x` takes at most 1 MiB. `bccoo` always uses 1.
+    /// Vertical slices (a power of two up to 32). BCCOO is the one-slice case of BCCOO+: `bccoo`
+    /// defaults to 1, and its tuning searches 1..=32 as the paper's tuner chooses between the two
+    /// formats (Table 1), so a tuned `bccoo` plan may run BCCOO+. `bccoo-plus` takes at least 2;
+    /// default: enough that one slice of `x` takes at most 1 MiB.
     pub slices: Option<u32>,
     pub columns: ColumnCoding,
     pub strategy: Strategy,
@@ -243,10 +245,7 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
             }
             slices
         }
-        _ => match o.slices {
-            Some(n) if n != 1 => return Err(bad("bccoo.slices", n, "bccoo has one slice; use bccoo-plus for vertical slices")),
-            _ => 1,
-        },
+        _ => o.slices.unwrap_or(1),
     };
     let strategy = match o.strategy {
         Strategy::Auto => Strategy::ResultCache,

@@ -1,8 +1,9 @@
 //! Auto-tuning of `bccoo` / `bccoo-plus` (section 4): candidates are built and timed on the adapter
 //! in hand, with the paper's pruning: only the four block sizes with the smallest footprints are
 //! tried, the transpose is always offline, the result cache holds 1 or 2 rows per invocation, and
-//! (beyond the paper) the search is staged: for `bccoo-plus` the slice count first (fewest first,
-//! stopping at the first slower count), then block size, tile, workgroup size, strategy and
+//! (beyond the paper) the search is staged: the slice count first (1, i.e. BCCOO, then BCCOO+'s
+//! 2..=32, fewest first, stopping at the first slower count; `bccoo-plus` starts at 2), then
+//! block size, tile, workgroup size, strategy and
 //! cache, and the carry path (single or two pass, where single pass is allowed), each stage
 //! keeping the best so far and skipping the candidate it shares with it. Parameters the caller set
 //! are not searched. The choice is remembered for the same matrix structure, adapter, method and
@@ -205,13 +206,16 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
             }
         };
     }
-    // BCCOO+ first picks its slice count, fewest first: the default (1 MiB of x per slice) can be
-    // 32 slices, whose stacked empty rows make every other candidate slow to build and to run.
-    // More slices only pay while x is what limits, so the search stops at the first slower one.
-    if method == Method::BccooPlus && given.slices.is_none() {
+    // The slice count comes first, fewest first: 1 is BCCOO, more is BCCOO+ (the paper's tuner
+    // chooses the format too; `bccoo-plus` starts at 2). BCCOO+'s default (1 MiB of x per slice)
+    // can be 32 slices, whose stacked empty rows make every other candidate slow to build and to
+    // run; and more slices only pay while x is what limits, so the search stops at the first
+    // slower count.
+    if given.slices.is_none() {
         // Slices narrower than 256 columns only add partial results.
         let max = (a.ncols() / 256).max(2) as u32;
-        let slices: Vec<u32> = [2u32, 4, 8, 16, 32].into_iter().filter(|&s| s <= max).collect();
+        let fewest = if method == Method::BccooPlus { 2 } else { 1 };
+        let slices: Vec<u32> = [1u32, 2, 4, 8, 16, 32].into_iter().filter(|&s| s >= fewest && (s == fewest || s <= max)).collect();
         stage!(slices, |o: &mut BccooOptions, _: &mut Option<u32>, s| o.slices = Some(s), true);
     }
     if given.block_height.is_none() || given.block_width.is_none() {
