@@ -3,9 +3,9 @@
 //! tried, the transpose is always offline, the result cache holds 1 or 2 rows per invocation, and
 //! (beyond the paper) the search is staged: the slice count first (1, i.e. BCCOO, then BCCOO+'s
 //! 2..=32, fewest first, stopping at the first slower count; `bccoo-plus` starts at 2), then
-//! block size, tile, workgroup size, strategy and
-//! cache, and the carry path (single or two pass, where single pass is allowed), each stage
-//! keeping the best so far and skipping the candidate it shares with it. Parameters the caller set
+//! block size, tile, workgroup size, strategy and cache, the carry path (single or two pass,
+//! where single pass is allowed), and last the slice counts next to the chosen one. Each stage
+//! keeps the best so far and skips layouts already timed. Parameters the caller set
 //! are not searched. The choice is remembered for the same matrix structure, adapter, method and
 //! value type: in this process, or, when [`BccooOptions::tune_file`] names one, in a tuning file
 //! shared across processes (one line per choice, appended).
@@ -211,12 +211,13 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
     // can be 32 slices, whose stacked empty rows make every other candidate slow to build and to
     // run; and more slices only pay while x is what limits, so the search stops at the first
     // slower count.
+    // Slices narrower than 256 columns only add partial results.
+    let max_slices = (a.ncols() / 256).max(2) as u32;
+    let fewest_slices = if method == Method::BccooPlus { 2 } else { 1 };
+    let slice_counts = |counts: &[u32]| -> Vec<u32> { counts.iter().copied().filter(|&s| s >= fewest_slices && (s == fewest_slices || s <= max_slices)).collect() };
+    let set_slices = |o: &mut BccooOptions, _: &mut Option<u32>, s: u32| o.slices = Some(s);
     if given.slices.is_none() {
-        // Slices narrower than 256 columns only add partial results.
-        let max = (a.ncols() / 256).max(2) as u32;
-        let fewest = if method == Method::BccooPlus { 2 } else { 1 };
-        let slices: Vec<u32> = [1u32, 2, 4, 8, 16, 32].into_iter().filter(|&s| s >= fewest && (s == fewest || s <= max)).collect();
-        stage!(slices, |o: &mut BccooOptions, _: &mut Option<u32>, s| o.slices = Some(s), true);
+        stage!(slice_counts(&[1, 2, 4, 8, 16, 32]), set_slices, true);
     }
     if given.block_height.is_none() || given.block_width.is_none() {
         let sizes: Vec<(u32, u32)> = smallest_footprints(a)
@@ -246,6 +247,12 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
     // power-law matrix.
     if given.carry == Carry::Auto && single_pass_is_safe(info) {
         stage!([Carry::SinglePass, Carry::TwoPass], |o: &mut BccooOptions, _: &mut Option<u32>, c| o.carry = c);
+    }
+    // The slice counts next to the chosen one, once more on the final layout: the first round ran
+    // on the default tile and workgroup (on an H100, 2 slices lost to 1 there on a matrix with one
+    // dense row, and won with small tiles).
+    if let (None, Some(s)) = (given.slices, best.slices) {
+        stage!(slice_counts(&[s * 2, s / 2]), set_slices);
     }
     let plan = match best_plan {
         Some(p) => p,
