@@ -233,9 +233,18 @@ fn finish_product(stalls: u32, slot: u32, l: Lanes) {
                 g = atomicLoad(&state[STATE_LIST + i]);
             }
             atomicStore(&state[STATE_LIST + i], SENTINEL);
-            group_shared = vec2<u32>(g, aux[params.group_info_base + g]);
+            var info = 0u;
+            if (g != SENTINEL) {
+                info = aux[params.group_info_base + g];
+            }
+            group_shared = vec2<u32>(g, info);
         }
         let gi = workgroupUniformLoad(&group_shared);
+        if (gi.x == SENTINEL) {
+            // Only if an entry stayed unwritten for 2^24 polls after its writer finished: skipped
+            // rather than read out of bounds.
+            continue;
+        }
         let part = chain_part(gi.x, gi.y, slot, FINISH_SPIN_LIMIT);
         let carry = group_sum(part.value, slot, l);
         reset_chain(gi.x, gi.y, slot);

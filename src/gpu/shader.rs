@@ -216,7 +216,8 @@ pub const SURAA_COMBINE: Kernel = Kernel {
 pub const BCCOO_TILES: &[u32] = &[4, 8, 16, 24, 32, 40, 64, 96, 128];
 /// Result-cache rows per invocation of `bccoo` (the paper limits it to 1 and 2).
 pub const BCCOO_CACHE_FACTORS: &[u32] = &[1, 2];
-/// Spin limits the library sets: the default and 0 (tests of the repair pass).
+/// Spin limits the library sets: the default and 0 (nobody waits; tests of the last workgroup's
+/// finishing).
 pub const BCCOO_SPIN_LIMITS: &[u32] = &[0, 1 << 20];
 
 pub const BCCOO: Kernel = Kernel {
