@@ -266,7 +266,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
         li: LaneInput) {
     let l = lanes_of(li);
-    let slot = l.team * l.width + l.lane;
+    let slot = group_slot(l);
     if (l.lid == 0u) {
         var g = linear_group(wid, nwg);
         if (SINGLE_PASS != 0u) {

@@ -11,7 +11,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
         li: LaneInput) {
     let l = lanes_of(li);
-    let slot = l.team * l.width + l.lane;
+    let slot = group_slot(l);
     let i = linear_group(wid, nwg);
     if (i >= params.carry_groups) {
         return;

@@ -47,6 +47,11 @@ const GROUP_CHAIN_SHIFT: u32 = 3u;
 
 override HEIGHT: u32 = 1u;
 
+// An invocation's index in the order the group scans use: subgroup (team), then lane.
+fn group_slot(l: Lanes) -> u32 {
+    return l.team * l.width + l.lane;
+}
+
 // Word k of row r at slot index `at`: group g's slot is at g, its pending row at groups + g.
 fn slot_word(at: u32, r: u32, k: u32) -> u32 {
     return (at * 4u + r) * SCALAR_WORDS + k;
