@@ -373,6 +373,9 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
             }
             if let Some(t) = plan.bccoo().and_then(|r| r.tuning.as_ref()) {
                 eprintln!("{name} / {m}: tuned in {:.0} ms over {} candidates: {}", t.time.as_secs_f64() * 1e3, t.candidates.len(), plan.bccoo().unwrap().summary());
+                for (label, ms) in &t.candidates {
+                    eprintln!("    {label}: {ms:.4} ms");
+                }
             }
             if let Some(r) = plan.bccoo() {
                 let f = &r.footprint;
