@@ -76,6 +76,24 @@ fn every_block_size_coding_and_strategy() {
 }
 
 #[test]
+fn bccoo_plus_with_empty_block_rows_left_out_or_kept() {
+    let Some(gpu) = gpu() else { return };
+    // Short rows are empty in most slices: BCCOO+ leaves those block rows out (no zero block) and
+    // the combining pass finds results through its row map. One empty row among long ones: its
+    // two zero blocks stay (cheaper than the lookups) and results sit at their stacked rows.
+    let short: Vec<usize> = (0..600).map(|i| [0, 1, 2, 0, 3][i % 5]).collect();
+    let mut long = vec![300; 100];
+    long[50] = 0;
+    for (lens, kept) in [(short, 0), (long, 2)] {
+        let a = rows(&lens);
+        let o = with(BccooOptions { slices: Some(2), tile: Some(4), ..Default::default() });
+        let plan = gpu.prepare_with(&a.cast::<f32>(), Method::BccooPlus, &o).unwrap();
+        assert_eq!(plan.bccoo().unwrap().footprint.empty_row_blocks, kept);
+        check_everywhere(&a, &format!("{kept} empty-row blocks"));
+    }
+}
+
+#[test]
 fn empty_rows_on_tile_and_workgroup_boundaries() {
     // With 1x1 blocks, tiles of 4 and workgroups of 256 blocks: rows of 4 end on tile boundaries,
     // 64 rows of 4 fill a workgroup exactly.

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use wgspmv::methods::bccoo::{BccooOptions, Carry};
+use wgspmv::methods::bccoo::{BccooOptions, Carry, Strategy};
 
 #[derive(clap::Args)]
 pub struct BccooArgs {
@@ -21,6 +21,16 @@ pub struct BccooArgs {
     /// `bccoo`'s blocks per thread tile; default: the library's choice.
     #[arg(long)]
     pub bccoo_tile: Option<u32>,
+    /// `bccoo`'s block size as HxW (e.g. 2x1); default: the library's choice.
+    #[arg(long)]
+    pub bccoo_block: Option<String>,
+    /// `bccoo`'s vertical slices (1 is BCCOO, more is BCCOO+); default: the library's choice.
+    #[arg(long)]
+    pub bccoo_slices: Option<u32>,
+    /// `bccoo`'s strategy: per-thread (1) or cache (2, the workgroup result cache); default: the
+    /// library's choice.
+    #[arg(long)]
+    pub bccoo_strategy: Option<String>,
     /// `bccoo`'s single-pass spin limit (0: nobody waits, the dispatch's last workgroup adds every
     /// carry); default: the library's.
     #[arg(long)]
@@ -37,10 +47,35 @@ impl BccooArgs {
             "both" => vec![("-single", Carry::SinglePass), ("-two", Carry::TwoPass)],
             other => return Err(wgspmv::Error::UnknownName { what: "carry", name: other.into(), expected: "auto, single, two, both".into() }),
         };
+        let (block_height, block_width) = match &self.bccoo_block {
+            None => (None, None),
+            Some(b) => {
+                let parsed = b.split_once('x').and_then(|(h, w)| Some((h.parse().ok()?, w.parse().ok()?)));
+                let (h, w) = parsed.ok_or_else(|| wgspmv::Error::UnknownName { what: "bccoo block", name: b.clone(), expected: "HxW, e.g. 2x1".into() })?;
+                (Some(h), Some(w))
+            }
+        };
+        let strategy = match self.bccoo_strategy.as_deref() {
+            None => Strategy::Auto,
+            Some("per-thread") => Strategy::PerThread,
+            Some("cache") => Strategy::ResultCache,
+            Some(other) => return Err(wgspmv::Error::UnknownName { what: "bccoo strategy", name: other.into(), expected: "per-thread, cache".into() }),
+        };
         Ok(carries
             .into_iter()
             .map(|(suffix, carry)| {
-                let o = BccooOptions { carry, tune: self.tune, tune_file: self.tune_file.clone(), tile: self.bccoo_tile, spin_limit: self.bccoo_spin, ..Default::default() };
+                let o = BccooOptions {
+                    carry,
+                    tune: self.tune,
+                    tune_file: self.tune_file.clone(),
+                    tile: self.bccoo_tile,
+                    block_height,
+                    block_width,
+                    slices: self.bccoo_slices,
+                    strategy,
+                    spin_limit: self.bccoo_spin,
+                    ..Default::default()
+                };
                 (suffix, o)
             })
             .collect())

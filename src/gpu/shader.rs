@@ -257,7 +257,12 @@ pub const BCCOO_CARRY: Kernel = Kernel {
     derive: None,
 };
 
-pub const BCCOO_COMBINE: Kernel = plain_spmv_kernel("bccoo_combine", include_str!("../../shaders/bccoo_combine.wgsl"), &[], &[("WG_SIZE", &[256])]);
+pub const BCCOO_COMBINE: Kernel = plain_spmv_kernel(
+    "bccoo_combine",
+    include_str!("../../shaders/bccoo_combine.wgsl"),
+    &[],
+    &[("WG_SIZE", &[256]), ("HEIGHT", &[1, 2, 3, 4]), ("SLICES", &[2, 4, 8, 16, 32]), ("MAPPED", &[0, 1])],
+);
 
 const RADIX_COMMON: &str = include_str!("../../shaders/radix_common.wgsl");
 const SCAN_U32_COMMON: &str = include_str!("../../shaders/scan_u32_common.wgsl");

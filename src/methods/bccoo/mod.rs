@@ -119,7 +119,6 @@ pub(crate) struct BccooParams {
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct CombineParams {
     nrows: u32,
-    slices: u32,
 }
 
 /// Words of the `state` buffer before the repair list (shaders/bccoo_common.wgsl, STATE_LIST).
@@ -305,7 +304,7 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     cols.extend_from_slice(&m.escapes);
     let mut params = BccooParams {
         padded_blocks: m.padded_blocks as u32,
-        out_rows: m.stacked_rows as u32,
+        out_rows: m.result_rows as u32,
         ncols: a.ncols() as u32,
         groups: m.groups as u32,
         group_threads: wg,
@@ -363,7 +362,7 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
 
     // BCCOO+ multiplies into one partial result per slice, combined by a second pass.
     let (out, out_coeffs) = if slices > 1 {
-        let partial = Arc::new(gpu.storage_zeroed("bccoo+ partial results", m.stacked_rows as u64 * s, wgpu::BufferUsages::empty())?);
+        let partial = Arc::new(gpu.storage_zeroed("bccoo+ partial results", m.result_rows as u64 * s, wgpu::BufferUsages::empty())?);
         let unit = [T::from_f64(1.0), T::from_f64(0.0)];
         (Binding::Owned(partial), Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo+ unit coeffs", bytemuck::cast_slice(&unit)))))
     } else {
@@ -385,11 +384,18 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
         stages.push(Stage { pipeline: carry_pipeline, bindings: common, grid: Grid::Direct(gpu.grid(m.carry_groups.len() as u32)) });
     }
     if slices > 1 {
-        let combine = gpu.pipeline(key(&shader::BCCOO_COMBINE, vec![("WG_SIZE", 256)]), || shader::BCCOO_COMBINE.source(T::WGSL, LaneMode::Workgroup))?;
-        let cp = CombineParams { nrows: a.nrows() as u32, slices };
+        let overrides = vec![("WG_SIZE", 256), ("HEIGHT", h), ("SLICES", slices), ("MAPPED", !m.row_map.is_empty() as u32)];
+        let combine = gpu.pipeline(key(&shader::BCCOO_COMBINE, overrides), || shader::BCCOO_COMBINE.source(T::WGSL, LaneMode::Workgroup))?;
+        let cp = CombineParams { nrows: a.nrows() as u32 };
         stages.push(Stage {
             pipeline: combine,
-            bindings: vec![out, Binding::Y, Binding::Coeffs, Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp))))],
+            bindings: vec![
+                out,
+                Binding::Y,
+                Binding::Coeffs,
+                Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp)))),
+                upload(gpu, "bccoo+ row map", &m.row_map)?,
+            ],
             grid: Grid::Direct(gpu.grid((a.nrows() as u32).div_ceil(256))),
         });
     }
