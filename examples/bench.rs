@@ -18,6 +18,7 @@ use bccoo_args::BccooArgs;
 use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::SetupOn;
+use wgspmv::methods::LanePolicy;
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
 
 /// One benchmarked configuration: a method and its options, under a label.
@@ -89,6 +90,10 @@ struct Args {
     /// Invocations per workgroup for every method; default: each method's choice.
     #[arg(long)]
     workgroup_size: Option<u32>,
+    /// How lanes cooperate: auto (subgroup operations where the adapter has them), subgroup, or
+    /// workgroup (workgroup memory and barriers).
+    #[arg(long, default_value = "auto")]
+    lanes: String,
     /// Bytes copied for the bandwidth ceiling, in MiB (capped by the binding limit).
     #[arg(long, default_value_t = 1024)]
     copy_mib: u64,
@@ -145,9 +150,15 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         "both" => vec![("-host", SetupOn::Host), ("-gpu", SetupOn::Gpu)],
         other => return Err(wgspmv::Error::UnknownName { what: "setup", name: other.into(), expected: "auto, host, gpu, both".into() }),
     };
+    let lanes = match args.lanes.as_str() {
+        "auto" => LanePolicy::Auto,
+        "subgroup" => LanePolicy::Subgroup,
+        "workgroup" => LanePolicy::Workgroup,
+        other => return Err(wgspmv::Error::UnknownName { what: "lanes", name: other.into(), expected: "auto, subgroup, workgroup".into() }),
+    };
     let mut variants = Vec::new();
     for &m in &methods {
-        let base = PlanOptions { workgroup_size: args.workgroup_size, ..Default::default() };
+        let base = PlanOptions { workgroup_size: args.workgroup_size, lanes, ..Default::default() };
         match m {
             Method::Speculative => {
                 for &(suffix, finish) in &finishes {
