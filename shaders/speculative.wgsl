@@ -21,7 +21,11 @@ override WG_SIZE: u32 = 256u;
 override LANES: u32 = 32u;
 // W: nonzeros per lane and tile (at most 32: a lane's head flags are one u32).
 override WORK: u32 = 8u;
-const MAX_WORK: u32 = 32u;
+// Products a lane that loads them itself keeps (the host allows W up to this without STAGED): 128
+// bytes in f64. With 32 (256 bytes in f64, 128 in f32) the H100 ran f64 per-lane loads 3-4x
+// slower than staged f64, f32 unaffected: presumably the array left registers. Not yet measured
+// at 16; f64 defaults to staged meanwhile.
+const MAX_LANE_WORK: u32 = 16u;
 // S: tiles per team.
 override TILES: u32 = 7u;
 override TEAMS: u32 = WG_SIZE / LANES;
@@ -194,7 +198,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         // Unstaged products are loaded first, all at once, so that their latency overlaps the
         // descriptor's construction and the barrier (the segmented sum below has stores between
         // its loads, which the compiler will not hoist loads above).
-        var own: array<scalar, MAX_WORK>;
+        var own: array<scalar, MAX_LANE_WORK>;
         if (!STAGED) {
             let first = tile_begin + tl.lane * WORK;
             if (WORK % 4u == 0u) {

@@ -216,9 +216,11 @@ fn bad_options_are_clear_errors() {
     let with = |s: SpeculativeOptions| gpu.prepare_with(&a, Method::Speculative, &PlanOptions { speculative: s, ..Default::default() });
     assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(3), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
     assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(64), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
+    // W = 32 only staged: a lane keeps at most 16 products it loads itself.
+    assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(32), staged_products: Some(false), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
     assert!(matches!(with(SpeculativeOptions { tiles_per_team: Some(0), ..Default::default() }), Err(Error::InvalidParameter { name: "tiles_per_team", .. })));
-    // W = 32 on 512 invocations: the row-end cells alone would take 128 KiB of workgroup memory.
-    let big = SpeculativeOptions { work_per_lane: Some(32), resolve_dirty_tiles: Some(true), ..Default::default() };
+    // W = 16 on 512 invocations: the row-end cells alone would take 64 KiB of workgroup memory.
+    let big = SpeculativeOptions { work_per_lane: Some(16), resolve_dirty_tiles: Some(true), ..Default::default() };
     let o = PlanOptions { speculative: big, workgroup_size: Some(512), ..Default::default() };
     assert!(matches!(gpu.prepare_with(&a, Method::Speculative, &o), Err(Error::InvalidParameter { name: "resolve_dirty_tiles", .. })));
     let Some(nosg) = gpu_without_subgroups() else { return };

@@ -52,10 +52,13 @@ pub enum HostTransfer {
     Copy,
 }
 
+/// Largest W with products loaded per lane (`MAX_LANE_WORK` in shaders/speculative.wgsl).
+pub const MAX_LANE_WORK: u32 = 16;
+
 /// Parameters of `speculative`; `None` means "choose for this adapter".
 #[derive(Clone, Debug, Default)]
 pub struct SpeculativeOptions {
-    /// W: nonzeros per lane and tile (1, 2, 4, 8, 16 or 32). Default 4 with products loaded per
+    /// W: nonzeros per lane and tile (1, 2, 4, 8, 16, or 32 with staged products). Default 4 with products loaded per
     /// lane (measured best on an H100); staged, the paper's NVIDIA values: 8 for f32, 4 for f64.
     pub work_per_lane: Option<u32>,
     /// S: tiles per team (1 to 8, 10, 12 or 16). Default with products loaded per lane and
@@ -68,9 +71,10 @@ pub struct SpeculativeOptions {
     /// dense matrices). Staged, 7 (the paper's).
     pub tiles_per_team: Option<u32>,
     /// Stage each tile's products in workgroup memory after coalesced loads (the paper's way), or
-    /// let each lane load its W consecutive nonzeros itself (the default: almost no workgroup
-    /// memory, so more workgroups per core, and one barrier per tile instead of two). With
-    /// products per lane the default workgroup is 128 invocations, staged 256.
+    /// let each lane load its W consecutive nonzeros itself (the default for f32: almost no
+    /// workgroup memory, so more workgroups per core, and one barrier per tile instead of two).
+    /// f64 stages by default (H100: banded 0.12 ms staged against 0.54 per lane). With products per
+    /// lane the default workgroup is 128 invocations, staged 256.
     pub staged_products: Option<bool>,
     /// Resolve dirty tiles (those holding an empty row) in the GPU stage: the lanes building a
     /// tile's descriptor note in workgroup memory where each row ends and write the empty rows
@@ -201,11 +205,16 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let so = &opts.speculative;
     let lanes = lane_mode(gpu, opts.lanes)?;
     let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
-    let staged = so.staged_products.unwrap_or(false);
+    // f64 stages by default: on an H100 per-lane loads ran f64 3.3-4.4x slower than staged (see
+    // MAX_LANE_WORK in the shader), while f32 per-lane loads beat staging on every class.
+    let staged = so.staged_products.unwrap_or(T::NEEDS_F64);
     let wg = workgroup_size(gpu, opts.workgroup_size, if staged { 256 } else { 128 }, at_least)?;
     let work = so.work_per_lane.unwrap_or(if T::NEEDS_F64 || !staged { 4 } else { 8 });
     if !shader::SPECULATIVE_WORK.contains(&work) {
         return Err(bad("work_per_lane", work, format!("must be one of {:?}", shader::SPECULATIVE_WORK)));
+    }
+    if !staged && work > MAX_LANE_WORK {
+        return Err(bad("work_per_lane", work, format!("at most {MAX_LANE_WORK} with products loaded per lane (more needs staged_products)")));
     }
     let mean_row = a.nnz() as f64 / a.nrows().max(1) as f64;
     let given_rows = so.precomputed_tile_rows.unwrap_or(true);
