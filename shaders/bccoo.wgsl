@@ -45,8 +45,9 @@ override SPIN_LIMIT: u32 = 1048576u;
 const FINISH_SPIN_LIMIT: u32 = 1u << 24u;
 
 const DELTA_ESCAPE: u32 = 0x8000u;
-// Blocks whose loads are issued together (every tile size is a multiple of it). On an H100, 8
-// gained 2-4% on permutation and wide and lost up to 17% elsewhere (4x4 blocks most).
+// Blocks whose loads are issued together (every tile size is a multiple of it); `run_group` is
+// unrolled for exactly 4. On an H100, 8 gained 2-4% on permutation and wide and lost up to 17%
+// elsewhere (4x4 blocks most).
 const LOAD_BATCH: u32 = 4u;
 
 var<workgroup> group_shared: vec2<u32>;
@@ -67,26 +68,26 @@ fn column_code(p: u32) -> u32 {
 }
 
 // One block times x: HEIGHT sums (columns past the matrix are padding and hold zeros).
-fn block_product(p: u32, col: u32) -> vec4<scalar> {
-    var out = vec4<scalar>(scalar(0));
+fn block_product(p: u32, col: u32) -> rows {
+    var out = rows(scalar(0));
     for (var j = 0u; j < WIDTH; j++) {
         let c = col * WIDTH + j;
         if (c < params.ncols) {
             let xv = x[c];
             for (var r = 0u; r < HEIGHT; r++) {
-                out[r] += vals[(r * params.padded_blocks + p) * WIDTH + j] * xv;
+                put_row(&out, r, row_of(out, r) + vals[(r * params.padded_blocks + p) * WIDTH + j] * xv);
             }
         }
     }
     return out;
 }
 
-fn emit(brow: u32, group_row: u32, v: vec4<scalar>) {
+fn emit(brow: u32, group_row: u32, v: rows) {
     if (STRATEGY == 2u) {
         let local = brow - group_row;
         if (local < CACHE_ROWS) {
             for (var r = 0u; r < HEIGHT; r++) {
-                cache[local * HEIGHT + r] = v[r];
+                cache[local * HEIGHT + r] = row_of(v, r);
             }
             return;
         }
@@ -94,12 +95,50 @@ fn emit(brow: u32, group_row: u32, v: vec4<scalar>) {
     write_rows(brow, v);
 }
 
+// The column words of blocks p, p + WG_SIZE, p + 2 WG_SIZE, p + 3 WG_SIZE (one load batch).
+fn column_codes(p: u32) -> vec4<u32> {
+    return vec4<u32>(column_code(p), column_code(p + WG_SIZE), column_code(p + 2u * WG_SIZE),
+                     column_code(p + 3u * WG_SIZE));
+}
+
+// The block's column from its code: the code itself, or (COLS 2) the running column moved by a
+// 16-bit difference, or the next escaped full column.
+fn next_column(code: u32, col: ptr<function, u32>, esc: ptr<function, u32>) -> u32 {
+    if (COLS == 2u) {
+        if (code == DELTA_ESCAPE) {
+            *col = cols[*esc];
+            *esc += 1u;
+        } else {
+            *col = u32(i32(*col) + (i32(code << 16u) >> 16u));
+        }
+    } else {
+        *col = code;
+    }
+    return *col;
+}
+
+// One block of the sequential segmented sum; bit 0 of `bits` clear is a row stop. The first stop's
+// sum still needs what came before the tile, so it is kept in `first` rather than written.
+fn segment_step(v: rows, bits: u32, sum: ptr<function, rows>, first: ptr<function, rows>,
+                stops: ptr<function, u32>, first_row: u32, group_row: u32) {
+    *sum += v;
+    if ((bits & 1u) == 0u) {
+        if (*stops == 0u) {
+            *first = *sum;
+        } else {
+            emit(first_row + *stops, group_row, *sum);
+        }
+        *stops += 1u;
+        *sum = rows(scalar(0));
+    }
+}
+
 // The paper's fast path when every invocation holds a row stop: each segment of the scan is one
 // invocation long, so the scan is a shift.
-fn group_shift(v: vec4<scalar>, slot: u32) -> GroupScan {
+fn group_shift(v: rows, slot: u32) -> GroupScan {
     gs_val[slot] = v;
     workgroupBarrier();
-    var out = GroupScan(vec4<scalar>(scalar(0)), true);
+    var out = GroupScan(rows(scalar(0)), true);
     if (slot > 0u) {
         out = GroupScan(gs_val[slot - 1u], false);
     }
@@ -114,7 +153,7 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) -> bool {
     let group_row = aux[g * WG_SIZE];
     let tile = params.tile;
     let base = g * WG_SIZE * tile;
-    var sum = vec4<scalar>(scalar(0));
+    var sum = rows(scalar(0));
     var first = sum;
     var stops = 0u;
     var word = 0u;
@@ -130,49 +169,29 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) -> bool {
     // batch are read while this batch's gathers are out, so a gather waits on one memory latency
     // rather than two (column read, then x). Tiles are multiples of the batch, and a batch never
     // straddles a flag word (32 is a multiple of it too).
-    var codes: array<u32, LOAD_BATCH>;
-    for (var u = 0u; u < LOAD_BATCH; u++) {
-        codes[u] = column_code(base + u * WG_SIZE + slot);
-    }
+    // The batch is unrolled by hand (codes in a vec4, products in four values): written as loops
+    // over arrays, the H100's driver kept the f64 variant rolled with its arrays in local memory
+    // (f64 power_law 0.422 -> 0.250 ms, f32 unchanged).
+    var codes = column_codes(base + slot);
     for (var k0 = 0u; k0 < tile; k0 += LOAD_BATCH) {
         let n0 = t * tile + k0;
         if (k0 == 0u || (n0 & 31u) == 0u) {
             word = flags[n0 >> 5u];
         }
         let batch = codes;
-        var products: array<vec4<scalar>, LOAD_BATCH>;
-        for (var u = 0u; u < LOAD_BATCH; u++) {
-            let p = base + (k0 + u) * WG_SIZE + slot;
-            if (COLS == 2u) {
-                if (batch[u] == DELTA_ESCAPE) {
-                    col = cols[esc];
-                    esc++;
-                } else {
-                    col = u32(i32(col) + (i32(batch[u] << 16u) >> 16u));
-                }
-            } else {
-                col = batch[u];
-            }
-            products[u] = block_product(p, col);
-        }
+        let p = base + k0 * WG_SIZE + slot;
+        let p0 = block_product(p, next_column(batch.x, &col, &esc));
+        let p1 = block_product(p + WG_SIZE, next_column(batch.y, &col, &esc));
+        let p2 = block_product(p + 2u * WG_SIZE, next_column(batch.z, &col, &esc));
+        let p3 = block_product(p + 3u * WG_SIZE, next_column(batch.w, &col, &esc));
         if (k0 + LOAD_BATCH < tile) {
-            for (var u = 0u; u < LOAD_BATCH; u++) {
-                codes[u] = column_code(base + (k0 + LOAD_BATCH + u) * WG_SIZE + slot);
-            }
+            codes = column_codes(p + LOAD_BATCH * WG_SIZE);
         }
-        for (var u = 0u; u < LOAD_BATCH; u++) {
-            sum += products[u];
-            if (((word >> ((n0 + u) & 31u)) & 1u) == 0u) {
-                // A row stop: the first one's sum still needs what came before the tile.
-                if (stops == 0u) {
-                    first = sum;
-                } else {
-                    emit(first_row + stops, group_row, sum);
-                }
-                stops++;
-                sum = vec4<scalar>(scalar(0));
-            }
-        }
+        let bits = word >> (n0 & 31u);
+        segment_step(p0, bits, &sum, &first, &stops, first_row, group_row);
+        segment_step(p1, bits >> 1u, &sum, &first, &stops, first_row, group_row);
+        segment_step(p2, bits >> 2u, &sum, &first, &stops, first_row, group_row);
+        segment_step(p3, bits >> 3u, &sum, &first, &stops, first_row, group_row);
     }
 
     let head = stops > 0u;
@@ -187,7 +206,7 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) -> bool {
         store_values(g, select(scan.excl + sum, sum, head));
     }
 
-    var carry = vec4<scalar>(scalar(0));
+    var carry = rows(scalar(0));
     var stalled = false;
     if (SINGLE_PASS != 0u && (info & GROUP_NEEDS_CARRY) != 0u) {
         var total = carry;

@@ -25,7 +25,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         for (var r = 0u; r < HEIGHT; r++) {
             let row = brow * HEIGHT + r;
             if (row < params.out_rows) {
-                y[row] += coeffs.alpha * carry[r];
+                y[row] += coeffs.alpha * row_of(carry, r);
             }
         }
     }

@@ -45,7 +45,9 @@ const GROUP_CHAIN_SHIFT: u32 = 3u;
 // carry. SENTINEL = not written.
 @group(0) @binding(4) var<storage, read_write> slots: array<atomic<u32>>;
 
-override HEIGHT: u32 = 1u;
+// HEIGHT (the block height) and `rows` (a block row's HEIGHT sums: the scalar itself for height
+// 1, a vector otherwise) with `row_of` / `put_row` are prepended per height by shader.rs: a
+// vec4 for every height cost f64 1x1 blocks 8% on an H100 (registers, shuffles, workgroup memory).
 
 // An invocation's index in the order the group scans use: subgroup (team), then lane.
 fn group_slot(l: Lanes) -> u32 {
@@ -58,14 +60,14 @@ fn slot_word(at: u32, r: u32, k: u32) -> u32 {
 }
 
 struct SlotRead {
-    value: vec4<scalar>,
+    value: rows,
     ok: bool,
 }
 
 // The HEIGHT values stored at slot index `at` (a group index; groups + g for pending rows).
-fn store_values(at: u32, v: vec4<scalar>) {
+fn store_values(at: u32, v: rows) {
     for (var r = 0u; r < HEIGHT; r++) {
-        let w = to_words(v[r]);
+        let w = to_words(row_of(v, r));
         for (var k = 0u; k < SCALAR_WORDS; k++) {
             atomicStore(&slots[slot_word(at, r, k)], w[k]);
         }
@@ -74,7 +76,7 @@ fn store_values(at: u32, v: vec4<scalar>) {
 
 // Waits at most `spins` polls per word for the values at `at` to be written.
 fn load_values(at: u32, spins: u32) -> SlotRead {
-    var out = vec4<scalar>(scalar(0));
+    var out = rows(scalar(0));
     var ok = true;
     for (var r = 0u; r < HEIGHT; r++) {
         var w = vec2<u32>(0u);
@@ -86,7 +88,7 @@ fn load_values(at: u32, spins: u32) -> SlotRead {
             ok = ok && v != SENTINEL;
             w[k] = v;
         }
-        out[r] = from_words(w);
+        put_row(&out, r, from_words(w));
     }
     return SlotRead(out, ok);
 }
@@ -103,7 +105,7 @@ fn clear_values(at: u32) {
 // to the nearest one holding a row stop), every WG_SIZE-th one from `slot`.
 fn chain_part(g: u32, info: u32, slot: u32, spins: u32) -> SlotRead {
     let start = g - (info >> GROUP_CHAIN_SHIFT);
-    var part = SlotRead(vec4<scalar>(scalar(0)), true);
+    var part = SlotRead(rows(scalar(0)), true);
     for (var i = start + slot; i < g; i += WG_SIZE) {
         let s = load_values(i, spins);
         part.value += s.value;
@@ -121,11 +123,11 @@ fn reset_chain(g: u32, info: u32, slot: u32) {
 }
 
 // Writes one block row's HEIGHT results (rows past the end are padding).
-fn write_rows(brow: u32, v: vec4<scalar>) {
+fn write_rows(brow: u32, v: rows) {
     for (var r = 0u; r < HEIGHT; r++) {
         let row = brow * HEIGHT + r;
         if (row < params.out_rows) {
-            write_y(row, v[r]);
+            write_y(row, row_of(v, r));
         }
     }
 }

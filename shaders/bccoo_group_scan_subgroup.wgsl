@@ -1,9 +1,9 @@
-// Workgroup-wide scans of bccoo's vec4 partial sums: subgroup shuffles within each subgroup, then
+// Workgroup-wide scans of bccoo's block-row partial sums: subgroup shuffles within each subgroup, then
 // the subgroups' totals through workgroup memory. Invocations are numbered by `slot` (subgroup,
 // then lane; subgroups are full because the workgroup is a multiple of the largest subgroup).
 // Called in uniform control flow.
 
-fn group_seg_scan(head: bool, v: vec4<scalar>, slot: u32, l: Lanes) -> GroupScan {
+fn group_seg_scan(head: bool, v: rows, slot: u32, l: Lanes) -> GroupScan {
     var f = select(0u, 1u, head);
     var s = v;
     for (var d = 1u; d < l.width; d = d * 2u) {
@@ -19,7 +19,7 @@ fn group_seg_scan(head: bool, v: vec4<scalar>, slot: u32, l: Lanes) -> GroupScan
     var excl = subgroupShuffleUp(s, 1u);
     var before = subgroupShuffleUp(f, 1u);
     if (l.lane == 0u) {
-        excl = vec4<scalar>(scalar(0));
+        excl = rows(scalar(0));
         before = 0u;
     }
     if (l.lane == l.width - 1u) {
@@ -42,13 +42,13 @@ fn group_seg_scan(head: bool, v: vec4<scalar>, slot: u32, l: Lanes) -> GroupScan
     return GroupScan(excl, open);
 }
 
-fn group_sum(v: vec4<scalar>, slot: u32, l: Lanes) -> vec4<scalar> {
+fn group_sum(v: rows, slot: u32, l: Lanes) -> rows {
     let s = subgroupAdd(v);
     if (l.lane == 0u) {
         gs_val[l.team] = s;
     }
     workgroupBarrier();
-    var total = vec4<scalar>(scalar(0));
+    var total = rows(scalar(0));
     for (var k = 0u; k < l.teams; k++) {
         total += gs_val[k];
     }

@@ -1,7 +1,7 @@
-// Workgroup-wide scans of bccoo's vec4 partial sums in workgroup memory (Hillis–Steele), for
+// Workgroup-wide scans of bccoo's block-row partial sums in workgroup memory (Hillis–Steele), for
 // adapters without subgroups. Invocations are numbered by `slot`; called in uniform control flow.
 
-fn group_seg_scan(head: bool, v: vec4<scalar>, slot: u32, l: Lanes) -> GroupScan {
+fn group_seg_scan(head: bool, v: rows, slot: u32, l: Lanes) -> GroupScan {
     var f = select(0u, 1u, head);
     var s = v;
     gs_flag[slot] = f;
@@ -9,7 +9,7 @@ fn group_seg_scan(head: bool, v: vec4<scalar>, slot: u32, l: Lanes) -> GroupScan
     workgroupBarrier();
     for (var d = 1u; d < WG_SIZE; d = d * 2u) {
         var other_flag = 0u;
-        var other_sum = vec4<scalar>(scalar(0));
+        var other_sum = rows(scalar(0));
         if (slot >= d) {
             other_flag = gs_flag[slot - d];
             other_sum = gs_val[slot - d];
@@ -25,7 +25,7 @@ fn group_seg_scan(head: bool, v: vec4<scalar>, slot: u32, l: Lanes) -> GroupScan
         gs_val[slot] = s;
         workgroupBarrier();
     }
-    var out = GroupScan(vec4<scalar>(scalar(0)), true);
+    var out = GroupScan(rows(scalar(0)), true);
     if (slot > 0u) {
         out = GroupScan(gs_val[slot - 1u], gs_flag[slot - 1u] == 0u);
     }
@@ -33,7 +33,7 @@ fn group_seg_scan(head: bool, v: vec4<scalar>, slot: u32, l: Lanes) -> GroupScan
     return out;
 }
 
-fn group_sum(v: vec4<scalar>, slot: u32, l: Lanes) -> vec4<scalar> {
+fn group_sum(v: rows, slot: u32, l: Lanes) -> rows {
     gs_val[slot] = v;
     workgroupBarrier();
     for (var s = WG_SIZE / 2u; s > 0u; s = s / 2u) {

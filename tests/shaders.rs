@@ -2,7 +2,7 @@
 //! must pass naga's validator and translate to SPIR-V. Needs no GPU.
 
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
-use wgspmv::shaders::{LaneMode, ALL_KERNELS};
+use wgspmv::shaders::{Kernel, LaneMode, ALL_KERNELS};
 
 fn validator() -> Validator {
     let mut v = Validator::new(ValidationFlags::all(), Capabilities::FLOAT64 | Capabilities::SUBGROUP | Capabilities::SHADER_INT64);
@@ -11,13 +11,27 @@ fn validator() -> Validator {
     v
 }
 
+/// Every assembled source of a kernel: per scalar type and lane mode, and per block height for
+/// the kernels assembled per height.
+fn sources(kernel: &Kernel) -> Vec<(&'static str, LaneMode, Option<u32>, String)> {
+    let mut out = Vec::new();
+    for (scalar, lanes) in kernel.variants() {
+        if kernel.block_heights().is_empty() {
+            out.push((scalar, lanes, None, kernel.source(scalar, lanes)));
+        }
+        for &h in kernel.block_heights() {
+            out.push((scalar, lanes, Some(h), kernel.source_for_height(scalar, lanes, h)));
+        }
+    }
+    out
+}
+
 #[test]
 fn every_shader_variant_validates_and_translates() {
     let mut checked = 0;
     for kernel in ALL_KERNELS {
-        for (scalar, lanes) in kernel.variants() {
-            let src = kernel.source(scalar, lanes);
-            let label = format!("{} [{}]", kernel.name, kernel.variant(scalar, lanes));
+        for (scalar, lanes, height, src) in sources(kernel) {
+            let label = format!("{} [{}] height {height:?}", kernel.name, kernel.variant(scalar, lanes));
             let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
             let info = validator().validate(&module).unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
             for set in kernel.override_sets() {
@@ -37,8 +51,7 @@ fn every_shader_variant_validates_and_translates() {
 #[test]
 fn workgroup_path_needs_no_subgroup_capability() {
     for kernel in ALL_KERNELS {
-        for (scalar, lanes) in kernel.variants().into_iter().filter(|v| v.1 == LaneMode::Workgroup) {
-            let src = kernel.source(scalar, lanes);
+        for (scalar, _, _, src) in sources(kernel).into_iter().filter(|v| v.1 == LaneMode::Workgroup) {
             let module = naga::front::wgsl::parse_str(&src).unwrap();
             let mut caps = if scalar == "f64" { Capabilities::FLOAT64 } else { Capabilities::empty() };
             if kernel.needs_int64(scalar) {

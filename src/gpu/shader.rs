@@ -41,6 +41,9 @@ pub struct Kernel {
     /// Assembled with `to_words` / `from_words` for the scalar type (the f64 one needs
     /// `SHADER_INT64`).
     scalar_bits: bool,
+    /// Assembled once per bccoo block height ([`Kernel::source_for_height`]): `const HEIGHT` and
+    /// `rows`, a block row's sums, sized to the height.
+    block_rows: bool,
     /// Shared pieces placed before the body (e.g. a binding list common to several kernels).
     pieces: &'static [&'static str],
     /// Override constants and every value the library may give each.
@@ -88,6 +91,7 @@ pub const CSR_VECTOR: Kernel = Kernel {
     sums: false,
     group_scan: false,
     scalar_bits: false,
+    block_rows: false,
     pieces: &[CSR_BINDINGS, CSR_CHUNK],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
     derive: Some(|_| true),
@@ -107,6 +111,7 @@ pub const CMRS: Kernel = Kernel {
     sums: false,
     group_scan: false,
     scalar_bits: false,
+    block_rows: false,
     pieces: &[],
     overrides: &[
         ("WG_SIZE", WORKGROUP_SIZES),
@@ -143,6 +148,7 @@ pub const COPY: Kernel = Kernel {
     sums: false,
     group_scan: false,
     scalar_bits: false,
+    block_rows: false,
     pieces: &[],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
@@ -162,6 +168,7 @@ pub const SPECULATIVE: Kernel = Kernel {
     sums: false,
     group_scan: false,
     scalar_bits: false,
+    block_rows: false,
     pieces: &[CSR_BINDINGS, CSR_CHUNK, SPECULATIVE_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES), ("STAGED", &[0, 1]), ("RESOLVE", &[0, 1]), ("TILE_ROWS", &[0, 1])],
     derive: None,
@@ -183,6 +190,7 @@ pub const SURAA: Kernel = Kernel {
     sums: true,
     group_scan: false,
     scalar_bits: false,
+    block_rows: false,
     pieces: &[SURAA_COMMON, CSR_BINDINGS, SURAA_ROWS],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS)],
     derive: None,
@@ -206,6 +214,7 @@ pub const SURAA_COMBINE: Kernel = Kernel {
     sums: true,
     group_scan: false,
     scalar_bits: false,
+    block_rows: false,
     pieces: &[SURAA_COMMON],
     overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
     derive: None,
@@ -229,10 +238,10 @@ pub const BCCOO: Kernel = Kernel {
     sums: false,
     group_scan: true,
     scalar_bits: true,
+    block_rows: true,
     pieces: &[BCCOO_COMMON],
     overrides: &[
         ("WG_SIZE", WORKGROUP_SIZES),
-        ("HEIGHT", &[1, 2, 3, 4]),
         ("WIDTH", &[1, 2, 4]),
         ("COLS", &[0, 1, 2]),
         ("STRATEGY", &[1, 2]),
@@ -252,8 +261,9 @@ pub const BCCOO_CARRY: Kernel = Kernel {
     sums: false,
     group_scan: true,
     scalar_bits: true,
+    block_rows: true,
     pieces: &[BCCOO_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("HEIGHT", &[1, 2, 3, 4])],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
     derive: None,
 };
 
@@ -270,12 +280,12 @@ const WORKGROUP_SCAN_U32: &str = include_str!("../../shaders/workgroup_scan_u32.
 
 /// An SpMV kernel (scalar type f32 or f64) without lane teams, sums or scans.
 const fn plain_spmv_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
-    Kernel { name, body, spmv: true, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, pieces, overrides, derive: None }
+    Kernel { name, body, spmv: true, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, block_rows: false, pieces, overrides, derive: None }
 }
 
 /// A u32 setup kernel: one file, shared pieces, no scalar type, no lane teams.
 const fn setup_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
-    Kernel { name, body, spmv: false, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, pieces, overrides, derive: None }
+    Kernel { name, body, spmv: false, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, block_rows: false, pieces, overrides, derive: None }
 }
 
 /// Keys per invocation of one radix-sort tile.
@@ -315,10 +325,42 @@ pub const ALL_KERNELS: &[Kernel] = &[
     COPY,
 ];
 
+use crate::methods::bccoo::format::BLOCK_HEIGHTS;
+
+/// What a `block_rows` kernel is prefixed with for height `h`. Height 1 keeps a bare scalar: a
+/// vec4 for every height cost f64 1x1 blocks 8% on an H100, and the driver cannot drop the unused
+/// lanes of shuffles and workgroup arrays.
+fn block_rows_prelude(h: u32) -> String {
+    let (ty, get, put) = if h == 1 { ("scalar".to_owned(), "v", "*v = s") } else { (format!("vec{h}<scalar>"), "v[r]", "(*v)[r] = s") };
+    format!(
+        "const HEIGHT: u32 = {h}u;\nalias rows = {ty};\n\
+         fn row_of(v: rows, r: u32) -> scalar {{ return {get}; }}\n\
+         fn put_row(v: ptr<function, rows>, r: u32, s: scalar) {{ {put}; }}\n"
+    )
+}
+
 impl Kernel {
     /// The assembled WGSL for one scalar type and lane mode (ignored by kernels without teams).
+    /// Kernels with block rows are assembled per height instead ([`Kernel::source_for_height`]).
     pub fn source(&self, scalar: &str, lanes: LaneMode) -> String {
+        assert!(!self.block_rows, "{} is assembled per block height (source_for_height)", self.name);
+        self.assemble(scalar, lanes, "")
+    }
+
+    /// The assembled WGSL of a kernel with block rows, for blocks `h` rows high.
+    pub fn source_for_height(&self, scalar: &str, lanes: LaneMode, h: u32) -> String {
+        assert!(self.block_rows && BLOCK_HEIGHTS.contains(&h), "{}: no block rows of height {h}", self.name);
+        self.assemble(scalar, lanes, &block_rows_prelude(h))
+    }
+
+    /// The block heights this kernel is assembled for: none for kernels without block rows.
+    pub fn block_heights(&self) -> &'static [u32] {
+        if self.block_rows { BLOCK_HEIGHTS } else { &[] }
+    }
+
+    fn assemble(&self, scalar: &str, lanes: LaneMode, prelude: &str) -> String {
         let mut s = String::from(GRID);
+        s.push_str(prelude);
         if self.spmv {
             s.push_str(COMMON);
             s.push('\n');

@@ -319,12 +319,13 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
 
     let single = carry == Carry::SinglePass;
     let key = |kernel: &shader::Kernel, overrides: Vec<(&'static str, u32)>| PipelineKey { kernel: kernel.name, variant: kernel.variant(T::WGSL, lanes), overrides };
+    // The main and carry kernels are assembled per block height; the height joins their variant.
+    let rows_key = |kernel: &shader::Kernel, overrides| PipelineKey { variant: format!("{},h{h}", kernel.variant(T::WGSL, lanes)), ..key(kernel, overrides) };
     let main = gpu.pipeline(
-        key(
+        rows_key(
             &shader::BCCOO,
             vec![
                 ("WG_SIZE", wg),
-                ("HEIGHT", h),
                 ("WIDTH", w),
                 ("COLS", m.layout.columns.shader_code()),
                 ("STRATEGY", if strategy == Strategy::PerThread { 1 } else { 2 }),
@@ -333,7 +334,7 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
                 ("SPIN_LIMIT", spin),
             ],
         ),
-        || shader::BCCOO.source(T::WGSL, lanes),
+        || shader::BCCOO.source_for_height(T::WGSL, lanes, h),
     )?;
     let grid = gpu.grid(m.groups as u32);
     if single {
@@ -380,7 +381,7 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     ]);
     let mut stages = vec![Stage { pipeline: main, bindings: main_bindings, grid: Grid::Direct(grid) }];
     if !single && !m.carry_groups.is_empty() {
-        let carry_pipeline = gpu.pipeline(key(&shader::BCCOO_CARRY, vec![("WG_SIZE", wg), ("HEIGHT", h)]), || shader::BCCOO_CARRY.source(T::WGSL, lanes))?;
+        let carry_pipeline = gpu.pipeline(rows_key(&shader::BCCOO_CARRY, vec![("WG_SIZE", wg)]), || shader::BCCOO_CARRY.source_for_height(T::WGSL, lanes, h))?;
         stages.push(Stage { pipeline: carry_pipeline, bindings: common, grid: Grid::Direct(gpu.grid(m.carry_groups.len() as u32)) });
     }
     if slices > 1 {
