@@ -43,9 +43,11 @@ override RESOLVE: bool = false;
 // TILE_ROWS: read the team's tile boundaries from tile_rows (one load each) rather than search
 // the row pointers for them (the paper's lines 4-7: about log2(rows) dependent loads).
 override TILE_ROWS: bool = false;
-// Products of one tile per team, lane-major, with one padding cell after every 32 so that
-// lanes reading their WORK consecutive products hit distinct banks.
-override TEAM_CELLS: u32 = LANES * WORK + (LANES * WORK + 31u) / 32u;
+// Products of one tile per team, lane-major, with one padding cell after every PAD_RUN so that
+// lanes reading their WORK consecutive products hit distinct banks: PAD_RUN cells fill one row of
+// 32 four-byte banks (32 f32, 16 f64; with 32 for f64, lanes 2k and 2k + 1 shared banks).
+override PAD_RUN: u32 = 32u;
+override TEAM_CELLS: u32 = LANES * WORK + (LANES * WORK + PAD_RUN - 1u) / PAD_RUN;
 override PROD_CELLS: u32 = select(1u, TEAMS * TEAM_CELLS, STAGED);
 override BOUND_CELLS: u32 = TEAMS * (TILES + 1u);
 override ROW_CELLS: u32 = select(1u, 2u * WG_SIZE * WORK, RESOLVE);
@@ -253,7 +255,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         if (STAGED) {
             for (var k = 0u; k < WORK; k++) {
                 let e = k * LANES + tl.lane;
-                prod[pbase + e + e / 32u] = product(tile_begin + e, tile_end);
+                prod[pbase + e + e / PAD_RUN] = product(tile_begin + e, tile_end);
             }
         }
         workgroupBarrier();
@@ -291,7 +293,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             }
             if (STAGED) {
                 let e = tl.lane * WORK + w;
-                acc += prod[pbase + e + e / 32u];
+                acc += prod[pbase + e + e / PAD_RUN];
             } else {
                 acc += own[w];
             }

@@ -170,7 +170,7 @@ pub const SPECULATIVE: Kernel = Kernel {
     scalar_bits: false,
     block_rows: false,
     pieces: &[CSR_BINDINGS, CSR_CHUNK, SPECULATIVE_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES), ("STAGED", &[0, 1]), ("RESOLVE", &[0, 1]), ("TILE_ROWS", &[0, 1])],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES), ("STAGED", &[0, 1]), ("RESOLVE", &[0, 1]), ("TILE_ROWS", &[0, 1]), ("PAD_RUN", &[16, 32])],
     derive: None,
 };
 

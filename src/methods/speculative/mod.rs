@@ -133,6 +133,10 @@ pub fn scattered_columns<T: Scalar>(a: &CsrMatrix<T>) -> bool {
 /// banded and dense ones (which reuse x most); fractions in between were not measured.
 pub const RESOLVE_DIRTY_FRACTION: f64 = 0.25;
 
+/// Bytes of one row of workgroup-memory banks (32 banks of 4 bytes): staged products get one
+/// padding cell per this many bytes (`PAD_RUN` in speculative.wgsl).
+const PAD_BYTES: u64 = 128;
+
 /// Synchronizer runs longer than this get a workgroup of the finishing pass each.
 const LONG_RUN: u32 = 16;
 
@@ -235,7 +239,8 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let (w, teams) = (wg as u64, geom.teams_per_group as u64);
     let tile = geom.tile_len();
     // Descriptor and transmitter are double-buffered, products staged once.
-    let products = if staged { teams * (tile + tile.div_ceil(32)) * s } else { s };
+    let pad_run = PAD_BYTES / s;
+    let products = if staged { teams * (tile + tile.div_ceil(pad_run)) * s } else { s };
     // Bounds, then the per-team dirty masks and record offsets.
     let mut wg_bytes = products + 2 * (w * 4 + teams * s) + teams * (tiles_per_team as u64 + 1) * 4 + teams * 8 + 8;
     if lanes == LaneMode::Workgroup {
@@ -307,7 +312,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         PipelineKey {
             kernel: shader::SPECULATIVE.name,
             variant: shader::SPECULATIVE.variant(T::WGSL, lanes),
-            overrides: vec![("WG_SIZE", wg), ("LANES", team), ("WORK", work), ("TILES", tiles_per_team), ("STAGED", staged as u32), ("RESOLVE", resolve as u32), ("TILE_ROWS", given_rows as u32)],
+            overrides: vec![("WG_SIZE", wg), ("LANES", team), ("WORK", work), ("TILES", tiles_per_team), ("STAGED", staged as u32), ("RESOLVE", resolve as u32), ("TILE_ROWS", given_rows as u32), ("PAD_RUN", pad_run as u32)],
         },
         || shader::SPECULATIVE.source(T::WGSL, lanes),
     )?;
