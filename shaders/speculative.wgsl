@@ -21,10 +21,9 @@ override WG_SIZE: u32 = 256u;
 override LANES: u32 = 32u;
 // W: nonzeros per lane and tile (at most 32: a lane's head flags are one u32).
 override WORK: u32 = 8u;
-// Products a lane that loads them itself keeps (the host allows W up to this without STAGED): 128
-// bytes in f64. With 32 (256 bytes in f64, 128 in f32) the H100 ran f64 per-lane loads 3-4x
-// slower than staged f64, f32 unaffected: presumably the array left registers. Not yet measured
-// at 16; f64 defaults to staged meanwhile.
+// Products a lane that loads them itself keeps (the host allows W up to this without STAGED). The
+// H100's driver keeps this array in local memory in f64 (192 bytes per invocation at 16, per
+// examples/pipeline_stats; none in f32), which is why f64 stages products by default.
 const MAX_LANE_WORK: u32 = 16u;
 // S: tiles per team.
 override TILES: u32 = 7u;

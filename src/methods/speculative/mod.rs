@@ -58,8 +58,9 @@ pub const MAX_LANE_WORK: u32 = 16;
 /// Parameters of `speculative`; `None` means "choose for this adapter".
 #[derive(Clone, Debug, Default)]
 pub struct SpeculativeOptions {
-    /// W: nonzeros per lane and tile (1, 2, 4, 8, 16, or 32 with staged products). Default 4 with products loaded per
-    /// lane (measured best on an H100); staged, the paper's NVIDIA values: 8 for f32, 4 for f64.
+    /// W: nonzeros per lane and tile (1, 2, 4, 8, 16, or 32 with staged products). Default 4 with
+    /// products loaded per lane (measured best on an H100); staged, the paper's NVIDIA values: 8
+    /// for f32, 4 for f64.
     pub work_per_lane: Option<u32>,
     /// S: tiles per team (1 to 8, 10, 12 or 16). Default with products loaded per lane and
     /// precomputed tile rows: 4 (on an H100 within 2.5% of the best of 2, 4 and 16 on every
@@ -209,8 +210,9 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let so = &opts.speculative;
     let lanes = lane_mode(gpu, opts.lanes)?;
     let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
-    // f64 stages by default: on an H100 per-lane loads ran f64 3.3-4.4x slower than staged (see
-    // MAX_LANE_WORK in the shader), while f32 per-lane loads beat staging on every class.
+    // f64 stages by default: on an H100 per-lane loads ran f64 2.6-4.4x slower than staged (the
+    // lane's array sits in local memory; see MAX_LANE_WORK in the shader), while f32 per-lane
+    // loads beat staging on every class.
     let staged = so.staged_products.unwrap_or(T::NEEDS_F64);
     let wg = workgroup_size(gpu, opts.workgroup_size, if staged { 256 } else { 128 }, at_least)?;
     let work = so.work_per_lane.unwrap_or(if T::NEEDS_F64 || !staged { 4 } else { 8 });
