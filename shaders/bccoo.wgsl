@@ -67,7 +67,9 @@ fn column_code(p: u32) -> u32 {
     return half_word(p);
 }
 
-// One block times x: HEIGHT sums (columns past the matrix are padding and hold zeros).
+// One block times x: HEIGHT sums (columns past the matrix are padding and hold zeros). Zero
+// values are skipped: fill, zero blocks and padding must add nothing even where x is NaN or Inf
+// (a stored zero meeting such an x is the stored-zeros pass's, src/methods/stored_zeros.rs).
 fn block_product(p: u32, col: u32) -> rows {
     var out = rows(scalar(0));
     for (var j = 0u; j < WIDTH; j++) {
@@ -75,7 +77,8 @@ fn block_product(p: u32, col: u32) -> rows {
         if (c < params.ncols) {
             let xv = x[c];
             for (var r = 0u; r < HEIGHT; r++) {
-                put_row(&out, r, row_of(out, r) + vals[(r * params.padded_blocks + p) * WIDTH + j] * xv);
+                let v = vals[(r * params.padded_blocks + p) * WIDTH + j];
+                put_row(&out, r, row_of(out, r) + select(v * xv, scalar(0), v == scalar(0)));
             }
         }
     }

@@ -3,7 +3,8 @@
 // summed by a transposed reduction: S = cols / HEIGHT lanes per row each add every S-th cell,
 // then one lane per row adds those S partials. Rows are padded to cols + 1 cells, so both the
 // accumulation (lanes of a pass, consecutive columns) and the reduction (lanes of a row, strided
-// columns) spread over the memory banks.
+// columns) spread over the memory banks. The host keeps a strip's items within
+// LONG_ROW_ITERATIONS per lane by moving its longest rows to the long-row passes.
 @group(0) @binding(0) var<storage, read> strip_ptr: array<u32>;
 @group(0) @binding(1) var<storage, read> col_words: array<u32>;
 @group(0) @binding(2) var<storage, read> vals: array<scalar>;

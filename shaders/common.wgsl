@@ -15,6 +15,10 @@ struct Chunk {
     nrows: u32,
 }
 
+// Loop iterations one invocation may spend on a row or strip (long_rows.rs: some drivers stop
+// longer loops); longer ones are treated as empty and added by the long-row passes.
+const LONG_ROW_ITERATIONS: u32 = 16384u;
+
 // Every SpMV kernel declares `y` and `coeffs`; with beta == 0, y is not read (it may hold NaN).
 fn write_y(i: u32, sum: scalar) {
     if (coeffs.beta == scalar(0)) {

@@ -12,8 +12,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         return;
     }
     var sum = scalar(0);
-    let end = row_ptr[row + 1u];
-    for (var k = row_ptr[row]; k < end; k++) {
+    let begin = row_ptr[row];
+    var end = row_ptr[row + 1u];
+    if (end - begin > LONG_ROW_ITERATIONS) {
+        end = begin;
+    }
+    for (var k = begin; k < end; k++) {
         sum += vals[k] * x[col_idx[k]];
     }
     write_y(chunk.row_begin + row, sum);

@@ -23,8 +23,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let row = first_row + i;
         var sum = scalar(0);
         if (i < ROWS_PER_GROUP && row < chunk.nrows) {
-            let end = row_ptr[row + 1u];
-            for (var k = row_ptr[row] + l.lane; k < end; k += l.width) {
+            let begin = row_ptr[row];
+            var end = row_ptr[row + 1u];
+            if (end - begin > LONG_ROW_ITERATIONS * LANES) {
+                end = begin;
+            }
+            for (var k = begin + l.lane; k < end; k += l.width) {
                 sum += vals[k] * x[col_idx[k]];
             }
         }

@@ -49,6 +49,9 @@ pub(crate) trait HostStage<T>: Send + Sync {
 pub(crate) struct HostPath<T> {
     pub stages: Vec<Stage>,
     pub stage: Box<dyn HostStage<T>>,
+    /// Held from submitting `stages` to the end of the host stage: both use the plan's scratch
+    /// buffers, so products from several threads take turns.
+    pub turn: std::sync::Mutex<()>,
 }
 
 /// A sparse matrix uploaded for one method, ready to multiply vectors on its GPU.
@@ -251,6 +254,8 @@ impl<T: Scalar> SpmvPlan<T> {
     /// the host stage is done.
     pub fn run_axpby(&self, alpha: T, x: &GpuVector<T>, beta: T, y: &mut GpuVector<T>) -> Result<()> {
         self.check(x, y)?;
+        // A panic elsewhere cannot leave the scratch buffers half used: the host stage resets them.
+        let _turn = self.host.as_ref().map(|h| h.turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         let stages = self.host.as_ref().map_or(&self.stages[..], |h| &h.stages[..]);
         self.gpu.scoped("running SpMV", || {
             let mut enc = self.gpu.device().create_command_encoder(&Default::default());

@@ -270,6 +270,15 @@ fn bad_options_are_errors() {
     bad(Method::BccooPlus, BccooOptions { slices: Some(1), ..Default::default() });
     bad(Method::BccooPlus, BccooOptions { slices: Some(3), ..Default::default() });
     bad(Method::Bccoo, BccooOptions { cache_factor: Some(3), ..Default::default() });
+    // The error names the parameter given, whatever it would have sized.
+    for (o, name) in [
+        (BccooOptions { block_height: Some(u32::MAX), ..Default::default() }, "bccoo.block_height"),
+        (BccooOptions { block_height: Some(u32::MAX), block_width: Some(1), ..Default::default() }, "bccoo.block_height"),
+        (BccooOptions { block_width: Some(u32::MAX), ..Default::default() }, "bccoo.block_width"),
+    ] {
+        let r = gpu.prepare_with(&a, Method::Bccoo, &PlanOptions { bccoo: o.clone(), ..Default::default() });
+        assert!(matches!(r, Err(Error::InvalidParameter { name: n, .. }) if n == name), "{o:?}: {:?}", r.err());
+    }
     let wide = CsrMatrix::<f32>::from_triplets(2, 200_000, vec![(0, 3, 1.0), (1, 150_000, 2.0)]).unwrap();
     let r = gpu.prepare_with(&wide, Method::Bccoo, &PlanOptions { bccoo: BccooOptions { columns: ColumnCoding::U16, block_width: Some(1), block_height: Some(1), ..Default::default() }, ..Default::default() });
     assert!(matches!(r, Err(Error::InvalidParameter { .. })), "16-bit columns past 65 535: {:?}", r.err());

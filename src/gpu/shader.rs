@@ -139,6 +139,25 @@ pub fn cmrs_cells(wg: u32, lanes: u32, height: u32, buf_cols: u32) -> u32 {
     wg / lanes * height * (cols + 1)
 }
 
+/// The long-row passes of the row kernels (src/methods/long_rows.rs): pieces, then rows.
+pub const LONG_ROWS: Kernel = plain_spmv_kernel("long_rows", include_str!("../../shaders/long_rows.wgsl"), &[], &[("WG_SIZE", WORKGROUP_SIZES), ("FINISH", &[0, 1])]);
+
+/// The pass that lets stored zeros meet NaN and ±Inf in x, for formats that skip zero values.
+pub const STORED_ZEROS: Kernel = Kernel {
+    name: "stored_zeros",
+    body: include_str!("../../shaders/stored_zeros.wgsl"),
+    spmv: true,
+    lanes: false,
+    scans: false,
+    sums: false,
+    group_scan: false,
+    scalar_bits: true,
+    block_rows: false,
+    pieces: &[],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+    derive: None,
+};
+
 pub const COPY: Kernel = Kernel {
     name: "copy",
     body: include_str!("../../shaders/copy.wgsl"),
@@ -305,6 +324,8 @@ pub const ALL_KERNELS: &[Kernel] = &[
     CSR_SCALAR,
     CSR_VECTOR,
     CMRS,
+    LONG_ROWS,
+    STORED_ZEROS,
     SPECULATIVE,
     SPECULATIVE_FINISH,
     SURAA,

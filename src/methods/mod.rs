@@ -5,6 +5,8 @@ pub(crate) mod common;
 pub mod bccoo;
 pub mod cmrs;
 pub mod csr;
+pub(crate) mod long_rows;
+pub(crate) mod stored_zeros;
 pub mod speculative;
 pub mod suraa;
 

@@ -96,3 +96,22 @@ pub fn rows_of_lengths(lens: &[usize], ncols: usize) -> CsrMatrix<f64> {
     }
     CsrMatrix::from_triplets(lens.len(), ncols, t).unwrap()
 }
+
+/// Matrices that break careless kernels.
+pub fn edge_cases() -> Vec<(&'static str, CsrMatrix<f64>)> {
+    let tri = |m, n, t: Vec<(usize, usize, f64)>| CsrMatrix::from_triplets(m, n, t).unwrap();
+    let long_row: Vec<_> = (0..5000).map(|c| (3, c, 1.0 + (c % 7) as f64 * 0.25)).collect();
+    let mut ragged: Vec<_> = (0..1001).map(|r| (r, (r * 7) % 50, 0.5 + (r % 3) as f64)).collect();
+    ragged.push((1000, 49, -2.0));
+    vec![
+        ("0x0", CsrMatrix::zeros(0, 0).unwrap()),
+        ("0 rows", CsrMatrix::zeros(0, 7).unwrap()),
+        ("0 columns", CsrMatrix::zeros(9, 0).unwrap()),
+        ("all rows empty", CsrMatrix::zeros(300, 300).unwrap()),
+        ("single entry", tri(1, 1, vec![(0, 0, -3.5)])),
+        ("one long row among empty ones", tri(7, 5000, long_row)),
+        ("ragged tail of 1001 rows", tri(1001, 50, ragged)),
+        ("rows of length 1, last row only", tri(513, 513, vec![(512, 0, 2.5)])),
+        ("first row only", tri(257, 3, vec![(0, 0, 1.5), (0, 2, -0.5)])),
+    ]
+}

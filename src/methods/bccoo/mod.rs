@@ -235,6 +235,13 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
             best.unwrap_or((h.unwrap_or(1), w.unwrap_or(1)))
         }
     };
+    // Checked before they size anything (workgroup memory below grows with the height).
+    if !format::BLOCK_HEIGHTS.contains(&h) {
+        return Err(bad("bccoo.block_height", h, format!("must be one of {:?}", format::BLOCK_HEIGHTS)));
+    }
+    if !format::BLOCK_WIDTHS.contains(&w) {
+        return Err(bad("bccoo.block_width", w, format!("must be one of {:?}", format::BLOCK_WIDTHS)));
+    }
     let slices = match method {
         Method::BccooPlus => {
             let s_def = (a.ncols() as u64 * s).div_ceil(1 << 20).next_power_of_two().clamp(2, 32) as u32;
@@ -400,6 +407,9 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
             grid: Grid::Direct(gpu.grid((a.nrows() as u32).div_ceil(256))),
         });
     }
+
+    // The kernels skip zero values (fill and padding among them); stored zeros get their own pass.
+    stages.extend(crate::methods::stored_zeros::stage(gpu, a)?);
 
     let longest_chain = m.group_info.iter().map(|i| i >> format::GROUP_CHAIN_SHIFT).max().unwrap_or(0);
     let report = BccooReport {

@@ -90,6 +90,12 @@ type Item<T> = Option<(u32, u32, T)>;
 impl<T: Scalar> CmrsMatrix<T> {
     /// Converts from CSR, strips in parallel.
     pub fn from_csr(a: &CsrMatrix<T>, layout: &CmrsLayout) -> Result<Self> {
+        Self::from_csr_without(a, layout, &[])
+    }
+
+    /// Converts from CSR with the rows in `left_out` (ascending) stored as empty rows: the plan
+    /// adds those rows by other passes.
+    pub fn from_csr_without(a: &CsrMatrix<T>, layout: &CmrsLayout, left_out: &[u32]) -> Result<Self> {
         layout.validate()?;
         let h = layout.height as usize;
         let strips = a.nrows().div_ceil(h);
@@ -99,6 +105,7 @@ impl<T: Scalar> CmrsMatrix<T> {
             .map(|s| {
                 let (r0, r1) = (s * h, ((s + 1) * h).min(a.nrows()));
                 let mut items: Vec<(u32, u32, T)> = (r0..r1)
+                    .filter(|&r| left_out.binary_search(&(r as u32)).is_err())
                     .flat_map(|r| {
                         let (cols, vals) = a.row(r);
                         cols.iter().zip(vals).map(move |(&c, &v)| ((r - r0) as u32, c, v))

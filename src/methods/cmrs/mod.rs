@@ -8,7 +8,7 @@ pub use format::{predicted_speedup, traffic_ratio, CmrsLayout, CmrsMatrix, RowLa
 use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, GpuInfo, PipelineKey};
 use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
-use crate::methods::{LanePolicy, Method, PlanOptions};
+use crate::methods::{long_rows, LanePolicy, Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
@@ -93,7 +93,12 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
     layout.validate()?;
     let cells = shader::cmrs_cells(wg, team, height, buf_cols);
     check_workgroup_memory(gpu, "height", height, cells as u64 * elem as u64)?;
-    let m = CmrsMatrix::from_csr(a, &layout)?;
+    // A lane loops over about a strip's items / team (padded: the passes of its busiest group of
+    // `buf_cols` lanes); strips beyond the loop budget hand their longest rows to the long-row
+    // passes.
+    let per_pass = if padded { buf_cols } else { team } as u64;
+    let long = long_rows::rows_to_split(a.row_ptr(), height as usize, long_rows::LANE_ITERATIONS as u64 * per_pass);
+    let m = CmrsMatrix::from_csr_without(a, &layout, &long)?;
 
     let kernel = shader::CMRS;
     let packed = (m.rows == RowLayout::Packed) as u32;
@@ -134,8 +139,9 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
             grid: Grid::Direct(gpu.grid((strips.len() as u32).div_ceil(strips_per_group))),
         });
     }
+    stages.extend(long_rows::stages(gpu, a, &long, chunk_limit(gpu, opts))?);
     let details = format!(
-        "{}: height {height}, {} lanes per strip ({} teams), {}, workgroup {wg}, {} row-in-strip, {} padding zeros ({:+} bytes vs CSR), {} chunk(s)",
+        "{}: height {height}, {} lanes per strip ({} teams), {}, workgroup {wg}, {} row-in-strip, {} padding zeros ({:+} bytes vs CSR), {} chunk(s), {} long row(s)",
         method.name(),
         team,
         lanes.name(),
@@ -143,7 +149,8 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
         if packed == 1 { "packed" } else { "separate" },
         m.padding,
         m.overhead_bytes_vs_csr(),
-        chunks.len()
+        chunks.len(),
+        long.len()
     );
     Ok(SpmvPlan::new(gpu, method, a, stages, details))
 }

@@ -4,7 +4,7 @@
 use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, PipelineKey};
 use crate::methods::common::{check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
-use crate::methods::{Method, PlanOptions};
+use crate::methods::{long_rows, Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
@@ -59,7 +59,10 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
         Method::CsrScalar => "one invocation per row".to_owned(),
         _ => format!("{} lanes per row via {} reduction", team, lanes.name()),
     };
-    let details = format!("{}: {lanes_text}, workgroup {wg}, {} row chunk(s)", method.name(), chunks.len());
+    // Rows longer than one invocation may loop over are skipped by the kernel and added here.
+    let long = long_rows::rows_to_split(a.row_ptr(), 1, long_rows::LANE_ITERATIONS as u64 * team as u64);
+    stages.extend(long_rows::stages(gpu, a, &long, max_bytes)?);
+    let details = format!("{}: {lanes_text}, workgroup {wg}, {} row chunk(s), {} long row(s)", method.name(), chunks.len(), long.len());
     Ok(SpmvPlan::new(gpu, method, a, stages, details))
 }
 

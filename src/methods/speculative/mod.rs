@@ -427,7 +427,7 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     );
     let plan = SpmvPlan::new(gpu, Method::Speculative, a, gpu_stages, details).with_speculative_report(report.clone());
     Ok(if on_host {
-        plan.with_host_path(HostPath { stages: host_stages, stage: Box::new(HostCheck::<T> { parts, map, report, _t: PhantomData }) })
+        plan.with_host_path(HostPath { stages: host_stages, stage: Box::new(HostCheck::<T> { parts, map, report, _t: PhantomData }), turn: Default::default() })
     } else {
         plan
     })
@@ -517,8 +517,20 @@ impl<T: Scalar> HostCheck<T> {
         if let Some(s) = &staging {
             map_one(s);
         }
+        let mut waited = Ok(());
         for rx in pending {
-            gpu.wait_for_callback(rx)?.map_err(|e| Error::Map(e.to_string()))?;
+            if let Err(e) = gpu.wait_for_callback(rx).and_then(|r| r.map_err(|e| Error::Map(e.to_string()))) {
+                waited = waited.and(Err(e));
+            }
+        }
+        if let Err(e) = waited {
+            // Leave no buffer mapped or pending: the plan must stay usable after an error.
+            let mut touched: Vec<&wgpu::Buffer> = reqs.iter().filter(|r| self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) && !r.ranges.is_empty()).map(|r| r.buffer).collect();
+            touched.extend(staging.as_ref());
+            for b in touched {
+                let _ = gpu.scoped("unmapping after a failed map", || b.unmap());
+            }
+            return Err(e);
         }
         let mut out = Vec::new();
         let staging_view = match &staging {
@@ -617,6 +629,20 @@ fn coalesce<T: Copy>(mut runs: Vec<(u32, Vec<T>)>) -> Vec<(u32, Vec<T>)> {
 
 impl<T: Scalar> HostStage<T> for HostCheck<T> {
     fn finish(&self, gpu: &Gpu, alpha: T, beta: T, y: &mut GpuVector<T>) -> Result<()> {
+        let out = self.check(gpu, alpha, beta, y);
+        if out.is_err() {
+            // The next product must not inherit this one's dirty records.
+            for p in self.parts.iter().filter(|p| p.needs_check) {
+                gpu.queue().write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
+            }
+        }
+        out
+    }
+}
+
+impl<T: Scalar> HostCheck<T> {
+    /// The check stage proper (the paper's host part): carries between teams, dirty tiles.
+    fn check(&self, gpu: &Gpu, alpha: T, beta: T, y: &mut GpuVector<T>) -> Result<()> {
         if !self.parts.iter().any(|p| p.needs_check) {
             *self.report.last.lock().unwrap() =
                 Some(HostRun { dirty_records: 0, synchronized_rows: 0, host_stage: Duration::ZERO, bytes_read: 0, bytes_written: 0 });
