@@ -87,6 +87,11 @@ pub enum Error {
     #[error("{what} needs {bytes} bytes, more than this adapter's limit {limit_name} = {limit}; use a smaller matrix or an adapter with larger limits")]
     TooLargeForAdapter { what: String, bytes: u64, limit_name: &'static str, limit: u64 },
 
+    /// The host could not allocate memory for an array whose size the input dictates (a matrix's
+    /// row pointers, a dense vector, the entries being read); `bytes` is the size that was needed.
+    #[error("could not allocate {bytes} bytes of host memory for {what}")]
+    OutOfHostMemory { what: &'static str, bytes: u64 },
+
     /// The GPU ran out of memory.
     #[error("the GPU ran out of memory while {during}: {message}")]
     OutOfMemory { during: String, message: String },

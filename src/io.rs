@@ -6,6 +6,7 @@
 //! none streams gzip. The format is small; this reader streams line by line, expands symmetric
 //! storage, and names the line of every error.
 
+use crate::csr::{try_filled, try_push, try_with_capacity};
 use crate::{CsrMatrix, Error, Result, Scalar};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -35,6 +36,14 @@ struct Header {
     layout: Layout,
     field: Field,
     symmetry: Symmetry,
+}
+
+/// Most bytes reserved on the word of a size line alone; past that, storage grows as entries arrive.
+const HEADER_RESERVE_BYTES: usize = 1 << 28;
+
+/// The capacity to reserve for `count` elements of `E` promised by a size line.
+fn header_capacity<E>(count: usize) -> usize {
+    count.min(HEADER_RESERVE_BYTES / std::mem::size_of::<E>().max(1))
 }
 
 /// Line-numbered reader over a possibly gzipped file.
@@ -182,8 +191,10 @@ fn read_matrix<T: Scalar>(mut lines: Lines) -> Result<CsrMatrix<T>> {
         return Err(lines.err(format!("a {:?} matrix must be square, found {nrows}x{ncols}", h.symmetry)));
     }
     let expand = h.symmetry != Symmetry::General;
-    // Cap the reservation: a corrupt header must not make us allocate terabytes.
-    let mut triplets: Vec<(usize, usize, T)> = Vec::with_capacity(nnz.min(1 << 26) * if expand { 2 } else { 1 });
+    // Trust the size line for a bounded reservation only: a corrupt one must not claim gigabytes.
+    let promised = nnz.saturating_mul(if expand { 2 } else { 1 });
+    let mut triplets: Vec<(usize, usize, T)> =
+        try_with_capacity(header_capacity::<(usize, usize, T)>(promised), "Matrix Market entries")?;
     for k in 0..nnz {
         let line = lines
             .next_data()?
@@ -197,10 +208,10 @@ fn read_matrix<T: Scalar>(mut lines: Lines) -> Result<CsrMatrix<T>> {
         let v: T = parse_value(&lines, h.field, &mut w)?;
         no_more_words(&lines, &mut w, "entry")?;
         let (r, c) = (i - 1, j - 1);
-        triplets.push((r, c, v));
+        try_push(&mut triplets, (r, c, v), "Matrix Market entries")?;
         if expand && r != c {
             let mirrored = if h.symmetry == Symmetry::SkewSymmetric { T::from_f64(-v.to_f64()) } else { v };
-            triplets.push((c, r, mirrored));
+            try_push(&mut triplets, (c, r, mirrored), "Matrix Market entries")?;
         }
     }
     if lines.next_data()?.is_some() {
@@ -228,12 +239,11 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
     let out = match h.layout {
         Layout::Array => {
             no_more_words(&lines, &mut w, "two numbers of an array size line")?;
-            // Grow as values arrive: a corrupt size line must not allocate terabytes up front.
-            let mut out = Vec::with_capacity(n.min(1 << 26));
+            let mut out = try_with_capacity(header_capacity::<T>(n), "vector")?;
             for k in 0..n {
                 let line = lines.next_data()?.ok_or_else(|| lines.err(format!("file ends after {k} of {n} values")))?;
                 let mut w = line.split_whitespace();
-                out.push(parse_value::<T>(&lines, h.field, &mut w)?);
+                try_push(&mut out, parse_value::<T>(&lines, h.field, &mut w)?, "vector")?;
                 no_more_words(&lines, &mut w, "value")?;
             }
             out
@@ -241,7 +251,8 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
         Layout::Coordinate => {
             let nnz: usize = parse_num(&lines, w.next(), "entry count")?;
             no_more_words(&lines, &mut w, "three numbers of the size line")?;
-            let mut entries = Vec::with_capacity(nnz.min(1 << 26));
+            let mut entries: Vec<(usize, T)> =
+                try_with_capacity(header_capacity::<(usize, T)>(nnz), "Matrix Market entries")?;
             for k in 0..nnz {
                 let line = lines.next_data()?.ok_or_else(|| lines.err(format!("file ends after {k} of {nnz} entries")))?;
                 let mut w = line.split_whitespace();
@@ -250,10 +261,12 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
                 if i == 0 || i > nrows || j == 0 || j > ncols {
                     return Err(lines.err(format!("entry ({i}, {j}) is outside the {nrows}x{ncols} vector")));
                 }
-                entries.push(((i - 1) + (j - 1), parse_value::<T>(&lines, h.field, &mut w)?));
+                let v = parse_value::<T>(&lines, h.field, &mut w)?;
                 no_more_words(&lines, &mut w, "entry")?;
+                try_push(&mut entries, ((i - 1) + (j - 1), v), "Matrix Market entries")?;
             }
-            let mut out = vec![T::default(); n];
+            // The size line alone sets n: a few bytes of input can ask for gigabytes.
+            let mut out = try_filled(n, T::default(), "vector")?;
             for (idx, v) in entries {
                 // A single entry stays exact; duplicates add up.
                 out[idx] = if out[idx] == T::default() { v } else { T::from_f64(out[idx].to_f64() + v.to_f64()) };
