@@ -38,6 +38,17 @@ struct Header {
     symmetry: Symmetry,
 }
 
+/// Most characters of a token or line that an error message quotes.
+const QUOTE_CHARS: usize = 80;
+
+/// `s` in single quotes for an error message, cut to [`QUOTE_CHARS`] characters and `…`.
+fn quote(s: &str) -> String {
+    match s.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("'{}…'", &s[..cut]),
+        None => format!("'{s}'"),
+    }
+}
+
 /// Most bytes reserved on the word of a size line alone; past that, storage grows as entries arrive.
 const HEADER_RESERVE_BYTES: usize = 1 << 28;
 
@@ -106,28 +117,29 @@ fn parse_header(lines: &mut Lines) -> Result<Header> {
     let words: Vec<String> = first.split_whitespace().map(|w| w.to_ascii_lowercase()).collect();
     if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
         return Err(lines.err(format!(
-            "bad header '{first}': expected '%%MatrixMarket matrix <coordinate|array> <field> <symmetry>'"
+            "bad header {}: expected '%%MatrixMarket matrix <coordinate|array> <field> <symmetry>'",
+            quote(&first)
         )));
     }
     let unsupported = |what: &str| Error::UnsupportedMatrixMarket { path: lines.path.clone(), what: what.to_owned() };
     let layout = match words[2].as_str() {
         "coordinate" => Layout::Coordinate,
         "array" => Layout::Array,
-        other => return Err(lines.err(format!("unknown layout '{other}' (expected coordinate or array)"))),
+        other => return Err(lines.err(format!("unknown layout {} (expected coordinate or array)", quote(other)))),
     };
     let field = match words[3].as_str() {
         "real" | "double" => Field::Real,
         "integer" => Field::Integer,
         "pattern" => Field::Pattern,
         "complex" => return Err(unsupported("complex")),
-        other => return Err(lines.err(format!("unknown field '{other}'"))),
+        other => return Err(lines.err(format!("unknown field {}", quote(other)))),
     };
     let symmetry = match words[4].as_str() {
         "general" => Symmetry::General,
         "symmetric" => Symmetry::Symmetric,
         "skew-symmetric" => Symmetry::SkewSymmetric,
         "hermitian" => return Err(unsupported("hermitian")),
-        other => return Err(lines.err(format!("unknown symmetry '{other}'"))),
+        other => return Err(lines.err(format!("unknown symmetry {}", quote(other)))),
     };
     if layout == Layout::Array && field == Field::Pattern {
         return Err(lines.err("'array pattern' is not a valid combination"));
@@ -137,7 +149,7 @@ fn parse_header(lines: &mut Lines) -> Result<Header> {
 
 fn parse_num<N: std::str::FromStr>(lines: &Lines, word: Option<&str>, what: &str) -> Result<N> {
     let w = word.ok_or_else(|| lines.err(format!("missing {what}")))?;
-    w.parse().map_err(|_| lines.err(format!("'{w}' is not a valid {what}")))
+    w.parse().map_err(|_| lines.err(format!("{} is not a valid {what}", quote(w))))
 }
 
 /// The value of an entry line, parsed straight into `T`. Pattern entries are 1.0; a single
@@ -152,14 +164,14 @@ fn parse_value<'a, T: Scalar>(lines: &Lines, field: Field, words: &mut impl Iter
         Field::Integer => parse_num::<i64>(lines, words.next(), "integer value").map(|v| T::from_f64(v as f64)),
         Field::Real => {
             let w = words.next().ok_or_else(|| lines.err("missing real value"))?;
-            T::parse_decimal(w).ok_or_else(|| lines.err(format!("'{w}' is not a valid real value")))
+            T::parse_decimal(w).ok_or_else(|| lines.err(format!("{} is not a valid real value", quote(w))))
         }
     }
 }
 
 fn no_more_words<'a>(lines: &Lines, words: &mut impl Iterator<Item = &'a str>, what: &str) -> Result<()> {
     match words.next() {
-        Some(extra) => Err(lines.err(format!("unexpected '{extra}' after the {what}"))),
+        Some(extra) => Err(lines.err(format!("unexpected {} after the {what}", quote(extra)))),
         None => Ok(()),
     }
 }

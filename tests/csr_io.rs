@@ -653,6 +653,35 @@ fn mm_error_missing_file_is_io() {
     assert!(matches!(&e, Error::Io { path, .. } if path == &p), "{e:?}");
 }
 
+/// Regression: an error quoted whole tokens and lines, so a 1 GiB junk line made a 1 GiB message.
+/// Quotes stop after 80 characters with `…`, whatever is quoted (value, index, header, extra token).
+#[test]
+fn mm_error_quotes_are_capped() {
+    let junk = "x".repeat(500_000);
+    let cases = [
+        (coord("real", "general", &format!("2 2 1\n1 1 {junk}\n")), 3, "is not a valid real value"),
+        (coord("real", "general", &format!("2 2 1\n{junk} 1 1\n")), 3, "is not a valid row index"),
+        (coord("real", "general", &format!("2 2 1\n1 1 1 {junk}\n")), 3, "unexpected"),
+        (coord(&junk, "general", "2 2 1\n1 1 1\n"), 1, "unknown field"),
+        (format!("%%MatrixMarket matrix coordinate real general {junk}\n2 2 0\n"), 1, "bad header"),
+    ];
+    for (text, line, needle) in &cases {
+        assert_mm_error(text, *line, needle);
+        for (how, r) in mm_all_ways::<f64>(text) {
+            let msg = err(r).to_string();
+            let quoted = msg.split('\'').nth(1).unwrap_or_default();
+            assert!(quoted.chars().count() == 81 && quoted.ends_with('…'), "{how}: {msg:.300}");
+            assert!(msg.chars().count() < 300, "{how}: {} chars: {msg:.300}", msg.len());
+        }
+    }
+    assert!(err(mm::<f64>(&cases[0].0)).to_string().contains(&format!("'{}…' is not", "x".repeat(80))));
+    // Short tokens are quoted whole, multi-byte characters are cut on a character boundary.
+    assert_mm_error(&coord("real", "general", "2 2 1\n1 1 1,5\n"), 3, "'1,5' is not a valid real value");
+    let wide = "é".repeat(100);
+    let msg = err(mm::<f64>(&coord("real", "general", &format!("2 2 1\n1 1 {wide}\n")))).to_string();
+    assert!(msg.contains(&format!("'{}…'", "é".repeat(80))), "{msg}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // 8. Vectors and round trips
 // ---------------------------------------------------------------------------------------------
