@@ -63,6 +63,11 @@ pub enum Error {
     #[error("{}:{line}: {message}", path.display())]
     MatrixMarket { path: PathBuf, line: usize, message: String },
 
+    /// A Matrix Market header or data line is longer than the reader holds in memory (comment
+    /// lines are skipped without being held, whatever their length).
+    #[error("{}:{line}: line is longer than {limit} bytes", path.display())]
+    LineTooLong { path: PathBuf, line: usize, limit: usize },
+
     /// A Matrix Market file uses a field the library refuses (complex, hermitian).
     #[error("{}: {what} Matrix Market files are not supported (real, integer and pattern are)", path.display())]
     UnsupportedMatrixMarket { path: PathBuf, what: String },
