@@ -79,7 +79,11 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
     a.check_finite()?;
     let x = match &args.x {
         Some(p) => io::read_vector::<f64>(p)?,
-        None => wgspmv::suite::random_vector(a.ncols(), 7),
+        None => {
+            // random_vector allocates unchecked: first make sure the host can hold x at all.
+            drop(host_vec::<f64>(a.ncols(), "x")?);
+            wgspmv::suite::random_vector(a.ncols(), 7)
+        }
     };
     if x.len() != a.ncols() {
         return Err(wgspmv::Error::DimensionMismatch { what: "x", expected: a.ncols(), actual: x.len() });
@@ -91,7 +95,9 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
 }
 
 fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], methods: &[Method]) -> wgspmv::Result<bool> {
-    let x: Vec<T> = x.iter().map(|&v| T::from_f64(v)).collect();
+    let mut xt = host_vec(x.len(), "x")?;
+    xt.extend(x.iter().map(|&v| T::from_f64(v)));
+    let x = xt;
     let y_ref = reference::spmv_par(a, &x)?;
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut all_ok = true;
@@ -119,7 +125,7 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
         let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN)?;
         plan.run(&gx, &mut gy)?;
         let y = gy.read()?;
-        let c = reference::check(1.0, a, &x, 0.0, None, &y, &y_ref);
+        let c = compare(a, &x, &y, &y_ref)?;
         let t = plan.time(&gx, &mut gy, args.repeat)?;
         let gflops = 2.0 * a.nnz() as f64 / (t.ms * 1e6);
         let gbps = plan.minimal_traffic_bytes() as f64 / (t.ms * 1e6);
@@ -153,10 +159,8 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
         if let Some(t) = plan.bccoo().and_then(|r| r.tuning.as_ref()) {
             println!("             tuned in {:.0} ms over {} candidates{}", t.time.as_secs_f64() * 1e3, t.candidates.len(), if t.remembered { " (remembered)" } else { "" });
         }
-        if !c.ok {
-            if let Some((row, err, bound)) = c.worst_row {
-                println!("             worst row {row}: error {err:e} > bound {bound:e}");
-            }
+        if let (false, Some(worst)) = (c.ok, &c.worst) {
+            println!("             {worst}");
         }
         all_ok &= c.ok;
         if i == 0 {
@@ -169,3 +173,131 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
     Ok(all_ok)
 }
 
+/// An empty vector with room for `n` elements. x's length is the matrix's column count, which a
+/// few bytes of input can set to billions: running out of memory is an error, not an abort.
+fn host_vec<E>(n: usize, what: &'static str) -> wgspmv::Result<Vec<E>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| wgspmv::Error::OutOfHostMemory { what, bytes: (n as u64).saturating_mul(std::mem::size_of::<E>() as u64) })?;
+    Ok(v)
+}
+
+/// How `y` compares with the f64 reference.
+struct Agreement {
+    ok: bool,
+    rel_err: f64,
+    /// The worst row, described, when there is one.
+    worst: Option<String>,
+}
+
+/// Compares `y` with the f64 reference row by row. Where the reference rounded to `T` is NaN, `y`
+/// must be NaN; where it is infinite, `y` must be the same infinity; elsewhere `y` must be finite
+/// and within `reference::check`'s per-row bound (which alone calls every NaN a disagreement, so
+/// x or a cast matrix holding NaN or infinity failed every method even when the GPU matched).
+fn compare<T: Scalar>(a: &CsrMatrix<T>, x: &[T], y: &[T], y_ref: &[f64]) -> wgspmv::Result<Agreement> {
+    let expected = |r: usize| T::from_f64(y_ref[r]).to_f64();
+    let agrees_exactly = |r: usize| {
+        let (e, g) = (expected(r), y[r].to_f64());
+        if e.is_nan() { g.is_nan() } else { g == e }
+    };
+    let special: Vec<usize> = (0..a.nrows()).filter(|&r| !expected(r).is_finite()).collect();
+    let bad = special.iter().copied().find(|&r| !agrees_exactly(r));
+    let bad = bad.or_else(|| (0..a.nrows()).find(|&r| expected(r).is_finite() && !y[r].to_f64().is_finite()));
+    if let Some(r) = bad {
+        let worst = format!("row {r}: {} where the reference is {}", y[r], y_ref[r]);
+        return Ok(Agreement { ok: false, rel_err: f64::INFINITY, worst: Some(worst) });
+    }
+    let describe = |rows: &dyn Fn(usize) -> usize, c: reference::Check| Agreement {
+        ok: c.ok,
+        rel_err: c.rel_err,
+        worst: c.worst_row.map(|(r, err, bound)| format!("worst row {}: error {err:e} > bound {bound:e}", rows(r))),
+    };
+    if special.is_empty() {
+        return Ok(describe(&|r| r, reference::check(1.0, a, x, 0.0, None, y, y_ref)));
+    }
+    // The rows that agreed exactly are left out: check the others as a matrix of their own.
+    let finite: Vec<usize> = (0..a.nrows()).filter(|&r| expected(r).is_finite()).collect();
+    let (mut row_ptr, mut col_idx, mut values) = (vec![0u32], Vec::new(), Vec::new());
+    for &r in &finite {
+        let (cols, vals) = a.row(r);
+        col_idx.extend_from_slice(cols);
+        values.extend_from_slice(vals);
+        row_ptr.push(col_idx.len() as u32);
+    }
+    let sub = CsrMatrix::try_new(finite.len(), a.ncols(), row_ptr, col_idx, values)?;
+    let sub_y: Vec<T> = finite.iter().map(|&r| y[r]).collect();
+    let sub_ref: Vec<f64> = finite.iter().map(|&r| y_ref[r]).collect();
+    Ok(describe(&|r| finite[r], reference::check(1.0, &sub, x, 0.0, None, &sub_y, &sub_ref)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 5x3 matrix whose rows meet x's NaN (row 0), +Inf (row 1), -Inf (row 2) or neither (3, 4).
+    fn case() -> (CsrMatrix<f32>, Vec<f32>, Vec<f64>) {
+        let t = vec![(0, 0, 1.0), (0, 2, 1.0), (1, 1, 2.0), (2, 1, -1.0), (2, 2, 3.0), (3, 2, 0.5), (4, 0, 0.0)];
+        let a = CsrMatrix::from_triplets(5, 3, t).unwrap();
+        let x = vec![f32::NAN, f32::INFINITY, 4.0];
+        // Row 4 stores a zero times NaN.
+        let y_ref = wgspmv::reference::spmv_par(&a, &x).unwrap();
+        (a, x, y_ref)
+    }
+
+    fn rounded(y_ref: &[f64]) -> Vec<f32> {
+        y_ref.iter().map(|&v| v as f32).collect()
+    }
+
+    /// Regression: a y with NaN and infinities exactly where the reference has them agrees.
+    #[test]
+    fn nan_and_inf_where_the_reference_has_them_agree() {
+        let (a, x, y_ref) = case();
+        assert!(y_ref[0].is_nan() && y_ref[1] == f64::INFINITY && y_ref[2] == f64::NEG_INFINITY && y_ref[4].is_nan());
+        let c = compare(&a, &x, &rounded(&y_ref), &y_ref).unwrap();
+        assert!(c.ok && c.rel_err == 0.0, "{:?}", c.worst);
+        let mut y = rounded(&y_ref);
+        y[3] = f32::from_bits(y[3].to_bits() + 1);
+        assert!(compare(&a, &x, &y, &y_ref).unwrap().ok);
+    }
+
+    /// NaN positions and infinities must match exactly; finite rows stay within the bound.
+    #[test]
+    fn mismatches_disagree() {
+        let (a, x, y_ref) = case();
+        let disagrees = |r: usize, v: f32| {
+            let mut y = rounded(&y_ref);
+            y[r] = v;
+            let c = compare(&a, &x, &y, &y_ref).unwrap();
+            assert!(!c.ok, "row {r} = {v} passed");
+            c.worst.unwrap()
+        };
+        assert!(disagrees(3, f32::NAN).starts_with("row 3:"));
+        assert!(disagrees(3, f32::INFINITY).starts_with("row 3:"));
+        assert!(disagrees(0, 1.0).starts_with("row 0:"));
+        assert!(disagrees(1, f32::NEG_INFINITY).starts_with("row 1:"));
+        assert!(disagrees(2, f32::NAN).starts_with("row 2:"));
+        assert!(disagrees(1, f32::MAX).starts_with("row 1:"));
+        // A finite row off by far more than rounding is named by its row in the whole matrix.
+        assert!(disagrees(3, 2.5).starts_with("worst row 3:"));
+    }
+
+    /// Without special values the verdict is reference::check's.
+    #[test]
+    fn finite_results_match_reference_check() {
+        let a = CsrMatrix::<f32>::from_triplets(2, 2, vec![(0, 0, 1.5), (1, 1, -2.0), (1, 0, 1.0)]).unwrap();
+        let x = vec![2.0f32, 3.0];
+        let y_ref = wgspmv::reference::spmv_par(&a, &x).unwrap();
+        let mut y = rounded(&y_ref);
+        assert!(compare(&a, &x, &y, &y_ref).unwrap().ok);
+        y[1] += 1e-3;
+        let c = compare(&a, &x, &y, &y_ref).unwrap();
+        assert!(!c.ok && c.worst.unwrap().starts_with("worst row 1:"));
+    }
+
+    /// A length the host cannot hold is an error.
+    #[test]
+    fn host_vec_refuses_impossible_sizes() {
+        assert!(matches!(host_vec::<f64>(usize::MAX / 4, "x"), Err(wgspmv::Error::OutOfHostMemory { what: "x", .. })));
+        assert!(host_vec::<f32>(10, "x").unwrap().capacity() >= 10);
+    }
+}

@@ -62,6 +62,42 @@ pub(crate) fn check_u32(what: &'static str, value: usize) -> Result<()> {
     Ok(())
 }
 
+/// `OutOfHostMemory` for `count` elements of `E`.
+fn out_of_host_memory<E>(what: &'static str, count: usize) -> Error {
+    Error::OutOfHostMemory { what, bytes: (count as u64).saturating_mul(std::mem::size_of::<E>() as u64) }
+}
+
+// Sizes that come from the input go through these, so that one the host cannot hold is an Err, not
+// an abort.
+
+/// Makes room for `additional` more elements of `v`, growing it geometrically like `push` does.
+pub(crate) fn try_reserve<E>(v: &mut Vec<E>, additional: usize, what: &'static str) -> Result<()> {
+    v.try_reserve(additional).map_err(|_| out_of_host_memory::<E>(what, v.len().saturating_add(additional)))
+}
+
+/// An empty vector with room for exactly `n` elements.
+pub(crate) fn try_with_capacity<E>(n: usize, what: &'static str) -> Result<Vec<E>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| out_of_host_memory::<E>(what, n))?;
+    Ok(v)
+}
+
+/// `vec![value; n]`.
+pub(crate) fn try_filled<E: Clone>(n: usize, value: E, what: &'static str) -> Result<Vec<E>> {
+    let mut v = try_with_capacity(n, what)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// `v.push(item)`.
+pub(crate) fn try_push<E>(v: &mut Vec<E>, item: E, what: &'static str) -> Result<()> {
+    if v.len() == v.capacity() {
+        try_reserve(v, 1, what)?;
+    }
+    v.push(item);
+    Ok(())
+}
+
 impl<T: Scalar> CsrMatrix<T> {
     /// Builds a matrix from CSR arrays, checking every invariant; each violation is its own
     /// [`Error`] variant naming the offending position.
@@ -124,10 +160,11 @@ impl<T: Scalar> CsrMatrix<T> {
         {
             return Err(Error::TripletOutOfRange { entry, row, col, nrows, ncols });
         }
+        // nrows alone sets the size of row_ptr: a few bytes of input can ask for gigabytes.
+        let mut row_ptr = try_filled(nrows + 1, 0u32, "row_ptr")?;
+        let mut col_idx = try_with_capacity(triplets.len(), "col_idx")?;
+        let mut values = try_with_capacity(triplets.len(), "values")?;
         triplets.par_sort_by_key(|&(r, c, _)| (r, c));
-        let mut row_ptr = vec![0u32; nrows + 1];
-        let mut col_idx = Vec::with_capacity(triplets.len());
-        let mut values = Vec::with_capacity(triplets.len());
         let mut i = 0;
         while i < triplets.len() {
             let (r, c, _) = triplets[i];
@@ -149,7 +186,8 @@ impl<T: Scalar> CsrMatrix<T> {
 
     /// An all-zero matrix with no stored entries.
     pub fn zeros(nrows: usize, ncols: usize) -> Result<Self> {
-        Self::try_new(nrows, ncols, vec![0; nrows + 1], Vec::new(), Vec::new())
+        check_u32("nrows", nrows)?;
+        Self::try_new(nrows, ncols, try_filled(nrows + 1, 0, "row_ptr")?, Vec::new(), Vec::new())
     }
 
     pub fn nrows(&self) -> usize {

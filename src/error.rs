@@ -63,6 +63,11 @@ pub enum Error {
     #[error("{}:{line}: {message}", path.display())]
     MatrixMarket { path: PathBuf, line: usize, message: String },
 
+    /// A Matrix Market header or data line is longer than the reader holds in memory (comment
+    /// lines are skipped without being held, whatever their length).
+    #[error("{}:{line}: line is longer than {limit} bytes", path.display())]
+    LineTooLong { path: PathBuf, line: usize, limit: usize },
+
     /// A Matrix Market file uses a field the library refuses (complex, hermitian).
     #[error("{}: {what} Matrix Market files are not supported (real, integer and pattern are)", path.display())]
     UnsupportedMatrixMarket { path: PathBuf, what: String },
@@ -86,6 +91,11 @@ pub enum Error {
     /// A matrix or vector is larger than this adapter can hold or bind.
     #[error("{what} needs {bytes} bytes, more than this adapter's limit {limit_name} = {limit}; use a smaller matrix or an adapter with larger limits")]
     TooLargeForAdapter { what: String, bytes: u64, limit_name: &'static str, limit: u64 },
+
+    /// The host could not allocate memory for an array whose size the input dictates (a matrix's
+    /// row pointers, a dense vector, the entries being read); `bytes` is the size that was needed.
+    #[error("could not allocate {bytes} bytes of host memory for {what}")]
+    OutOfHostMemory { what: &'static str, bytes: u64 },
 
     /// The GPU ran out of memory.
     #[error("the GPU ran out of memory while {during}: {message}")]

@@ -653,6 +653,115 @@ fn mm_error_missing_file_is_io() {
     assert!(matches!(&e, Error::Io { path, .. } if path == &p), "{e:?}");
 }
 
+/// Reads raw bytes from memory, from a plain file and from a gzipped file.
+fn mm_bytes_all_ways(bytes: &[u8]) -> Vec<(&'static str, Result<CsrMatrix<f64>>)> {
+    let dir = TempDir::new("bytes");
+    let (plain, gz) = (dir.path("m.mtx"), dir.path("m.mtx.gz"));
+    std::fs::write(&plain, bytes).unwrap();
+    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::default());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap();
+    vec![
+        ("memory", read_matrix_market_from(Cursor::new(bytes.to_vec()), "mem.mtx")),
+        ("file", read_matrix_market(&plain)),
+        ("gzip file", read_matrix_market(&gz)),
+    ]
+}
+
+/// Regression: an error quoted whole tokens and lines, so a 1 GiB junk line made a 1 GiB message.
+/// Quotes stop after 80 characters with `…`, whatever is quoted (value, index, header, extra token).
+#[test]
+fn mm_error_quotes_are_capped() {
+    let junk = "x".repeat(500_000);
+    let cases = [
+        (coord("real", "general", &format!("2 2 1\n1 1 {junk}\n")), 3, "is not a valid real value"),
+        (coord("real", "general", &format!("2 2 1\n{junk} 1 1\n")), 3, "is not a valid row index"),
+        (coord("real", "general", &format!("2 2 1\n1 1 1 {junk}\n")), 3, "unexpected"),
+        (coord(&junk, "general", "2 2 1\n1 1 1\n"), 1, "unknown field"),
+        (format!("%%MatrixMarket matrix coordinate real general {junk}\n2 2 0\n"), 1, "bad header"),
+    ];
+    for (text, line, needle) in &cases {
+        assert_mm_error(text, *line, needle);
+        for (how, r) in mm_all_ways::<f64>(text) {
+            let msg = err(r).to_string();
+            let quoted = msg.split('\'').nth(1).unwrap_or_default();
+            assert!(quoted.chars().count() == 81 && quoted.ends_with('…'), "{how}: {msg:.300}");
+            assert!(msg.chars().count() < 300, "{how}: {} chars: {msg:.300}", msg.len());
+        }
+    }
+    assert!(err(mm::<f64>(&cases[0].0)).to_string().contains(&format!("'{}…' is not", "x".repeat(80))));
+    // Short tokens are quoted whole, multi-byte characters are cut on a character boundary.
+    assert_mm_error(&coord("real", "general", "2 2 1\n1 1 1,5\n"), 3, "'1,5' is not a valid real value");
+    let wide = "é".repeat(100);
+    let msg = err(mm::<f64>(&coord("real", "general", &format!("2 2 1\n1 1 {wide}\n")))).to_string();
+    assert!(msg.contains(&format!("'{}…'", "é".repeat(80))), "{msg}");
+}
+
+/// A header or data line over 1 MiB is refused with its line number instead of being held in
+/// memory; comment and blank lines of any length are skipped unstored.
+#[test]
+fn mm_long_lines() {
+    let long = "1".repeat((1 << 20) + 1);
+    for text in [
+        coord("real", "general", &format!("2 2 1\n% c\n1 1 {long}\n")),
+        format!("%%MatrixMarket matrix coordinate real general{}\n2 2 0\n", " ".repeat(1 << 20)),
+        coord("real", "general", &format!("2 2 1\n% c\n1 1 1{}\n", " ".repeat(1 << 20))),
+    ] {
+        let expected_line = if text.starts_with("%%MatrixMarket matrix coordinate real general ") { 1 } else { 4 };
+        for (how, r) in mm_all_ways::<f64>(&text) {
+            let e = err(r);
+            assert!(
+                matches!(&e, Error::LineTooLong { line, limit: 1048576, .. } if *line == expected_line),
+                "{how}: {e:.200}"
+            );
+            assert!(e.to_string().contains(&format!(":{expected_line}: line is longer than")), "{how}: {e:.200}");
+        }
+    }
+    // Exactly 1 MiB is accepted (leading blanks are not held, so they do not count).
+    let at_limit = format!("{}1 1 1.{}", " ".repeat(3 << 20), "0".repeat((1 << 20) - 6));
+    assert_eq!(read_mm::<f64>(&coord("real", "general", &format!("2 2 1\n{at_limit}\n"))).values(), &[1.0]);
+    let comment = format!("%{}\n", "%\u{e9}x".repeat(1 << 20));
+    let blank = format!("{}\n", " \t".repeat(1 << 20));
+    let m = read_mm::<f64>(&coord("real", "general", &format!("{comment}{blank}2 2 1\n{comment}1 1 1\n{blank}{comment}")));
+    assert_eq!(m.values(), &[1.0]);
+}
+
+/// Regression: comment lines with bytes that are not UTF-8 (Latin-1 accents, 0xFF) were refused
+/// ("stream did not contain valid UTF-8"); comments are opaque bytes now, as SciPy reads them.
+#[test]
+fn mm_comments_may_hold_any_bytes() {
+    let text = b"%%MatrixMarket matrix coordinate real general\n% Jos\xe9 M\xfcller, caf\xe9\n%\xff\xfe\x00\x80\n   %\xc3\n2 2 2\n% \xe9\n1 1 1.5\n2 2 -2\n%\xff";
+    let expected = mm::<f64>(&coord("real", "general", "2 2 2\n1 1 1.5\n2 2 -2\n")).unwrap();
+    for (how, r) in mm_bytes_all_ways(text) {
+        assert_eq!(r.unwrap_or_else(|e| panic!("{how}: {e}")), expected, "{how}");
+    }
+    let dir = TempDir::new("latin1");
+    let p = dir.path("v.mtx");
+    std::fs::write(&p, b"%%MatrixMarket matrix array real general\n% \xe9t\xe9\n2 1\n%\xff\n1\n2\n").unwrap();
+    assert_eq!(read_vector::<f64>(&p).unwrap(), [1.0, 2.0]);
+}
+
+/// Header and data lines must be UTF-8: a line that is not fails with its line and column.
+#[test]
+fn mm_error_non_utf8_data_line() {
+    let cases: [(&[u8], usize, &str); 3] = [
+        (b"%%MatrixMarket matrix coordinate real general\n% ok\n2 2 1\n1 1 1.0\xe9\n", 4, "byte 0xe9 at column 8 is not valid UTF-8"),
+        (b"%%MatrixMarket matrix coordinate real general\n  2\xff 2 1\n1 1 1\n", 2, "byte 0xff at column 4"),
+        (b"%%MatrixMarket matrix coordinate r\xe9al general\n2 2 1\n1 1 1\n", 1, "not valid UTF-8"),
+    ];
+    for (bytes, line, needle) in cases {
+        for (how, r) in mm_bytes_all_ways(bytes) {
+            match err(r) {
+                Error::MatrixMarket { line: l, message, .. } => {
+                    assert_eq!(l, line, "{how}: wrong line for '{message}'");
+                    assert!(message.contains(needle), "{how}: message '{message}' lacks '{needle}'");
+                }
+                other => panic!("{how}: expected Error::MatrixMarket, got {other:?}"),
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 8. Vectors and round trips
 // ---------------------------------------------------------------------------------------------
