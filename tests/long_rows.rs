@@ -95,14 +95,3 @@ fn strips_and_team_widths_with_a_long_row() {
         }
     }
 }
-
-#[test]
-#[ignore]
-fn debug_len() {
-    let n: usize = std::env::var("N").unwrap().parse().unwrap();
-    let (a, x) = long_row_matrix(n);
-    let gpu = gpu().unwrap();
-    let a32 = a.cast::<f32>();
-    let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-    exact_check(&gpu, &a32, &x32, Method::CsrScalar, &PlanOptions::default(), "dbg");
-}

@@ -125,7 +125,8 @@ mod tests {
         // Rows of lengths 5, 1, 9, 0 | 2, 2.
         let row_ptr = [0u32, 5, 6, 15, 15, 17, 19];
         assert_eq!(rows_to_split(&row_ptr, 1, 4), vec![0, 2]);
-        assert_eq!(rows_to_split(&row_ptr, 4, 6), vec![0, 2]);
+        assert_eq!(rows_to_split(&row_ptr, 4, 6), vec![2]);
+        assert_eq!(rows_to_split(&row_ptr, 4, 5), vec![0, 2]);
         assert_eq!(rows_to_split(&row_ptr, 4, 10), vec![2]);
         assert_eq!(rows_to_split(&row_ptr, 4, 15), Vec::<u32>::new());
         assert_eq!(rows_to_split(&row_ptr, 2, 3), vec![0, 2, 4]);
