@@ -114,7 +114,8 @@ struct Row {
 }
 
 /// When the run began (progress lines on stderr carry the elapsed time).
-static START: std::sync::LazyLock<std::time::Instant> = std::sync::LazyLock::new(std::time::Instant::now);
+static START: std::sync::LazyLock<std::time::Instant> =
+    std::sync::LazyLock::new(std::time::Instant::now);
 
 fn main() {
     std::sync::LazyLock::force(&START);
@@ -134,56 +135,117 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     let methods: Vec<Method> = if args.methods.is_empty() {
         Method::ALL.to_vec()
     } else {
-        args.methods.iter().map(|m| Method::from_name(m)).collect::<wgspmv::Result<_>>()?
+        args.methods
+            .iter()
+            .map(|m| Method::from_name(m))
+            .collect::<wgspmv::Result<_>>()?
     };
     let finishes: Vec<(&str, Finish)> = match args.finish.as_str() {
         "auto" => vec![("", Finish::Auto)],
         "host" => vec![("", Finish::Host)],
         "gpu" => vec![("", Finish::Gpu)],
         "both" => vec![("-host", Finish::Host), ("-gpu", Finish::Gpu)],
-        other => return Err(wgspmv::Error::UnknownName { what: "finish", name: other.into(), expected: "auto, host, gpu, both".into() }),
+        other => {
+            return Err(wgspmv::Error::UnknownName {
+                what: "finish",
+                name: other.into(),
+                expected: "auto, host, gpu, both".into(),
+            })
+        }
     };
     let setups: Vec<(&str, SetupOn)> = match args.setup.as_str() {
         "auto" => vec![("", SetupOn::Auto)],
         "host" => vec![("", SetupOn::Host)],
         "gpu" => vec![("", SetupOn::Gpu)],
         "both" => vec![("-host", SetupOn::Host), ("-gpu", SetupOn::Gpu)],
-        other => return Err(wgspmv::Error::UnknownName { what: "setup", name: other.into(), expected: "auto, host, gpu, both".into() }),
+        other => {
+            return Err(wgspmv::Error::UnknownName {
+                what: "setup",
+                name: other.into(),
+                expected: "auto, host, gpu, both".into(),
+            })
+        }
     };
     let lanes = match args.lanes.as_str() {
         "auto" => LanePolicy::Auto,
         "subgroup" => LanePolicy::Subgroup,
         "workgroup" => LanePolicy::Workgroup,
-        other => return Err(wgspmv::Error::UnknownName { what: "lanes", name: other.into(), expected: "auto, subgroup, workgroup".into() }),
+        other => {
+            return Err(wgspmv::Error::UnknownName {
+                what: "lanes",
+                name: other.into(),
+                expected: "auto, subgroup, workgroup".into(),
+            })
+        }
     };
     let mut variants = Vec::new();
     for &m in &methods {
-        let base = PlanOptions { workgroup_size: args.workgroup_size, lanes, ..Default::default() };
+        let base = PlanOptions {
+            workgroup_size: args.workgroup_size,
+            lanes,
+            ..Default::default()
+        };
         match m {
             Method::Speculative => {
                 for &(suffix, finish) in &finishes {
-                    let speculative = SpeculativeOptions { finish, work_per_lane: args.spec_work, tiles_per_team: args.spec_tiles, staged_products: args.spec_staged, resolve_dirty_tiles: args.spec_resolve, precomputed_tile_rows: args.spec_tile_rows, ..Default::default() };
-                    variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { speculative, ..base.clone() } });
+                    let speculative = SpeculativeOptions {
+                        finish,
+                        work_per_lane: args.spec_work,
+                        tiles_per_team: args.spec_tiles,
+                        staged_products: args.spec_staged,
+                        resolve_dirty_tiles: args.spec_resolve,
+                        precomputed_tile_rows: args.spec_tile_rows,
+                        ..Default::default()
+                    };
+                    variants.push(Variant {
+                        label: format!("{m}{suffix}"),
+                        method: m,
+                        opts: PlanOptions {
+                            speculative,
+                            ..base.clone()
+                        },
+                    });
                 }
             }
             Method::Suraa => {
                 for &(suffix, setup) in &setups {
                     let suraa = args.suraa.options(setup)?;
-                    variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { suraa, ..base.clone() } });
+                    variants.push(Variant {
+                        label: format!("{m}{suffix}"),
+                        method: m,
+                        opts: PlanOptions {
+                            suraa,
+                            ..base.clone()
+                        },
+                    });
                 }
             }
             Method::Bccoo | Method::BccooPlus => {
                 for (suffix, bccoo) in args.bccoo.variants()? {
-                    variants.push(Variant { label: format!("{m}{suffix}"), method: m, opts: PlanOptions { bccoo, ..base.clone() } });
+                    variants.push(Variant {
+                        label: format!("{m}{suffix}"),
+                        method: m,
+                        opts: PlanOptions {
+                            bccoo,
+                            ..base.clone()
+                        },
+                    });
                 }
             }
-            _ => variants.push(Variant { label: m.to_string(), method: m, opts: base }),
+            _ => variants.push(Variant {
+                label: m.to_string(),
+                method: m,
+                opts: base,
+            }),
         }
     }
     let classes: Vec<SuiteClass> = if args.classes.is_empty() {
         SuiteClass::ALL.to_vec()
     } else {
-        args.classes.iter().map(|c| SuiteClass::from_name(c)).collect::<wgspmv::Result<_>>()?
+        args.classes
+            .iter()
+            .map(|c| SuiteClass::from_name(c))
+            .collect::<wgspmv::Result<_>>()?
     };
 
     // Matrices are produced lazily, one at a time, so a large suite never sits in memory whole.
@@ -191,19 +253,33 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     if args.suite {
         let nnz = (args.scale * 1e6) as usize;
         for &c in &classes {
-            sources.push((c.name().to_owned(), Box::new(move || Ok(c.generate(nnz, 42)))));
+            sources.push((
+                c.name().to_owned(),
+                Box::new(move || Ok(c.generate(nnz, 42))),
+            ));
         }
     }
     if let Some(dir) = &args.dir {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|source| wgspmv::Error::Io { path: dir.clone(), source })?
+            .map_err(|source| wgspmv::Error::Io {
+                path: dir.clone(),
+                source,
+            })?
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.to_string_lossy().ends_with(".mtx") || p.to_string_lossy().ends_with(".mtx.gz"))
+            .filter(|p| {
+                p.to_string_lossy().ends_with(".mtx") || p.to_string_lossy().ends_with(".mtx.gz")
+            })
             .collect();
         files.sort();
         for f in files {
-            let name = f.file_name().unwrap().to_string_lossy().trim_end_matches(".gz").trim_end_matches(".mtx").to_owned();
+            let name = f
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .trim_end_matches(".gz")
+                .trim_end_matches(".mtx")
+                .to_owned();
             sources.push((name, Box::new(move || io::read_matrix_market(&f))));
         }
     }
@@ -214,7 +290,11 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     let mut header = String::new();
     writeln!(header, "# device: {}", gpu.info().name).unwrap();
     writeln!(header, "# copy_gbps: {copy:.0}").unwrap();
-    writeln!(header, "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err").unwrap();
+    writeln!(
+        header,
+        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err"
+    )
+    .unwrap();
     print!("{header}");
 
     let bar = ProgressBar::new((sources.len() * variants.len()) as u64);
@@ -235,12 +315,16 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             }
         };
         if let Some(dir) = &args.export_mtx {
-            std::fs::create_dir_all(dir).map_err(|source| wgspmv::Error::Io { path: dir.clone(), source })?;
+            std::fs::create_dir_all(dir).map_err(|source| wgspmv::Error::Io {
+                path: dir.clone(),
+                source,
+            })?;
             bar.set_message(format!("{name}: writing .mtx"));
             io::write_matrix_market(dir.join(format!("{name}.mtx")), &a)?;
         }
         let (out, report) = if args.f64 {
-            let (out, extra) = bench_matrix::<f64>(&gpu, name, &a, &variants, args.repeat, copy, &bar);
+            let (out, extra) =
+                bench_matrix::<f64>(&gpu, name, &a, &variants, args.repeat, copy, &bar);
             spec_reports.extend(extra.speculative);
             suraa_reports.extend(extra.suraa);
             bccoo_reports.extend(extra.bccoo);
@@ -248,7 +332,8 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             (out, report)
         } else {
             let a32 = a.cast::<f32>();
-            let (out, extra) = bench_matrix::<f32>(&gpu, name, &a32, &variants, args.repeat, copy, &bar);
+            let (out, extra) =
+                bench_matrix::<f32>(&gpu, name, &a32, &variants, args.repeat, copy, &bar);
             spec_reports.extend(extra.speculative);
             suraa_reports.extend(extra.suraa);
             bccoo_reports.extend(extra.bccoo);
@@ -259,8 +344,21 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         for r in out {
             println!(
                 "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e}{}",
-                r.matrix, r.method, r.rows, r.cols, r.nnz, r.ms, r.gflops, r.gbps, r.frac, r.rel_err,
-                if r.note.is_empty() { String::new() } else { format!("  # {}", r.note) }
+                r.matrix,
+                r.method,
+                r.rows,
+                r.cols,
+                r.nnz,
+                r.ms,
+                r.gflops,
+                r.gbps,
+                r.frac,
+                r.rel_err,
+                if r.note.is_empty() {
+                    String::new()
+                } else {
+                    format!("  # {}", r.note)
+                }
             );
             rows.push(r);
         }
@@ -285,7 +383,9 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         }
     }
     if !suraa_reports.is_empty() {
-        println!("\nsuraa: setup cost (in SpMV-equivalents of its own product), segments and groups");
+        println!(
+            "\nsuraa: setup cost (in SpMV-equivalents of its own product), segments and groups"
+        );
         println!("{SURAA_HEADER}");
         for r in &suraa_reports {
             println!("{r}");
@@ -299,32 +399,65 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         }
     }
     if let Some(path) = &args.csv {
-        let mut f = std::fs::File::create(path).map_err(|source| wgspmv::Error::Io { path: path.clone(), source })?;
+        let mut f = std::fs::File::create(path).map_err(|source| wgspmv::Error::Io {
+            path: path.clone(),
+            source,
+        })?;
         let mut text = header.clone();
         for r in rows.iter().filter(|r| r.note.is_empty()) {
-            writeln!(text, "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e}", r.matrix, r.method, r.rows, r.cols, r.nnz, r.ms, r.gflops, r.gbps, r.frac, r.rel_err).unwrap();
+            writeln!(
+                text,
+                "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e}",
+                r.matrix,
+                r.method,
+                r.rows,
+                r.cols,
+                r.nnz,
+                r.ms,
+                r.gflops,
+                r.gbps,
+                r.frac,
+                r.rel_err
+            )
+            .unwrap();
         }
         writeln!(text, "# copy_gbps_end: {copy_end:.0}").unwrap();
-        f.write_all(text.as_bytes()).map_err(|source| wgspmv::Error::Io { path: path.clone(), source })?;
+        f.write_all(text.as_bytes())
+            .map_err(|source| wgspmv::Error::Io {
+                path: path.clone(),
+                source,
+            })?;
         if !reports.is_empty() {
             let extra = path.with_extension("cmrs.csv");
             let body = format!("{CMRS_HEADER}\n{}\n", reports.join("\n"));
-            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
+            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io {
+                path: extra.clone(),
+                source,
+            })?;
         }
         if !suraa_reports.is_empty() {
             let extra = path.with_extension("suraa.csv");
             let body = format!("{SURAA_HEADER}\n{}\n", suraa_reports.join("\n"));
-            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
+            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io {
+                path: extra.clone(),
+                source,
+            })?;
         }
         if !bccoo_reports.is_empty() {
             let extra = path.with_extension("bccoo.csv");
             let body = format!("{BCCOO_HEADER}\n{}\n", bccoo_reports.join("\n"));
-            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
+            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io {
+                path: extra.clone(),
+                source,
+            })?;
         }
         if !spec_reports.is_empty() {
             let extra = path.with_extension("speculative.csv");
             let body = format!("{SPEC_HEADER}\n{}\n", spec_reports.join("\n"));
-            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io { path: extra.clone(), source })?;
+            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io {
+                path: extra.clone(),
+                source,
+            })?;
         }
     }
     Ok(())
@@ -344,8 +477,19 @@ const BCCOO_HEADER: &str = "matrix,variant,layout,flags_mb,columns_mb,values_mb,
 
 const SPEC_HEADER: &str = "matrix,variant,tiles,dirty_tiles,hit_rate,synchronized_teams,check,host_stage_ms,host_bytes_read,host_bytes_written";
 
-fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[Variant], repeat: u32, copy: f64, bar: &ProgressBar) -> (Vec<Row>, Extra) {
-    let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 7).into_iter().map(T::from_f64).collect();
+fn bench_matrix<T: Scalar>(
+    gpu: &Gpu,
+    name: &str,
+    a: &CsrMatrix<T>,
+    variants: &[Variant],
+    repeat: u32,
+    copy: f64,
+    bar: &ProgressBar,
+) -> (Vec<Row>, Extra) {
+    let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 7)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
     let y_ref = match reference::spmv_par(a, &x) {
         Ok(y) => y,
         Err(e) => {
@@ -377,13 +521,21 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
                     s.hit_rate(),
                     s.synchronized,
                     r.transfer.map_or("gpu".to_owned(), |t| format!("host-{t}")),
-                    host.map_or(String::new(), |h| format!("{:.4}", h.host_stage.as_secs_f64() * 1e3)),
+                    host.map_or(String::new(), |h| format!(
+                        "{:.4}",
+                        h.host_stage.as_secs_f64() * 1e3
+                    )),
                     host.map_or(String::new(), |h| h.bytes_read.to_string()),
                     host.map_or(String::new(), |h| h.bytes_written.to_string()),
                 ));
             }
             if let Some(t) = plan.bccoo().and_then(|r| r.tuning.as_ref()) {
-                eprintln!("{name} / {m}: tuned in {:.0} ms over {} candidates: {}", t.time.as_secs_f64() * 1e3, t.candidates.len(), plan.bccoo().unwrap().summary());
+                eprintln!(
+                    "{name} / {m}: tuned in {:.0} ms over {} candidates: {}",
+                    t.time.as_secs_f64() * 1e3,
+                    t.candidates.len(),
+                    plan.bccoo().unwrap().summary()
+                );
                 for (label, ms) in &t.candidates {
                     eprintln!("    {label}: {ms:.4} ms");
                 }
@@ -413,7 +565,11 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
                 ));
             }
             if let Some(r) = plan.suraa() {
-                let (s, ms, alloc) = (&r.schedule, r.setup_time.as_secs_f64() * 1e3, r.setup_alloc_time.as_secs_f64() * 1e3);
+                let (s, ms, alloc) = (
+                    &r.schedule,
+                    r.setup_time.as_secs_f64() * 1e3,
+                    r.setup_alloc_time.as_secs_f64() * 1e3,
+                );
                 extra.suraa.push(format!(
                     "{name},{m},{},{ms:.4},{:.2},{alloc:.4},{:.2},{},{},{},{},{},{}",
                     r.setup_on,
@@ -438,7 +594,11 @@ fn bench_matrix<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, variants: &[
                 gbps,
                 frac: gbps / copy,
                 rel_err: c.rel_err,
-                note: if c.ok { String::new() } else { "FAILED the per-row accuracy check".into() },
+                note: if c.ok {
+                    String::new()
+                } else {
+                    "FAILED the per-row accuracy check".into()
+                },
             })
         })();
         eprintln!("[{:.1} s] {name} / {m} done", START.elapsed().as_secs_f64());
@@ -466,19 +626,39 @@ fn cmrs_report<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, rows: &[Row])
     let mu = a.row_stats().mean;
     let b = std::mem::size_of::<T>();
     let height = default_height(gpu.info(), mu, b);
-    let layout = CmrsLayout { height, ..Default::default() };
+    let layout = CmrsLayout {
+        height,
+        ..Default::default()
+    };
     let t = std::time::Instant::now();
     let m = CmrsMatrix::from_csr(a, &layout).ok()?;
     let to_cmrs = t.elapsed().as_secs_f64() * 1e3;
     let t = std::time::Instant::now();
     let _ = m.to_csr().ok()?;
     let to_csr = t.elapsed().as_secs_f64() * 1e3;
-    let team = if gpu.info().has(wgpu::Features::SUBGROUP) { gpu.info().subgroup_min_size } else { 32 };
-    let padded = CmrsMatrix::from_csr(a, &CmrsLayout { height: 16, small_buffer: Some((team, 8.min(team))), ..Default::default() }).ok()?;
+    let team = if gpu.info().has(wgpu::Features::SUBGROUP) {
+        gpu.info().subgroup_min_size
+    } else {
+        32
+    };
+    let padded = CmrsMatrix::from_csr(
+        a,
+        &CmrsLayout {
+            height: 16,
+            small_buffer: Some((team, 8.min(team))),
+            ..Default::default()
+        },
+    )
+    .ok()?;
     let csr_bytes = (a.nnz() * (b + 4) + (a.nrows() + 1) * 4) as f64;
     Some(format!(
         "{name},{mu:.2},{height},{:.2},{:.2},{:.1},{:.1},{},{:.1}",
-        predicted_speedup(height as f64, mu, b as f64, wgspmv::methods::cmrs::SEGMENT_BYTES),
+        predicted_speedup(
+            height as f64,
+            mu,
+            b as f64,
+            wgspmv::methods::cmrs::SEGMENT_BYTES
+        ),
         vector_ms / cmrs_ms,
         to_cmrs / cmrs_ms,
         to_csr / cmrs_ms,
@@ -488,11 +668,21 @@ fn cmrs_report<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, rows: &[Row])
 }
 
 fn print_table(rows: &[Row], copy: f64) {
-    println!("\n{:<22} {:<12} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9}", "matrix", "method", "nnz", "ms", "GFLOP/s", "GB/s", "%copy", "rel_err");
+    println!(
+        "\n{:<22} {:<12} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9}",
+        "matrix", "method", "nnz", "ms", "GFLOP/s", "GB/s", "%copy", "rel_err"
+    );
     for r in rows {
         println!(
             "{:<22} {:<12} {:>10} {:>10.4} {:>9.2} {:>9.1} {:>6.1}% {:>9.1e}{}",
-            r.matrix, r.method, r.nnz, r.ms, r.gflops, r.gbps, 100.0 * r.frac, r.rel_err,
+            r.matrix,
+            r.method,
+            r.nnz,
+            r.ms,
+            r.gflops,
+            r.gbps,
+            100.0 * r.frac,
+            r.rel_err,
             if r.note.is_empty() { "" } else { "  FAILED" }
         );
     }

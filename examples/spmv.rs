@@ -18,7 +18,9 @@ use wgspmv::methods::suraa::SetupOn;
 use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
 
 #[derive(Parser)]
-#[command(about = "Sparse matrix-vector multiplication on the GPU, checked against an f64 CPU reference")]
+#[command(
+    about = "Sparse matrix-vector multiplication on the GPU, checked against an f64 CPU reference"
+)]
 struct Args {
     /// Matrix Market file (coordinate; gzipped or not). Default: a generated power-law matrix.
     #[arg(long)]
@@ -74,7 +76,10 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
     };
     let (name, a) = match &args.matrix {
         Some(p) => (p.display().to_string(), io::read_matrix_market::<f64>(p)?),
-        None => ("generated power-law matrix (seed 42)".to_owned(), SuiteClass::PowerLaw.generate(2_000_000, 42)),
+        None => (
+            "generated power-law matrix (seed 42)".to_owned(),
+            SuiteClass::PowerLaw.generate(2_000_000, 42),
+        ),
     };
     a.check_finite()?;
     let x = match &args.x {
@@ -86,37 +91,75 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
         }
     };
     if x.len() != a.ncols() {
-        return Err(wgspmv::Error::DimensionMismatch { what: "x", expected: a.ncols(), actual: x.len() });
+        return Err(wgspmv::Error::DimensionMismatch {
+            what: "x",
+            expected: a.ncols(),
+            actual: x.len(),
+        });
     }
     let gpu = Gpu::new()?;
     println!("{}", gpu.info());
     println!("matrix: {name}\n        {}", a.row_stats());
-    if args.f64 { run_typed::<f64>(args, &gpu, &a, &x, &methods) } else { run_typed::<f32>(args, &gpu, &a.cast(), &x, &methods) }
+    if args.f64 {
+        run_typed::<f64>(args, &gpu, &a, &x, &methods)
+    } else {
+        run_typed::<f32>(args, &gpu, &a.cast(), &x, &methods)
+    }
 }
 
-fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], methods: &[Method]) -> wgspmv::Result<bool> {
+fn run_typed<T: Scalar>(
+    args: &Args,
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    x: &[f64],
+    methods: &[Method],
+) -> wgspmv::Result<bool> {
     let mut xt = host_vec(x.len(), "x")?;
     xt.extend(x.iter().map(|&v| T::from_f64(v)));
     let x = xt;
     let y_ref = reference::spmv_par(a, &x)?;
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut all_ok = true;
-    println!("{:<12} {:>10} {:>9} {:>9} {:>10}  check ({}; {})", "method", "ms", "GFLOP/s", "GB/s", "rel_err", T::NAME, "timer");
+    println!(
+        "{:<12} {:>10} {:>9} {:>9} {:>10}  check ({}; {})",
+        "method",
+        "ms",
+        "GFLOP/s",
+        "GB/s",
+        "rel_err",
+        T::NAME,
+        "timer"
+    );
     let finish = match args.finish.as_str() {
         "auto" => Finish::Auto,
         "host" => Finish::Host,
         "gpu" => Finish::Gpu,
-        other => return Err(wgspmv::Error::UnknownName { what: "finish", name: other.into(), expected: "auto, host, gpu".into() }),
+        other => {
+            return Err(wgspmv::Error::UnknownName {
+                what: "finish",
+                name: other.into(),
+                expected: "auto, host, gpu".into(),
+            })
+        }
     };
     let setup = match args.setup.as_str() {
         "auto" => SetupOn::Auto,
         "host" => SetupOn::Host,
         "gpu" => SetupOn::Gpu,
-        other => return Err(wgspmv::Error::UnknownName { what: "setup", name: other.into(), expected: "auto, host, gpu".into() }),
+        other => {
+            return Err(wgspmv::Error::UnknownName {
+                what: "setup",
+                name: other.into(),
+                expected: "auto, host, gpu".into(),
+            })
+        }
     };
     let opts = PlanOptions {
         bccoo: args.bccoo.options()?,
-        speculative: SpeculativeOptions { finish, ..Default::default() },
+        speculative: SpeculativeOptions {
+            finish,
+            ..Default::default()
+        },
         suraa: args.suraa.options(setup)?,
         ..Default::default()
     };
@@ -154,10 +197,19 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
         }
         if let Some(r) = plan.suraa() {
             let ms = r.setup_time.as_secs_f64() * 1e3;
-            println!("             setup on the {}: {ms:.3} ms = {:.1} SpMV-equivalents", r.setup_on, ms / t.ms);
+            println!(
+                "             setup on the {}: {ms:.3} ms = {:.1} SpMV-equivalents",
+                r.setup_on,
+                ms / t.ms
+            );
         }
         if let Some(t) = plan.bccoo().and_then(|r| r.tuning.as_ref()) {
-            println!("             tuned in {:.0} ms over {} candidates{}", t.time.as_secs_f64() * 1e3, t.candidates.len(), if t.remembered { " (remembered)" } else { "" });
+            println!(
+                "             tuned in {:.0} ms over {} candidates{}",
+                t.time.as_secs_f64() * 1e3,
+                t.candidates.len(),
+                if t.remembered { " (remembered)" } else { "" }
+            );
         }
         if let (false, Some(worst)) = (c.ok, &c.worst) {
             println!("             {worst}");
@@ -166,7 +218,12 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
         if i == 0 {
             if let Some(out) = &args.output {
                 io::write_vector(out, &y)?;
-                println!("wrote y ({} from {}) to {}", y.len(), m.name(), out.display());
+                println!(
+                    "wrote y ({} from {}) to {}",
+                    y.len(),
+                    m.name(),
+                    out.display()
+                );
             }
         }
     }
@@ -178,7 +235,10 @@ fn run_typed<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>, x: &[f64], met
 fn host_vec<E>(n: usize, what: &'static str) -> wgspmv::Result<Vec<E>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n)
-        .map_err(|_| wgspmv::Error::OutOfHostMemory { what, bytes: (n as u64).saturating_mul(std::mem::size_of::<E>() as u64) })?;
+        .map_err(|_| wgspmv::Error::OutOfHostMemory {
+            what,
+            bytes: (n as u64).saturating_mul(std::mem::size_of::<E>() as u64),
+        })?;
     Ok(v)
 }
 
@@ -194,29 +254,53 @@ struct Agreement {
 /// must be NaN; where it is infinite, `y` must be the same infinity; elsewhere `y` must be finite
 /// and within `reference::check`'s per-row bound (which alone calls every NaN a disagreement, so
 /// x or a cast matrix holding NaN or infinity failed every method even when the GPU matched).
-fn compare<T: Scalar>(a: &CsrMatrix<T>, x: &[T], y: &[T], y_ref: &[f64]) -> wgspmv::Result<Agreement> {
+fn compare<T: Scalar>(
+    a: &CsrMatrix<T>,
+    x: &[T],
+    y: &[T],
+    y_ref: &[f64],
+) -> wgspmv::Result<Agreement> {
     let expected = |r: usize| T::from_f64(y_ref[r]).to_f64();
     let agrees_exactly = |r: usize| {
         let (e, g) = (expected(r), y[r].to_f64());
-        if e.is_nan() { g.is_nan() } else { g == e }
+        if e.is_nan() {
+            g.is_nan()
+        } else {
+            g == e
+        }
     };
-    let special: Vec<usize> = (0..a.nrows()).filter(|&r| !expected(r).is_finite()).collect();
+    let special: Vec<usize> = (0..a.nrows())
+        .filter(|&r| !expected(r).is_finite())
+        .collect();
     let bad = special.iter().copied().find(|&r| !agrees_exactly(r));
-    let bad = bad.or_else(|| (0..a.nrows()).find(|&r| expected(r).is_finite() && !y[r].to_f64().is_finite()));
+    let bad = bad.or_else(|| {
+        (0..a.nrows()).find(|&r| expected(r).is_finite() && !y[r].to_f64().is_finite())
+    });
     if let Some(r) = bad {
         let worst = format!("row {r}: {} where the reference is {}", y[r], y_ref[r]);
-        return Ok(Agreement { ok: false, rel_err: f64::INFINITY, worst: Some(worst) });
+        return Ok(Agreement {
+            ok: false,
+            rel_err: f64::INFINITY,
+            worst: Some(worst),
+        });
     }
     let describe = |rows: &dyn Fn(usize) -> usize, c: reference::Check| Agreement {
         ok: c.ok,
         rel_err: c.rel_err,
-        worst: c.worst_row.map(|(r, err, bound)| format!("worst row {}: error {err:e} > bound {bound:e}", rows(r))),
+        worst: c.worst_row.map(|(r, err, bound)| {
+            format!("worst row {}: error {err:e} > bound {bound:e}", rows(r))
+        }),
     };
     if special.is_empty() {
-        return Ok(describe(&|r| r, reference::check(1.0, a, x, 0.0, None, y, y_ref)));
+        return Ok(describe(
+            &|r| r,
+            reference::check(1.0, a, x, 0.0, None, y, y_ref),
+        ));
     }
     // The rows that agreed exactly are left out: check the others as a matrix of their own.
-    let finite: Vec<usize> = (0..a.nrows()).filter(|&r| expected(r).is_finite()).collect();
+    let finite: Vec<usize> = (0..a.nrows())
+        .filter(|&r| expected(r).is_finite())
+        .collect();
     let (mut row_ptr, mut col_idx, mut values) = (vec![0u32], Vec::new(), Vec::new());
     for &r in &finite {
         let (cols, vals) = a.row(r);
@@ -227,7 +311,10 @@ fn compare<T: Scalar>(a: &CsrMatrix<T>, x: &[T], y: &[T], y_ref: &[f64]) -> wgsp
     let sub = CsrMatrix::try_new(finite.len(), a.ncols(), row_ptr, col_idx, values)?;
     let sub_y: Vec<T> = finite.iter().map(|&r| y[r]).collect();
     let sub_ref: Vec<f64> = finite.iter().map(|&r| y_ref[r]).collect();
-    Ok(describe(&|r| finite[r], reference::check(1.0, &sub, x, 0.0, None, &sub_y, &sub_ref)))
+    Ok(describe(
+        &|r| finite[r],
+        reference::check(1.0, &sub, x, 0.0, None, &sub_y, &sub_ref),
+    ))
 }
 
 #[cfg(test)]
@@ -236,7 +323,15 @@ mod tests {
 
     /// A 5x3 matrix whose rows meet x's NaN (row 0), +Inf (row 1), -Inf (row 2) or neither (3, 4).
     fn case() -> (CsrMatrix<f32>, Vec<f32>, Vec<f64>) {
-        let t = vec![(0, 0, 1.0), (0, 2, 1.0), (1, 1, 2.0), (2, 1, -1.0), (2, 2, 3.0), (3, 2, 0.5), (4, 0, 0.0)];
+        let t = vec![
+            (0, 0, 1.0),
+            (0, 2, 1.0),
+            (1, 1, 2.0),
+            (2, 1, -1.0),
+            (2, 2, 3.0),
+            (3, 2, 0.5),
+            (4, 0, 0.0),
+        ];
         let a = CsrMatrix::from_triplets(5, 3, t).unwrap();
         let x = vec![f32::NAN, f32::INFINITY, 4.0];
         // Row 4 stores a zero times NaN.
@@ -252,7 +347,12 @@ mod tests {
     #[test]
     fn nan_and_inf_where_the_reference_has_them_agree() {
         let (a, x, y_ref) = case();
-        assert!(y_ref[0].is_nan() && y_ref[1] == f64::INFINITY && y_ref[2] == f64::NEG_INFINITY && y_ref[4].is_nan());
+        assert!(
+            y_ref[0].is_nan()
+                && y_ref[1] == f64::INFINITY
+                && y_ref[2] == f64::NEG_INFINITY
+                && y_ref[4].is_nan()
+        );
         let c = compare(&a, &x, &rounded(&y_ref), &y_ref).unwrap();
         assert!(c.ok && c.rel_err == 0.0, "{:?}", c.worst);
         let mut y = rounded(&y_ref);
@@ -284,7 +384,8 @@ mod tests {
     /// Without special values the verdict is reference::check's.
     #[test]
     fn finite_results_match_reference_check() {
-        let a = CsrMatrix::<f32>::from_triplets(2, 2, vec![(0, 0, 1.5), (1, 1, -2.0), (1, 0, 1.0)]).unwrap();
+        let a = CsrMatrix::<f32>::from_triplets(2, 2, vec![(0, 0, 1.5), (1, 1, -2.0), (1, 0, 1.0)])
+            .unwrap();
         let x = vec![2.0f32, 3.0];
         let y_ref = wgspmv::reference::spmv_par(&a, &x).unwrap();
         let mut y = rounded(&y_ref);
@@ -297,7 +398,10 @@ mod tests {
     /// A length the host cannot hold is an error.
     #[test]
     fn host_vec_refuses_impossible_sizes() {
-        assert!(matches!(host_vec::<f64>(usize::MAX / 4, "x"), Err(wgspmv::Error::OutOfHostMemory { what: "x", .. })));
+        assert!(matches!(
+            host_vec::<f64>(usize::MAX / 4, "x"),
+            Err(wgspmv::Error::OutOfHostMemory { what: "x", .. })
+        ));
         assert!(host_vec::<f32>(10, "x").unwrap().capacity() >= 10);
     }
 }

@@ -57,14 +57,21 @@ impl std::fmt::Display for RowStats {
 /// Refuses counts that do not fit the GPU's 32-bit indices.
 pub(crate) fn check_u32(what: &'static str, value: usize) -> Result<()> {
     if value as u64 > u32::MAX as u64 {
-        return Err(Error::TooLargeForU32 { what, value: value as u64, max: u32::MAX as u64 });
+        return Err(Error::TooLargeForU32 {
+            what,
+            value: value as u64,
+            max: u32::MAX as u64,
+        });
     }
     Ok(())
 }
 
 /// `OutOfHostMemory` for `count` elements of `E`.
 fn out_of_host_memory<E>(what: &'static str, count: usize) -> Error {
-    Error::OutOfHostMemory { what, bytes: (count as u64).saturating_mul(std::mem::size_of::<E>() as u64) }
+    Error::OutOfHostMemory {
+        what,
+        bytes: (count as u64).saturating_mul(std::mem::size_of::<E>() as u64),
+    }
 }
 
 // Sizes that come from the input go through these, so that one the host cannot hold is an Err, not
@@ -72,13 +79,15 @@ fn out_of_host_memory<E>(what: &'static str, count: usize) -> Error {
 
 /// Makes room for `additional` more elements of `v`, growing it geometrically like `push` does.
 pub(crate) fn try_reserve<E>(v: &mut Vec<E>, additional: usize, what: &'static str) -> Result<()> {
-    v.try_reserve(additional).map_err(|_| out_of_host_memory::<E>(what, v.len().saturating_add(additional)))
+    v.try_reserve(additional)
+        .map_err(|_| out_of_host_memory::<E>(what, v.len().saturating_add(additional)))
 }
 
 /// An empty vector with room for exactly `n` elements.
 pub(crate) fn try_with_capacity<E>(n: usize, what: &'static str) -> Result<Vec<E>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| out_of_host_memory::<E>(what, n))?;
+    v.try_reserve_exact(n)
+        .map_err(|_| out_of_host_memory::<E>(what, n))?;
     Ok(v)
 }
 
@@ -112,22 +121,37 @@ impl<T: Scalar> CsrMatrix<T> {
         check_u32("ncols", ncols)?;
         check_u32("nnz", col_idx.len())?;
         if row_ptr.len() != nrows + 1 {
-            return Err(Error::LengthMismatch { array: "row_ptr", expected: nrows + 1, actual: row_ptr.len() });
+            return Err(Error::LengthMismatch {
+                array: "row_ptr",
+                expected: nrows + 1,
+                actual: row_ptr.len(),
+            });
         }
         if values.len() != col_idx.len() {
-            return Err(Error::LengthMismatch { array: "values", expected: col_idx.len(), actual: values.len() });
+            return Err(Error::LengthMismatch {
+                array: "values",
+                expected: col_idx.len(),
+                actual: values.len(),
+            });
         }
         if row_ptr[0] != 0 {
             return Err(Error::RowPtrStart(row_ptr[0]));
         }
         for i in 1..row_ptr.len() {
             if row_ptr[i] < row_ptr[i - 1] {
-                return Err(Error::RowPtrNotMonotone { index: i, value: row_ptr[i], prev: row_ptr[i - 1] });
+                return Err(Error::RowPtrNotMonotone {
+                    index: i,
+                    value: row_ptr[i],
+                    prev: row_ptr[i - 1],
+                });
             }
         }
         let last = row_ptr[nrows];
         if last as usize != col_idx.len() {
-            return Err(Error::RowPtrEnd { last, nnz: col_idx.len() });
+            return Err(Error::RowPtrEnd {
+                last,
+                nnz: col_idx.len(),
+            });
         }
         // Rows are independent, so check them in parallel; report the first bad row.
         let bad = (0..nrows).into_par_iter().find_first(|&r| {
@@ -140,25 +164,53 @@ impl<T: Scalar> CsrMatrix<T> {
             for entry in s..e {
                 let col = col_idx[entry];
                 if col as usize >= ncols {
-                    return Err(Error::ColumnOutOfRange { row, entry, col, ncols });
+                    return Err(Error::ColumnOutOfRange {
+                        row,
+                        entry,
+                        col,
+                        ncols,
+                    });
                 }
                 if entry > s && col <= col_idx[entry - 1] {
-                    return Err(Error::ColumnsNotSorted { row, entry, col, prev: col_idx[entry - 1] });
+                    return Err(Error::ColumnsNotSorted {
+                        row,
+                        entry,
+                        col,
+                        prev: col_idx[entry - 1],
+                    });
                 }
             }
         }
-        Ok(Self { nrows, ncols, row_ptr, col_idx, values })
+        Ok(Self {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+        })
     }
 
     /// Builds a matrix from `(row, col, value)` triplets in any order; duplicates are summed
     /// (in f64, then rounded once).
-    pub fn from_triplets(nrows: usize, ncols: usize, mut triplets: Vec<(usize, usize, T)>) -> Result<Self> {
+    pub fn from_triplets(
+        nrows: usize,
+        ncols: usize,
+        mut triplets: Vec<(usize, usize, T)>,
+    ) -> Result<Self> {
         check_u32("nrows", nrows)?;
         check_u32("ncols", ncols)?;
-        if let Some((entry, &(row, col, _))) =
-            triplets.iter().enumerate().find(|(_, &(r, c, _))| r >= nrows || c >= ncols)
+        if let Some((entry, &(row, col, _))) = triplets
+            .iter()
+            .enumerate()
+            .find(|(_, &(r, c, _))| r >= nrows || c >= ncols)
         {
-            return Err(Error::TripletOutOfRange { entry, row, col, nrows, ncols });
+            return Err(Error::TripletOutOfRange {
+                entry,
+                row,
+                col,
+                nrows,
+                ncols,
+            });
         }
         // nrows alone sets the size of row_ptr: a few bytes of input can ask for gigabytes.
         let mut row_ptr = try_filled(nrows + 1, 0u32, "row_ptr")?;
@@ -181,13 +233,25 @@ impl<T: Scalar> CsrMatrix<T> {
         for r in 0..nrows {
             row_ptr[r + 1] += row_ptr[r];
         }
-        Ok(Self { nrows, ncols, row_ptr, col_idx, values })
+        Ok(Self {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+        })
     }
 
     /// An all-zero matrix with no stored entries.
     pub fn zeros(nrows: usize, ncols: usize) -> Result<Self> {
         check_u32("nrows", nrows)?;
-        Self::try_new(nrows, ncols, try_filled(nrows + 1, 0, "row_ptr")?, Vec::new(), Vec::new())
+        Self::try_new(
+            nrows,
+            ncols,
+            try_filled(nrows + 1, 0, "row_ptr")?,
+            Vec::new(),
+            Vec::new(),
+        )
     }
 
     pub fn nrows(&self) -> usize {
@@ -221,7 +285,13 @@ impl<T: Scalar> CsrMatrix<T> {
 
     /// Splits into `(nrows, ncols, row_ptr, col_idx, values)`.
     pub fn into_parts(self) -> (usize, usize, Vec<u32>, Vec<u32>, Vec<T>) {
-        (self.nrows, self.ncols, self.row_ptr, self.col_idx, self.values)
+        (
+            self.nrows,
+            self.ncols,
+            self.row_ptr,
+            self.col_idx,
+            self.values,
+        )
     }
 
     /// The same matrix with values converted to another scalar type.
@@ -231,21 +301,39 @@ impl<T: Scalar> CsrMatrix<T> {
             ncols: self.ncols,
             row_ptr: self.row_ptr.clone(),
             col_idx: self.col_idx.clone(),
-            values: self.values.par_iter().map(|v| U::from_f64(v.to_f64())).collect(),
+            values: self
+                .values
+                .par_iter()
+                .map(|v| U::from_f64(v.to_f64()))
+                .collect(),
         }
     }
 
     /// The same sparsity pattern with new values (same length as `nnz`).
     pub fn with_values<U: Scalar>(&self, values: Vec<U>) -> Result<CsrMatrix<U>> {
         if values.len() != self.nnz() {
-            return Err(Error::LengthMismatch { array: "values", expected: self.nnz(), actual: values.len() });
+            return Err(Error::LengthMismatch {
+                array: "values",
+                expected: self.nnz(),
+                actual: values.len(),
+            });
         }
-        Ok(CsrMatrix { nrows: self.nrows, ncols: self.ncols, row_ptr: self.row_ptr.clone(), col_idx: self.col_idx.clone(), values })
+        Ok(CsrMatrix {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: self.row_ptr.clone(),
+            col_idx: self.col_idx.clone(),
+            values,
+        })
     }
 
     /// Refuses NaN and infinite values, naming the first one (row, column, entry).
     pub fn check_finite(&self) -> Result<()> {
-        if let Some(entry) = self.values.par_iter().position_first(|v| !v.to_f64().is_finite()) {
+        if let Some(entry) = self
+            .values
+            .par_iter()
+            .position_first(|v| !v.to_f64().is_finite())
+        {
             let row = self.row_ptr.partition_point(|&p| p as usize <= entry) - 1;
             return Err(Error::NonFinite {
                 location: format!("entry {entry} (row {row}, column {})", self.col_idx[entry]),
@@ -264,12 +352,23 @@ impl<T: Scalar> CsrMatrix<T> {
                 let l = lens(r);
                 (l, l, (l == 0) as usize)
             })
-            .reduce(|| (usize::MAX, 0, 0), |a, b| (a.0.min(b.0), a.1.max(b.1), a.2 + b.2));
-        let mean = if self.nrows == 0 { 0.0 } else { self.nnz() as f64 / self.nrows as f64 };
+            .reduce(
+                || (usize::MAX, 0, 0),
+                |a, b| (a.0.min(b.0), a.1.max(b.1), a.2 + b.2),
+            );
+        let mean = if self.nrows == 0 {
+            0.0
+        } else {
+            self.nnz() as f64 / self.nrows as f64
+        };
         let variance = if self.nrows == 0 {
             0.0
         } else {
-            (0..self.nrows).into_par_iter().map(|r| (lens(r) as f64 - mean).powi(2)).sum::<f64>() / self.nrows as f64
+            (0..self.nrows)
+                .into_par_iter()
+                .map(|r| (lens(r) as f64 - mean).powi(2))
+                .sum::<f64>()
+                / self.nrows as f64
         };
         RowStats {
             nrows: self.nrows,
@@ -290,7 +389,12 @@ mod tests {
 
     #[test]
     fn triplets_sort_and_sum_duplicates() {
-        let m = CsrMatrix::<f64>::from_triplets(3, 3, vec![(2, 0, 1.0), (0, 2, 2.0), (0, 1, 3.0), (0, 2, 4.0)]).unwrap();
+        let m = CsrMatrix::<f64>::from_triplets(
+            3,
+            3,
+            vec![(2, 0, 1.0), (0, 2, 2.0), (0, 1, 3.0), (0, 2, 4.0)],
+        )
+        .unwrap();
         assert_eq!(m.row_ptr(), &[0, 2, 2, 3]);
         assert_eq!(m.col_idx(), &[1, 2, 0]);
         assert_eq!(m.values(), &[3.0, 6.0, 1.0]);
@@ -298,7 +402,14 @@ mod tests {
 
     #[test]
     fn stats_count_empty_rows() {
-        let m = CsrMatrix::<f32>::try_new(4, 5, vec![0, 0, 3, 3, 4], vec![0, 2, 4, 1], vec![1.0, 2.0, 3.0, 4.0]).unwrap();
+        let m = CsrMatrix::<f32>::try_new(
+            4,
+            5,
+            vec![0, 0, 3, 3, 4],
+            vec![0, 2, 4, 1],
+            vec![1.0, 2.0, 3.0, 4.0],
+        )
+        .unwrap();
         let s = m.row_stats();
         assert_eq!((s.min_len, s.max_len, s.empty_rows), (0, 3, 2));
         assert_eq!(s.mean, 1.0);

@@ -9,7 +9,11 @@ use std::path::PathBuf;
 pub enum Error {
     /// An index array or value array has the wrong length for the stated dimensions.
     #[error("{array} has length {actual}, expected {expected}")]
-    LengthMismatch { array: &'static str, expected: usize, actual: usize },
+    LengthMismatch {
+        array: &'static str,
+        expected: usize,
+        actual: usize,
+    },
 
     /// `row_ptr[0]` must be 0.
     #[error("row_ptr[0] is {0}, expected 0")]
@@ -25,19 +29,39 @@ pub enum Error {
 
     /// A column index is not below the column count.
     #[error("column index {col} at entry {entry} (row {row}) is out of range for {ncols} columns")]
-    ColumnOutOfRange { row: usize, entry: usize, col: u32, ncols: usize },
+    ColumnOutOfRange {
+        row: usize,
+        entry: usize,
+        col: u32,
+        ncols: usize,
+    },
 
     /// Column indices within a row must be strictly increasing.
     #[error("columns in row {row} are not strictly increasing: entry {entry} has column {col} after column {prev}")]
-    ColumnsNotSorted { row: usize, entry: usize, col: u32, prev: u32 },
+    ColumnsNotSorted {
+        row: usize,
+        entry: usize,
+        col: u32,
+        prev: u32,
+    },
 
     /// A row or column index of a triplet is outside the stated dimensions.
     #[error("triplet {entry} at ({row}, {col}) is outside a {nrows}x{ncols} matrix")]
-    TripletOutOfRange { entry: usize, row: usize, col: usize, nrows: usize, ncols: usize },
+    TripletOutOfRange {
+        entry: usize,
+        row: usize,
+        col: usize,
+        nrows: usize,
+        ncols: usize,
+    },
 
     /// A dimension or the number of stored entries does not fit the 32-bit indices the GPU uses.
     #[error("{what} = {value} exceeds the 32-bit index range (max {max}) that WGSL allows")]
-    TooLargeForU32 { what: &'static str, value: u64, max: u64 },
+    TooLargeForU32 {
+        what: &'static str,
+        value: u64,
+        max: u64,
+    },
 
     /// A value is NaN or infinite where the operation refuses non-finite values.
     #[error("non-finite value {value} at {location}")]
@@ -45,7 +69,11 @@ pub enum Error {
 
     /// Two operands have incompatible dimensions.
     #[error("dimension mismatch: {what} has {actual} elements, expected {expected}")]
-    DimensionMismatch { what: &'static str, expected: usize, actual: usize },
+    DimensionMismatch {
+        what: &'static str,
+        expected: usize,
+        actual: usize,
+    },
 
     /// A vector created on one device was passed to a plan on another.
     #[error("{what} lives on a different GPU device than the plan")]
@@ -53,20 +81,36 @@ pub enum Error {
 
     /// A method or parameter name that the library does not know.
     #[error("unknown {what} '{name}'; expected one of: {expected}")]
-    UnknownName { what: &'static str, name: String, expected: String },
+    UnknownName {
+        what: &'static str,
+        name: String,
+        expected: String,
+    },
 
     /// A method parameter outside its valid range.
     #[error("invalid parameter {name} = {value}: {reason}")]
-    InvalidParameter { name: &'static str, value: String, reason: String },
+    InvalidParameter {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
 
     /// A Matrix Market file could not be parsed.
     #[error("{}:{line}: {message}", path.display())]
-    MatrixMarket { path: PathBuf, line: usize, message: String },
+    MatrixMarket {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
 
     /// A Matrix Market header or data line is longer than the reader holds in memory (comment
     /// lines are skipped without being held, whatever their length).
     #[error("{}:{line}: line is longer than {limit} bytes", path.display())]
-    LineTooLong { path: PathBuf, line: usize, limit: usize },
+    LineTooLong {
+        path: PathBuf,
+        line: usize,
+        limit: usize,
+    },
 
     /// A Matrix Market file uses a field the library refuses (complex, hermitian).
     #[error("{}: {what} Matrix Market files are not supported (real, integer and pattern are)", path.display())]
@@ -74,7 +118,11 @@ pub enum Error {
 
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, #[source] source: std::io::Error },
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 
     /// No GPU adapter was found.
     #[error("no GPU adapter found{detail}. Install a Vulkan, Metal or DX12 driver; on a machine without a GPU install Mesa's lavapipe (`apt-get install mesa-vulkan-drivers libvulkan1`)")]
@@ -86,11 +134,21 @@ pub enum Error {
 
     /// The adapter lacks a feature the operation needs (e.g. SHADER_F64 for f64 matrices).
     #[error("the adapter '{adapter}' lacks {feature}, which {needed_for} needs{hint}")]
-    MissingFeature { adapter: String, feature: &'static str, needed_for: String, hint: &'static str },
+    MissingFeature {
+        adapter: String,
+        feature: &'static str,
+        needed_for: String,
+        hint: &'static str,
+    },
 
     /// A matrix or vector is larger than this adapter can hold or bind.
     #[error("{what} needs {bytes} bytes, more than this adapter's limit {limit_name} = {limit}; use a smaller matrix or an adapter with larger limits")]
-    TooLargeForAdapter { what: String, bytes: u64, limit_name: &'static str, limit: u64 },
+    TooLargeForAdapter {
+        what: String,
+        bytes: u64,
+        limit_name: &'static str,
+        limit: u64,
+    },
 
     /// The host could not allocate memory for an array whose size the input dictates (a matrix's
     /// row pointers, a dense vector, the entries being read); `bytes` is the size that was needed.

@@ -81,21 +81,36 @@ struct Lines {
 
 impl Lines {
     fn open(path: &Path) -> Result<Self> {
-        let io_err = |source| Error::Io { path: path.to_owned(), source };
+        let io_err = |source| Error::Io {
+            path: path.to_owned(),
+            source,
+        };
         let mut file = BufReader::new(File::open(path).map_err(io_err)?);
         // Detect gzip by its magic bytes, not by the file name.
         let gz = file.fill_buf().map_err(io_err)?.starts_with(&[0x1f, 0x8b]);
-        let inner: Box<dyn BufRead> =
-            if gz { Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(file))) } else { Box::new(file) };
+        let inner: Box<dyn BufRead> = if gz {
+            Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(file)))
+        } else {
+            Box::new(file)
+        };
         Ok(Self::from_reader(path, inner))
     }
 
     fn from_reader(path: &Path, inner: Box<dyn BufRead>) -> Self {
-        Self { path: path.to_owned(), inner, line_no: 0, text: String::new() }
+        Self {
+            path: path.to_owned(),
+            inner,
+            line_no: 0,
+            text: String::new(),
+        }
     }
 
     fn err(&self, message: impl Into<String>) -> Error {
-        Error::MatrixMarket { path: self.path.clone(), line: self.line_no, message: message.into() }
+        Error::MatrixMarket {
+            path: self.path.clone(),
+            line: self.line_no,
+            message: message.into(),
+        }
     }
 
     /// The current header or data line.
@@ -134,7 +149,11 @@ impl Lines {
                 leading += blanks;
                 part = &part[blanks..];
                 if let Some(&first) = part.first() {
-                    state = if skip_comments && first == b'%' { State::Comment } else { State::Text };
+                    state = if skip_comments && first == b'%' {
+                        State::Comment
+                    } else {
+                        State::Text
+                    };
                 }
             }
             let too_long = state == State::Text && bytes.len() + part.len() > MAX_LINE;
@@ -143,7 +162,11 @@ impl Lines {
             }
             self.inner.consume(used);
             if too_long {
-                return Err(Error::LineTooLong { path: self.path.clone(), line: self.line_no, limit: MAX_LINE });
+                return Err(Error::LineTooLong {
+                    path: self.path.clone(),
+                    line: self.line_no,
+                    limit: MAX_LINE,
+                });
             }
             if newline.is_some() {
                 break;
@@ -154,7 +177,10 @@ impl Lines {
             State::Comment => Ok(Line::Skipped),
             State::Blank if skip_comments => Ok(Line::Skipped),
             State::Blank | State::Text => {
-                let end = bytes.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |i| i + 1);
+                let end = bytes
+                    .iter()
+                    .rposition(|b| !b.is_ascii_whitespace())
+                    .map_or(0, |i| i + 1);
                 bytes.truncate(end);
                 match String::from_utf8(bytes) {
                     Ok(text) => {
@@ -164,7 +190,10 @@ impl Lines {
                     Err(e) => {
                         let at = e.utf8_error().valid_up_to();
                         let byte = e.as_bytes()[at];
-                        Err(self.err(format!("byte 0x{byte:02x} at column {} is not valid UTF-8", leading + at + 1)))
+                        Err(self.err(format!(
+                            "byte 0x{byte:02x} at column {} is not valid UTF-8",
+                            leading + at + 1
+                        )))
                     }
                 }
             }
@@ -192,18 +221,30 @@ fn parse_header(lines: &mut Lines) -> Result<Header> {
     if !lines.next_line()? {
         return Err(lines.err("empty file"));
     }
-    let words: Vec<String> = lines.text().split_whitespace().map(|w| w.to_ascii_lowercase()).collect();
+    let words: Vec<String> = lines
+        .text()
+        .split_whitespace()
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
     if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
         return Err(lines.err(format!(
             "bad header {}: expected '%%MatrixMarket matrix <coordinate|array> <field> <symmetry>'",
             quote(lines.text())
         )));
     }
-    let unsupported = |what: &str| Error::UnsupportedMatrixMarket { path: lines.path.clone(), what: what.to_owned() };
+    let unsupported = |what: &str| Error::UnsupportedMatrixMarket {
+        path: lines.path.clone(),
+        what: what.to_owned(),
+    };
     let layout = match words[2].as_str() {
         "coordinate" => Layout::Coordinate,
         "array" => Layout::Array,
-        other => return Err(lines.err(format!("unknown layout {} (expected coordinate or array)", quote(other)))),
+        other => {
+            return Err(lines.err(format!(
+                "unknown layout {} (expected coordinate or array)",
+                quote(other)
+            )))
+        }
     };
     let field = match words[3].as_str() {
         "real" | "double" => Field::Real,
@@ -222,32 +263,50 @@ fn parse_header(lines: &mut Lines) -> Result<Header> {
     if layout == Layout::Array && field == Field::Pattern {
         return Err(lines.err("'array pattern' is not a valid combination"));
     }
-    Ok(Header { layout, field, symmetry })
+    Ok(Header {
+        layout,
+        field,
+        symmetry,
+    })
 }
 
 fn parse_num<N: std::str::FromStr>(lines: &Lines, word: Option<&str>, what: &str) -> Result<N> {
     let w = word.ok_or_else(|| lines.err(format!("missing {what}")))?;
-    w.parse().map_err(|_| lines.err(format!("{} is not a valid {what}", quote(w))))
+    w.parse()
+        .map_err(|_| lines.err(format!("{} is not a valid {what}", quote(w))))
 }
 
 /// The value of an entry line, parsed straight into `T`. Pattern entries are 1.0; a single
 /// trailing token on them is skipped, because real files carry one (SuiteSparse's Ragusa16 is
 /// declared `pattern` yet lists weights), and the format gives pattern entries no value to take.
-fn parse_value<'a, T: Scalar>(lines: &Lines, field: Field, words: &mut impl Iterator<Item = &'a str>) -> Result<T> {
+fn parse_value<'a, T: Scalar>(
+    lines: &Lines,
+    field: Field,
+    words: &mut impl Iterator<Item = &'a str>,
+) -> Result<T> {
     match field {
         Field::Pattern => {
             let _ignored = words.next();
             Ok(T::from_f64(1.0))
         }
-        Field::Integer => parse_num::<i64>(lines, words.next(), "integer value").map(|v| T::from_f64(v as f64)),
+        Field::Integer => {
+            parse_num::<i64>(lines, words.next(), "integer value").map(|v| T::from_f64(v as f64))
+        }
         Field::Real => {
-            let w = words.next().ok_or_else(|| lines.err("missing real value"))?;
-            T::parse_decimal(w).ok_or_else(|| lines.err(format!("{} is not a valid real value", quote(w))))
+            let w = words
+                .next()
+                .ok_or_else(|| lines.err("missing real value"))?;
+            T::parse_decimal(w)
+                .ok_or_else(|| lines.err(format!("{} is not a valid real value", quote(w))))
         }
     }
 }
 
-fn no_more_words<'a>(lines: &Lines, words: &mut impl Iterator<Item = &'a str>, what: &str) -> Result<()> {
+fn no_more_words<'a>(
+    lines: &Lines,
+    words: &mut impl Iterator<Item = &'a str>,
+    what: &str,
+) -> Result<()> {
     match words.next() {
         Some(extra) => Err(lines.err(format!("unexpected {} after the {what}", quote(extra)))),
         None => Ok(()),
@@ -263,14 +322,22 @@ pub fn read_matrix_market<T: Scalar>(path: impl AsRef<Path>) -> Result<CsrMatrix
 }
 
 /// Like [`read_matrix_market`], from any reader; `name` is used in error messages.
-pub fn read_matrix_market_from<T: Scalar>(reader: impl Read + 'static, name: &str) -> Result<CsrMatrix<T>> {
-    read_matrix(Lines::from_reader(Path::new(name), Box::new(BufReader::new(reader))))
+pub fn read_matrix_market_from<T: Scalar>(
+    reader: impl Read + 'static,
+    name: &str,
+) -> Result<CsrMatrix<T>> {
+    read_matrix(Lines::from_reader(
+        Path::new(name),
+        Box::new(BufReader::new(reader)),
+    ))
 }
 
 fn read_matrix<T: Scalar>(mut lines: Lines) -> Result<CsrMatrix<T>> {
     let h = parse_header(&mut lines)?;
     if h.layout != Layout::Coordinate {
-        return Err(lines.err("expected a sparse 'coordinate' matrix, found 'array' (a dense vector or matrix)"));
+        return Err(lines.err(
+            "expected a sparse 'coordinate' matrix, found 'array' (a dense vector or matrix)",
+        ));
     }
     if !lines.next_data()? {
         return Err(lines.err("missing size line"));
@@ -281,34 +348,49 @@ fn read_matrix<T: Scalar>(mut lines: Lines) -> Result<CsrMatrix<T>> {
     let nnz: usize = parse_num(&lines, w.next(), "entry count")?;
     no_more_words(&lines, &mut w, "three numbers of the size line")?;
     if h.symmetry != Symmetry::General && nrows != ncols {
-        return Err(lines.err(format!("a {:?} matrix must be square, found {nrows}x{ncols}", h.symmetry)));
+        return Err(lines.err(format!(
+            "a {:?} matrix must be square, found {nrows}x{ncols}",
+            h.symmetry
+        )));
     }
     let expand = h.symmetry != Symmetry::General;
     // Trust the size line for a bounded reservation only: a corrupt one must not claim gigabytes.
     let promised = nnz.saturating_mul(if expand { 2 } else { 1 });
-    let mut triplets: Vec<(usize, usize, T)> =
-        try_with_capacity(header_capacity::<(usize, usize, T)>(promised), "Matrix Market entries")?;
+    let mut triplets: Vec<(usize, usize, T)> = try_with_capacity(
+        header_capacity::<(usize, usize, T)>(promised),
+        "Matrix Market entries",
+    )?;
     for k in 0..nnz {
         if !lines.next_data()? {
-            return Err(lines.err(format!("file ends after {k} entries, the size line promised {nnz}")));
+            return Err(lines.err(format!(
+                "file ends after {k} entries, the size line promised {nnz}"
+            )));
         }
         let mut w = lines.text().split_whitespace();
         let i: usize = parse_num(&lines, w.next(), "row index")?;
         let j: usize = parse_num(&lines, w.next(), "column index")?;
         if i == 0 || i > nrows || j == 0 || j > ncols {
-            return Err(lines.err(format!("entry ({i}, {j}) is outside the 1-based {nrows}x{ncols} matrix")));
+            return Err(lines.err(format!(
+                "entry ({i}, {j}) is outside the 1-based {nrows}x{ncols} matrix"
+            )));
         }
         let v: T = parse_value(&lines, h.field, &mut w)?;
         no_more_words(&lines, &mut w, "entry")?;
         let (r, c) = (i - 1, j - 1);
         try_push(&mut triplets, (r, c, v), "Matrix Market entries")?;
         if expand && r != c {
-            let mirrored = if h.symmetry == Symmetry::SkewSymmetric { T::from_f64(-v.to_f64()) } else { v };
+            let mirrored = if h.symmetry == Symmetry::SkewSymmetric {
+                T::from_f64(-v.to_f64())
+            } else {
+                v
+            };
             try_push(&mut triplets, (c, r, mirrored), "Matrix Market entries")?;
         }
     }
     if lines.next_data()? {
-        return Err(lines.err(format!("more entries than the {nnz} the size line promised")));
+        return Err(lines.err(format!(
+            "more entries than the {nnz} the size line promised"
+        )));
     }
     CsrMatrix::from_triplets(nrows, ncols, triplets)
 }
@@ -325,11 +407,15 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
     let nrows: usize = parse_num(&lines, w.next(), "row count")?;
     let ncols: usize = parse_num(&lines, w.next(), "column count")?;
     if nrows != 1 && ncols != 1 {
-        return Err(lines.err(format!("a vector must have one row or one column, found {nrows}x{ncols}")));
+        return Err(lines.err(format!(
+            "a vector must have one row or one column, found {nrows}x{ncols}"
+        )));
     }
     let n = nrows * ncols; // one of them is 0 or 1
     if n > u32::MAX as usize {
-        return Err(lines.err(format!("a vector of {n} elements exceeds the 32-bit index range")));
+        return Err(lines.err(format!(
+            "a vector of {n} elements exceeds the 32-bit index range"
+        )));
     }
     let out = match h.layout {
         Layout::Array => {
@@ -340,7 +426,11 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
                     return Err(lines.err(format!("file ends after {k} of {n} values")));
                 }
                 let mut w = lines.text().split_whitespace();
-                try_push(&mut out, parse_value::<T>(&lines, h.field, &mut w)?, "vector")?;
+                try_push(
+                    &mut out,
+                    parse_value::<T>(&lines, h.field, &mut w)?,
+                    "vector",
+                )?;
                 no_more_words(&lines, &mut w, "value")?;
             }
             out
@@ -358,17 +448,27 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
                 let i: usize = parse_num(&lines, w.next(), "row index")?;
                 let j: usize = parse_num(&lines, w.next(), "column index")?;
                 if i == 0 || i > nrows || j == 0 || j > ncols {
-                    return Err(lines.err(format!("entry ({i}, {j}) is outside the {nrows}x{ncols} vector")));
+                    return Err(lines.err(format!(
+                        "entry ({i}, {j}) is outside the {nrows}x{ncols} vector"
+                    )));
                 }
                 let v = parse_value::<T>(&lines, h.field, &mut w)?;
                 no_more_words(&lines, &mut w, "entry")?;
-                try_push(&mut entries, ((i - 1) + (j - 1), v), "Matrix Market entries")?;
+                try_push(
+                    &mut entries,
+                    ((i - 1) + (j - 1), v),
+                    "Matrix Market entries",
+                )?;
             }
             // The size line alone sets n: a few bytes of input can ask for gigabytes.
             let mut out = try_filled(n, T::default(), "vector")?;
             for (idx, v) in entries {
                 // A single entry stays exact; duplicates add up.
-                out[idx] = if out[idx] == T::default() { v } else { T::from_f64(out[idx].to_f64() + v.to_f64()) };
+                out[idx] = if out[idx] == T::default() {
+                    v
+                } else {
+                    T::from_f64(out[idx].to_f64() + v.to_f64())
+                };
             }
             out
         }
@@ -380,14 +480,22 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
-    File::create(path).map(BufWriter::new).map_err(|source| Error::Io { path: path.to_owned(), source })
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// Writes a matrix as `coordinate real general`, values in their shortest exact decimal form.
 pub fn write_matrix_market<T: Scalar>(path: impl AsRef<Path>, m: &CsrMatrix<T>) -> Result<()> {
     let path = path.as_ref();
     let mut f = create(path)?;
-    let io = |source| Error::Io { path: path.to_owned(), source };
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
     writeln!(f, "%%MatrixMarket matrix coordinate real general").map_err(io)?;
     writeln!(f, "{} {} {}", m.nrows(), m.ncols(), m.nnz()).map_err(io)?;
     for r in 0..m.nrows() {
@@ -403,7 +511,10 @@ pub fn write_matrix_market<T: Scalar>(path: impl AsRef<Path>, m: &CsrMatrix<T>) 
 pub fn write_vector<T: Scalar>(path: impl AsRef<Path>, v: &[T]) -> Result<()> {
     let path = path.as_ref();
     let mut f = create(path)?;
-    let io = |source| Error::Io { path: path.to_owned(), source };
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
     writeln!(f, "%%MatrixMarket matrix array real general").map_err(io)?;
     writeln!(f, "{} 1", v.len()).map_err(io)?;
     for x in v {

@@ -72,7 +72,13 @@ pub struct SpmvPlan<T> {
 }
 
 impl<T: Scalar> SpmvPlan<T> {
-    pub(crate) fn new(gpu: &Gpu, method: Method, a: &CsrMatrix<T>, stages: Vec<Stage>, details: String) -> Self {
+    pub(crate) fn new(
+        gpu: &Gpu,
+        method: Method,
+        a: &CsrMatrix<T>,
+        stages: Vec<Stage>,
+        details: String,
+    ) -> Self {
         // A buffer bound in several slots or stages counts once.
         let mut owned: Vec<&Arc<wgpu::Buffer>> = stages
             .iter()
@@ -85,7 +91,21 @@ impl<T: Scalar> SpmvPlan<T> {
         owned.sort_by_key(|b| Arc::as_ptr(b));
         owned.dedup_by(|a, b| Arc::ptr_eq(a, b));
         let device_bytes = owned.iter().map(|b| b.size()).sum();
-        Self { gpu: gpu.clone(), method, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), stages, details, device_bytes, host: None, speculative: None, suraa: None, bccoo: None, _t: PhantomData }
+        Self {
+            gpu: gpu.clone(),
+            method,
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            stages,
+            details,
+            device_bytes,
+            host: None,
+            speculative: None,
+            suraa: None,
+            bccoo: None,
+            _t: PhantomData,
+        }
     }
 
     /// Makes `run` submit `host.stages` and finish with `host.stage` on the host.
@@ -94,7 +114,10 @@ impl<T: Scalar> SpmvPlan<T> {
         self
     }
 
-    pub(crate) fn with_speculative_report(mut self, report: Arc<crate::methods::speculative::Report>) -> Self {
+    pub(crate) fn with_speculative_report(
+        mut self,
+        report: Arc<crate::methods::speculative::Report>,
+    ) -> Self {
         self.speculative = Some(report);
         self
     }
@@ -109,7 +132,10 @@ impl<T: Scalar> SpmvPlan<T> {
         self
     }
 
-    pub(crate) fn map_bccoo_report(mut self, f: impl FnOnce(&mut crate::methods::bccoo::BccooReport)) -> Self {
+    pub(crate) fn map_bccoo_report(
+        mut self,
+        f: impl FnOnce(&mut crate::methods::bccoo::BccooReport),
+    ) -> Self {
         if let Some(r) = self.bccoo.as_mut() {
             f(r);
         }
@@ -182,18 +208,35 @@ impl<T: Scalar> SpmvPlan<T> {
             return Err(Error::WrongDevice { what: "y" });
         }
         if x.len() != self.ncols {
-            return Err(Error::DimensionMismatch { what: "x", expected: self.ncols, actual: x.len() });
+            return Err(Error::DimensionMismatch {
+                what: "x",
+                expected: self.ncols,
+                actual: x.len(),
+            });
         }
         if y.len() != self.nrows {
-            return Err(Error::DimensionMismatch { what: "y", expected: self.nrows, actual: y.len() });
+            return Err(Error::DimensionMismatch {
+                what: "y",
+                expected: self.nrows,
+                actual: y.len(),
+            });
         }
         Ok(())
     }
 
     /// Bind groups for one call, created once and reused across repetitions.
-    fn bind(&self, stages: &[Stage], x: &GpuVector<T>, y: &GpuVector<T>, alpha: T, beta: T) -> Vec<wgpu::BindGroup> {
+    fn bind(
+        &self,
+        stages: &[Stage],
+        x: &GpuVector<T>,
+        y: &GpuVector<T>,
+        alpha: T,
+        beta: T,
+    ) -> Vec<wgpu::BindGroup> {
         // Mirrors `struct Coeffs { alpha: scalar, beta: scalar }` in shaders/common.wgsl.
-        let coeffs = self.gpu.uniform_buffer("wgspmv coeffs", bytemuck::cast_slice(&[alpha, beta]));
+        let coeffs = self
+            .gpu
+            .uniform_buffer("wgspmv coeffs", bytemuck::cast_slice(&[alpha, beta]));
         stages
             .iter()
             .map(|s| {
@@ -211,11 +254,13 @@ impl<T: Scalar> SpmvPlan<T> {
                         },
                     })
                     .collect();
-                self.gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("wgspmv stage"),
-                    layout: &s.pipeline.get_bind_group_layout(0),
-                    entries: &entries,
-                })
+                self.gpu
+                    .device()
+                    .create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some("wgspmv stage"),
+                        layout: &s.pipeline.get_bind_group_layout(0),
+                        entries: &entries,
+                    })
             })
             .collect()
     }
@@ -233,32 +278,71 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Records `y = α·A·x + β·y` into the caller's encoder (nothing is submitted). With β = 0,
     /// `y` is not read, so it may hold anything, NaN included.
-    pub fn record_axpby(&self, encoder: &mut wgpu::CommandEncoder, alpha: T, x: &GpuVector<T>, beta: T, y: &mut GpuVector<T>) -> Result<()> {
+    pub fn record_axpby(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        alpha: T,
+        x: &GpuVector<T>,
+        beta: T,
+        y: &mut GpuVector<T>,
+    ) -> Result<()> {
         self.check(x, y)?;
-        Self::record_stages(&self.stages, self.bind(&self.stages, x, y, alpha, beta), encoder);
+        Self::record_stages(
+            &self.stages,
+            self.bind(&self.stages, x, y, alpha, beta),
+            encoder,
+        );
         Ok(())
     }
 
-    fn record_stages(stages: &[Stage], groups: Vec<wgpu::BindGroup>, encoder: &mut wgpu::CommandEncoder) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("wgspmv spmv"), timestamp_writes: None });
+    fn record_stages(
+        stages: &[Stage],
+        groups: Vec<wgpu::BindGroup>,
+        encoder: &mut wgpu::CommandEncoder,
+    ) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("wgspmv spmv"),
+            timestamp_writes: None,
+        });
         Self::encode(stages, &mut pass, &groups);
     }
 
     /// Records `y = A·x` into the caller's encoder.
-    pub fn record(&self, encoder: &mut wgpu::CommandEncoder, x: &GpuVector<T>, y: &mut GpuVector<T>) -> Result<()> {
+    pub fn record(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+    ) -> Result<()> {
         self.record_axpby(encoder, T::from_f64(1.0), x, T::from_f64(0.0), y)
     }
 
     /// Computes `y = α·A·x + β·y` on the GPU (submitted; the result stays on the GPU). A plan
     /// that finishes on the host ([`finishes_on_host`](Self::finishes_on_host)) returns once
     /// the host stage is done.
-    pub fn run_axpby(&self, alpha: T, x: &GpuVector<T>, beta: T, y: &mut GpuVector<T>) -> Result<()> {
+    pub fn run_axpby(
+        &self,
+        alpha: T,
+        x: &GpuVector<T>,
+        beta: T,
+        y: &mut GpuVector<T>,
+    ) -> Result<()> {
         self.check(x, y)?;
         // A panic elsewhere cannot leave the scratch buffers half used: the host stage resets them.
-        let _turn = self.host.as_ref().map(|h| h.turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        let stages = self.host.as_ref().map_or(&self.stages[..], |h| &h.stages[..]);
+        let _turn = self.host.as_ref().map(|h| {
+            h.turn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
+        let stages = self
+            .host
+            .as_ref()
+            .map_or(&self.stages[..], |h| &h.stages[..]);
         self.gpu.scoped("running SpMV", || {
-            let mut enc = self.gpu.device().create_command_encoder(&Default::default());
+            let mut enc = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
             Self::record_stages(stages, self.bind(stages, x, y, alpha, beta), &mut enc);
             self.gpu.queue().submit([enc.finish()]);
         })?;
@@ -281,7 +365,8 @@ impl<T: Scalar> SpmvPlan<T> {
             return self.time_runs(x, y, repeats);
         }
         let groups = self.bind(&self.stages, x, y, T::from_f64(1.0), T::from_f64(0.0));
-        self.gpu.time_pass(repeats, |pass| Self::encode(&self.stages, pass, &groups))
+        self.gpu
+            .time_pass(repeats, |pass| Self::encode(&self.stages, pass, &groups))
     }
 
     fn time_runs(&self, x: &GpuVector<T>, y: &mut GpuVector<T>, repeats: u32) -> Result<Timing> {
@@ -296,7 +381,11 @@ impl<T: Scalar> SpmvPlan<T> {
         let reps = repeats.clamp(3, ((1000.0 / first.max(1e-3)) as u32).max(3));
         let mut ms = (0..reps).map(|_| once()).collect::<Result<Vec<f64>>>()?;
         ms.sort_by(f64::total_cmp);
-        Ok(Timing { ms: ms[ms.len() / 2], repeats: reps, timer: crate::gpu::Timer::WallClock })
+        Ok(Timing {
+            ms: ms[ms.len() / 2],
+            repeats: reps,
+            timer: crate::gpu::Timer::WallClock,
+        })
     }
 
     /// Bytes one product must move at least: values, column indices, row pointers, x and y,
@@ -319,18 +408,29 @@ impl Gpu {
     }
 
     /// Prepares `a` for `method` with explicit options.
-    pub fn prepare_with<T: Scalar>(&self, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+    pub fn prepare_with<T: Scalar>(
+        &self,
+        a: &CsrMatrix<T>,
+        method: Method,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
         self.check_scalar::<T>()?;
         let method = match method {
             Method::Auto => crate::select::choose(&a.row_stats(), self.info()),
             m => m,
         };
         match method {
-            Method::CsrScalar | Method::CsrVector => crate::methods::csr::prepare(self, a, method, opts),
-            Method::Cmrs | Method::CmrsPadded => crate::methods::cmrs::prepare(self, a, method, opts),
+            Method::CsrScalar | Method::CsrVector => {
+                crate::methods::csr::prepare(self, a, method, opts)
+            }
+            Method::Cmrs | Method::CmrsPadded => {
+                crate::methods::cmrs::prepare(self, a, method, opts)
+            }
             Method::Speculative => crate::methods::speculative::prepare(self, a, opts),
             Method::Suraa => crate::methods::suraa::prepare(self, a, opts),
-            Method::Bccoo | Method::BccooPlus => crate::methods::bccoo::prepare(self, a, method, opts),
+            Method::Bccoo | Method::BccooPlus => {
+                crate::methods::bccoo::prepare(self, a, method, opts)
+            }
             Method::Auto => unreachable!("select::choose returns a concrete method"),
         }
     }

@@ -5,14 +5,21 @@ use rayon::prelude::*;
 
 fn check_dims<T: Scalar>(a: &CsrMatrix<T>, x: &[T]) -> Result<()> {
     if x.len() != a.ncols() {
-        return Err(Error::DimensionMismatch { what: "x", expected: a.ncols(), actual: x.len() });
+        return Err(Error::DimensionMismatch {
+            what: "x",
+            expected: a.ncols(),
+            actual: x.len(),
+        });
     }
     Ok(())
 }
 
 fn row_dot<T: Scalar>(a: &CsrMatrix<T>, x: &[T], r: usize) -> f64 {
     let (cols, vals) = a.row(r);
-    cols.iter().zip(vals).map(|(&c, v)| v.to_f64() * x[c as usize].to_f64()).sum()
+    cols.iter()
+        .zip(vals)
+        .map(|(&c, v)| v.to_f64() * x[c as usize].to_f64())
+        .sum()
 }
 
 /// `A·x` in f64, one row after another.
@@ -24,19 +31,38 @@ pub fn spmv_seq<T: Scalar>(a: &CsrMatrix<T>, x: &[T]) -> Result<Vec<f64>> {
 /// `A·x` in f64, rows in parallel with rayon.
 pub fn spmv_par<T: Scalar>(a: &CsrMatrix<T>, x: &[T]) -> Result<Vec<f64>> {
     check_dims(a, x)?;
-    Ok((0..a.nrows()).into_par_iter().map(|r| row_dot(a, x, r)).collect())
+    Ok((0..a.nrows())
+        .into_par_iter()
+        .map(|r| row_dot(a, x, r))
+        .collect())
 }
 
 /// `α·A·x + β·y` in f64 (rayon). With β = 0, `y` is not read (it may hold NaN), as in BLAS.
-pub fn spmv_axpby<T: Scalar>(alpha: f64, a: &CsrMatrix<T>, x: &[T], beta: f64, y: &[T]) -> Result<Vec<f64>> {
+pub fn spmv_axpby<T: Scalar>(
+    alpha: f64,
+    a: &CsrMatrix<T>,
+    x: &[T],
+    beta: f64,
+    y: &[T],
+) -> Result<Vec<f64>> {
     if y.len() != a.nrows() {
-        return Err(Error::DimensionMismatch { what: "y", expected: a.nrows(), actual: y.len() });
+        return Err(Error::DimensionMismatch {
+            what: "y",
+            expected: a.nrows(),
+            actual: y.len(),
+        });
     }
     let ax = spmv_par(a, x)?;
     Ok(ax
         .into_par_iter()
         .zip(y.par_iter())
-        .map(|(s, &yv)| if beta == 0.0 { alpha * s } else { alpha * s + beta * yv.to_f64() })
+        .map(|(s, &yv)| {
+            if beta == 0.0 {
+                alpha * s
+            } else {
+                alpha * s + beta * yv.to_f64()
+            }
+        })
         .collect())
 }
 
@@ -65,7 +91,15 @@ pub struct Check {
 /// that (products, the α/β update and the final rounding), plus `4u·|β·y0|`. A row with no entries
 /// must come out exactly `β·y0` (0 when β = 0). The bound is a worst case: tests whose point is
 /// that no entry is lost use exact oracles (small integers) instead.
-pub fn check<T: Scalar>(alpha: f64, a: &CsrMatrix<T>, x: &[T], beta: f64, y0: Option<&[T]>, y: &[T], y_ref: &[f64]) -> Check {
+pub fn check<T: Scalar>(
+    alpha: f64,
+    a: &CsrMatrix<T>,
+    x: &[T],
+    beta: f64,
+    y0: Option<&[T]>,
+    y: &[T],
+    y_ref: &[f64],
+) -> Check {
     let u = T::EPSILON;
     let rows: Vec<(f64, f64)> = (0..a.nrows())
         .into_par_iter()
@@ -75,9 +109,19 @@ pub fn check<T: Scalar>(alpha: f64, a: &CsrMatrix<T>, x: &[T], beta: f64, y0: Op
                 return (0.0, 1.0);
             }
             let (cols, vals) = a.row(r);
-            let mag: f64 = cols.iter().zip(vals).map(|(&c, v)| (v.to_f64() * x[c as usize].to_f64()).abs()).sum();
-            let by = if beta == 0.0 { 0.0 } else { (beta * y0.map_or(0.0, |y0| y0[r].to_f64())).abs() };
-            let bound = 2.0 * (cols.len() as f64 + 2.0) * u * alpha.abs() * mag + 4.0 * u * by + f64::MIN_POSITIVE;
+            let mag: f64 = cols
+                .iter()
+                .zip(vals)
+                .map(|(&c, v)| (v.to_f64() * x[c as usize].to_f64()).abs())
+                .sum();
+            let by = if beta == 0.0 {
+                0.0
+            } else {
+                (beta * y0.map_or(0.0, |y0| y0[r].to_f64())).abs()
+            };
+            let bound = 2.0 * (cols.len() as f64 + 2.0) * u * alpha.abs() * mag
+                + 4.0 * u * by
+                + f64::MIN_POSITIVE;
             let err = (got - want).abs();
             (if err.is_finite() { err } else { f64::INFINITY }, bound)
         })
@@ -97,8 +141,29 @@ pub fn check<T: Scalar>(alpha: f64, a: &CsrMatrix<T>, x: &[T], beta: f64, y0: Op
         .map(|(r, &(e, b))| (r, e, b));
     let ok = special_mismatch.is_none() && rows.iter().all(|&(e, b)| e <= b);
     let finite = |r: usize| y_ref[r].is_finite();
-    let num: f64 = (0..a.nrows()).into_par_iter().filter(|&r| finite(r)).map(|r| (y[r].to_f64() - y_ref[r]).powi(2)).sum();
-    let den: f64 = (0..a.nrows()).into_par_iter().filter(|&r| finite(r)).map(|r| y_ref[r] * y_ref[r]).sum();
-    let rel_err = if den > 0.0 { (num / den).sqrt() } else { num.sqrt() };
-    Check { rel_err: if rel_err.is_nan() { f64::INFINITY } else { rel_err }, worst_row: worst, special_mismatch, ok }
+    let num: f64 = (0..a.nrows())
+        .into_par_iter()
+        .filter(|&r| finite(r))
+        .map(|r| (y[r].to_f64() - y_ref[r]).powi(2))
+        .sum();
+    let den: f64 = (0..a.nrows())
+        .into_par_iter()
+        .filter(|&r| finite(r))
+        .map(|r| y_ref[r] * y_ref[r])
+        .sum();
+    let rel_err = if den > 0.0 {
+        (num / den).sqrt()
+    } else {
+        num.sqrt()
+    };
+    Check {
+        rel_err: if rel_err.is_nan() {
+            f64::INFINITY
+        } else {
+            rel_err
+        },
+        worst_row: worst,
+        special_mismatch,
+        ok,
+    }
 }

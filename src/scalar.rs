@@ -3,7 +3,16 @@
 /// A floating-point value type that has a WGSL counterpart: `f32` everywhere, `f64` where the
 /// adapter has `Features::SHADER_F64` (Vulkan, DX12; not Metal).
 pub trait Scalar:
-    bytemuck::Pod + Copy + Default + PartialEq + PartialOrd + Send + Sync + std::fmt::Debug + std::fmt::Display + 'static
+    bytemuck::Pod
+    + Copy
+    + Default
+    + PartialEq
+    + PartialOrd
+    + Send
+    + Sync
+    + std::fmt::Debug
+    + std::fmt::Display
+    + 'static
 {
     /// The WGSL spelling of the type, substituted for `SCALAR` in the shaders.
     const WGSL: &'static str;

@@ -61,11 +61,14 @@ impl SuiteClass {
 
     /// Looks a class up by [`name`](Self::name).
     pub fn from_name(name: &str) -> Result<Self> {
-        Self::ALL.into_iter().find(|c| c.name() == name).ok_or_else(|| Error::UnknownName {
-            what: "suite class",
-            name: name.to_owned(),
-            expected: Self::ALL.map(|c| c.name()).join(", "),
-        })
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| Error::UnknownName {
+                what: "suite class",
+                name: name.to_owned(),
+                expected: Self::ALL.map(|c| c.name()).join(", "),
+            })
     }
 
     /// Generates this class with about `target_nnz` stored entries (at least a few hundred),
@@ -203,7 +206,9 @@ where
     let chunks: Vec<(Vec<u32>, Vec<u32>, Vec<f64>)> = (0..m.div_ceil(ROWS_PER_CHUNK))
         .into_par_iter()
         .map(|ch| {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add((ch as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F)));
+            let mut rng = ChaCha8Rng::seed_from_u64(
+                seed.wrapping_add((ch as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F)),
+            );
             let (mut lens, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
             for r in ch * ROWS_PER_CHUNK..((ch + 1) * ROWS_PER_CHUNK).min(m) {
                 let start = cols.len();
@@ -219,7 +224,11 @@ where
                 cols.truncate(w);
                 for _ in start..w {
                     let mag: f64 = rng.random_range(0.5..1.5);
-                    vals.push(if rng.random_range(0..2) == 0 { mag } else { -mag });
+                    vals.push(if rng.random_range(0..2) == 0 {
+                        mag
+                    } else {
+                        -mag
+                    });
                 }
                 lens.push((w - start) as u32);
             }
@@ -245,7 +254,11 @@ pub fn random_vector(n: usize, seed: u64) -> Vec<f64> {
     (0..n)
         .map(|_| {
             let mag: f64 = rng.random_range(0.5..1.5);
-            if rng.random_range(0..2) == 0 { mag } else { -mag }
+            if rng.random_range(0..2) == 0 {
+                mag
+            } else {
+                -mag
+            }
         })
         .collect()
 }
@@ -265,7 +278,9 @@ mod tests {
                 SuiteClass::ShortRows => assert_eq!((s.min_len, s.max_len), (4, 4)),
                 SuiteClass::Permutation => assert_eq!((s.min_len, s.max_len), (1, 1)),
                 SuiteClass::Dense => assert_eq!(s.nnz, s.nrows * s.ncols),
-                SuiteClass::EmptyRows => assert!((s.empty_rows as f64 / s.nrows as f64 - 0.3).abs() < 0.05),
+                SuiteClass::EmptyRows => {
+                    assert!((s.empty_rows as f64 / s.nrows as f64 - 0.3).abs() < 0.05)
+                }
                 SuiteClass::SingleDenseRow => assert_eq!(s.max_len, s.ncols),
                 SuiteClass::PowerLaw => assert!(s.max_len * 40 > s.nnz, "{s}"),
                 SuiteClass::Tall => assert!(s.nrows >= 8 * s.ncols),

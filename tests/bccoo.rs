@@ -6,7 +6,7 @@
 mod common;
 
 use common::{check_method, gpu, gpus, has_f64};
-use wgspmv::methods::bccoo::{Carry, ColumnCoding, BccooOptions, Strategy};
+use wgspmv::methods::bccoo::{BccooOptions, Carry, ColumnCoding, Strategy};
 use wgspmv::{CsrMatrix, Error, GpuVector, Method, PlanOptions, SuiteClass};
 
 const METHODS: [Method; 2] = [Method::Bccoo, Method::BccooPlus];
@@ -14,11 +14,23 @@ const METHODS: [Method; 2] = [Method::Bccoo, Method::BccooPlus];
 /// Small tiles and workgroups (4 blocks x 64 invocations = 256 blocks a workgroup), so that
 /// modest matrices cross many workgroups.
 fn small(carry: Carry) -> PlanOptions {
-    PlanOptions { workgroup_size: Some(64), bccoo: BccooOptions { tile: Some(4), carry, ..Default::default() }, ..Default::default() }
+    PlanOptions {
+        workgroup_size: Some(64),
+        bccoo: BccooOptions {
+            tile: Some(4),
+            carry,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
 }
 
 fn with(o: BccooOptions) -> PlanOptions {
-    PlanOptions { workgroup_size: Some(64), bccoo: o, ..Default::default() }
+    PlanOptions {
+        workgroup_size: Some(64),
+        bccoo: o,
+        ..Default::default()
+    }
 }
 
 fn rows(lens: &[usize]) -> CsrMatrix<f64> {
@@ -31,9 +43,21 @@ fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {
         for m in METHODS {
             for carry in [Carry::SinglePass, Carry::TwoPass] {
                 let o = small(carry);
-                check_method(&gpu, &a.cast::<f32>(), m, &o, &format!("{label} / {m} / {carry:?} / f32 / {dev}"));
+                check_method(
+                    &gpu,
+                    &a.cast::<f32>(),
+                    m,
+                    &o,
+                    &format!("{label} / {m} / {carry:?} / f32 / {dev}"),
+                );
                 if has_f64(&gpu) {
-                    check_method(&gpu, a, m, &o, &format!("{label} / {m} / {carry:?} / f64 / {dev}"));
+                    check_method(
+                        &gpu,
+                        a,
+                        m,
+                        &o,
+                        &format!("{label} / {m} / {carry:?} / f64 / {dev}"),
+                    );
                 }
             }
         }
@@ -60,16 +84,55 @@ fn every_block_size_coding_and_strategy() {
     let narrow = common::rows_of_lengths(&lens, 3000);
     for h in [1, 2, 3, 4] {
         for w in [1, 2, 4] {
-            for (columns, m) in [(ColumnCoding::U32, &a), (ColumnCoding::Delta16, &a), (ColumnCoding::U16, &narrow)] {
+            for (columns, m) in [
+                (ColumnCoding::U32, &a),
+                (ColumnCoding::Delta16, &a),
+                (ColumnCoding::U16, &narrow),
+            ] {
                 for strategy in [Strategy::PerThread, Strategy::ResultCache] {
-                    let o = BccooOptions { block_height: Some(h), block_width: Some(w), tile: Some(8), columns, strategy, ..Default::default() };
+                    let o = BccooOptions {
+                        block_height: Some(h),
+                        block_width: Some(w),
+                        tile: Some(8),
+                        columns,
+                        strategy,
+                        ..Default::default()
+                    };
                     let label = format!("{h}x{w} / {columns:?} / {strategy:?}");
-                    check_method(&gpu, &m.cast::<f32>(), Method::Bccoo, &with(o.clone()), &label);
-                    check_method(&gpu, &m.cast::<f32>(), Method::BccooPlus, &with(BccooOptions { slices: Some(4), ..o.clone() }), &format!("{label} / 4 slices"));
+                    check_method(
+                        &gpu,
+                        &m.cast::<f32>(),
+                        Method::Bccoo,
+                        &with(o.clone()),
+                        &label,
+                    );
+                    check_method(
+                        &gpu,
+                        &m.cast::<f32>(),
+                        Method::BccooPlus,
+                        &with(BccooOptions {
+                            slices: Some(4),
+                            ..o.clone()
+                        }),
+                        &format!("{label} / 4 slices"),
+                    );
                 }
                 // `bccoo` runs BCCOO+ when given slices (its tuning may choose them).
-                let o = BccooOptions { block_height: Some(h), block_width: Some(w), tile: Some(8), columns, slices: Some(2), ..Default::default() };
-                check_method(&gpu, &m.cast::<f32>(), Method::Bccoo, &with(o), &format!("{h}x{w} / {columns:?} / bccoo with 2 slices"));
+                let o = BccooOptions {
+                    block_height: Some(h),
+                    block_width: Some(w),
+                    tile: Some(8),
+                    columns,
+                    slices: Some(2),
+                    ..Default::default()
+                };
+                check_method(
+                    &gpu,
+                    &m.cast::<f32>(),
+                    Method::Bccoo,
+                    &with(o),
+                    &format!("{h}x{w} / {columns:?} / bccoo with 2 slices"),
+                );
             }
         }
     }
@@ -86,8 +149,14 @@ fn bccoo_plus_with_empty_block_rows_left_out_or_kept() {
     long[50] = 0;
     for (lens, kept) in [(short, 0), (long, 2)] {
         let a = rows(&lens);
-        let o = with(BccooOptions { slices: Some(2), tile: Some(4), ..Default::default() });
-        let plan = gpu.prepare_with(&a.cast::<f32>(), Method::BccooPlus, &o).unwrap();
+        let o = with(BccooOptions {
+            slices: Some(2),
+            tile: Some(4),
+            ..Default::default()
+        });
+        let plan = gpu
+            .prepare_with(&a.cast::<f32>(), Method::BccooPlus, &o)
+            .unwrap();
         assert_eq!(plan.bccoo().unwrap().footprint.empty_row_blocks, kept);
         check_everywhere(&a, &format!("{kept} empty-row blocks"));
     }
@@ -124,8 +193,19 @@ fn a_row_across_dozens_of_workgroups_is_race_free() {
             let mut o = small(carry);
             (o.bccoo.block_height, o.bccoo.block_width) = (Some(1), Some(1));
             let plan = gpu.prepare_with(&a32, Method::Bccoo, &o).unwrap();
-            assert!(plan.bccoo().unwrap().longest_chain > 100, "{}", plan.details());
-            let x = GpuVector::from_slice(&gpu, &wgspmv::suite::random_vector(a.ncols(), 5).into_iter().map(|v| v as f32).collect::<Vec<_>>()).unwrap();
+            assert!(
+                plan.bccoo().unwrap().longest_chain > 100,
+                "{}",
+                plan.details()
+            );
+            let x = GpuVector::from_slice(
+                &gpu,
+                &wgspmv::suite::random_vector(a.ncols(), 5)
+                    .into_iter()
+                    .map(|v| v as f32)
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap();
             let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
             plan.run(&x, &mut y).unwrap();
             let first = y.read().unwrap();
@@ -133,7 +213,11 @@ fn a_row_across_dozens_of_workgroups_is_race_free() {
             for i in 0..40 {
                 y.fill(f32::NAN).unwrap();
                 plan.run(&x, &mut y).unwrap();
-                assert_eq!(y.read().unwrap(), first, "{carry:?} / {dev}: run {i} differs");
+                assert_eq!(
+                    y.read().unwrap(),
+                    first,
+                    "{carry:?} / {dev}: run {i} differs"
+                );
             }
             // Recorded back to back in one encoder: the ticket and slots reset between products.
             let mut enc = gpu.device().create_command_encoder(&Default::default());
@@ -141,10 +225,17 @@ fn a_row_across_dozens_of_workgroups_is_race_free() {
                 plan.record(&mut enc, &x, &mut y).unwrap();
             }
             gpu.queue().submit([enc.finish()]);
-            assert_eq!(y.read().unwrap(), first, "{carry:?} / {dev}: recorded products differ");
+            assert_eq!(
+                y.read().unwrap(),
+                first,
+                "{carry:?} / {dev}: recorded products differ"
+            );
             // On a CPU adapter a wait can run out when the OS deschedules the thread running the
             // workgroup waited on; the last workgroup then finished the product (checked above).
-            eprintln!("{carry:?} / {dev}: {} stalled waits repaired", plan.bccoo().unwrap().stalls(&gpu).unwrap());
+            eprintln!(
+                "{carry:?} / {dev}: {} stalled waits repaired",
+                plan.bccoo().unwrap().stalls(&gpu).unwrap()
+            );
         }
     }
 }
@@ -172,15 +263,28 @@ fn last_workgroup_finishes_every_carry_with_spin_limit_0() {
                     ..Default::default()
                 });
                 let label = format!("spin limit 0 / {strategy:?} / {h}x{w} / {dev}");
-                check_method(&gpu, &a.cast::<f32>(), Method::Bccoo, &o, &format!("{label} / f32"));
+                check_method(
+                    &gpu,
+                    &a.cast::<f32>(),
+                    Method::Bccoo,
+                    &o,
+                    &format!("{label} / f32"),
+                );
                 if has_f64(&gpu) {
                     check_method(&gpu, &a, Method::Bccoo, &o, &format!("{label} / f64"));
                 }
             }
         }
         // Every carried row goes through the last workgroup, in every product.
-        let o = with(BccooOptions { tile: Some(4), carry: Carry::SinglePass, spin_limit: Some(0), ..Default::default() });
-        let plan = gpu.prepare_with(&a.cast::<f32>(), Method::Bccoo, &o).unwrap();
+        let o = with(BccooOptions {
+            tile: Some(4),
+            carry: Carry::SinglePass,
+            spin_limit: Some(0),
+            ..Default::default()
+        });
+        let plan = gpu
+            .prepare_with(&a.cast::<f32>(), Method::Bccoo, &o)
+            .unwrap();
         let carried = plan.bccoo().unwrap().carry_groups as u32;
         assert!(carried >= 4, "{}", plan.details());
         let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
@@ -192,7 +296,11 @@ fn last_workgroup_finishes_every_carry_with_spin_limit_0() {
             plan.run(&x, &mut y).unwrap();
             assert_eq!(y.read().unwrap(), first, "{dev}: products differ");
         }
-        assert_eq!(plan.bccoo().unwrap().stalls(&gpu).unwrap(), 10 * carried, "{dev}");
+        assert_eq!(
+            plan.bccoo().unwrap().stalls(&gpu).unwrap(),
+            10 * carried,
+            "{dev}"
+        );
     }
 }
 
@@ -201,20 +309,49 @@ fn tuning_chooses_remembers_and_is_correct() {
     let Some(gpu) = gpu() else { return };
     let a = SuiteClass::PowerLaw.generate(20_000, 9);
     for m in METHODS {
-        let o = PlanOptions { bccoo: BccooOptions { tune: true, ..Default::default() }, ..Default::default() };
+        let o = PlanOptions {
+            bccoo: BccooOptions {
+                tune: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         check_method(&gpu, &a.cast::<f32>(), m, &o, &format!("tuned {m}"));
         let plan = gpu.prepare_with(&a.cast::<f32>(), m, &o).unwrap();
-        let t = plan.bccoo().unwrap().tuning.clone().expect("a tuned plan reports its tuning");
-        assert!(t.remembered, "the second tuning of the same matrix is remembered");
+        let t = plan
+            .bccoo()
+            .unwrap()
+            .tuning
+            .clone()
+            .expect("a tuned plan reports its tuning");
+        assert!(
+            t.remembered,
+            "the second tuning of the same matrix is remembered"
+        );
         let chosen = &t.chosen;
         assert!(chosen.block_height.is_some() && chosen.tile.is_some() && chosen.slices.is_some());
         assert_eq!(plan.bccoo().unwrap().layout.tile, chosen.tile.unwrap());
     }
     // A fresh structure is searched: at least the four block sizes and the tiles.
     let b = SuiteClass::Banded.generate(10_000, 2).cast::<f32>();
-    let plan = gpu.prepare_with(&b, Method::Bccoo, &PlanOptions { bccoo: BccooOptions { tune: true, ..Default::default() }, ..Default::default() }).unwrap();
+    let plan = gpu
+        .prepare_with(
+            &b,
+            Method::Bccoo,
+            &PlanOptions {
+                bccoo: BccooOptions {
+                    tune: true,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .unwrap();
     let t = plan.bccoo().unwrap().tuning.clone().unwrap();
-    assert!(!t.remembered && t.candidates.len() >= 8 && t.time.as_nanos() > 0, "{t:?}");
+    assert!(
+        !t.remembered && t.candidates.len() >= 8 && t.time.as_nanos() > 0,
+        "{t:?}"
+    );
     // No layout is timed twice (a stage skips the candidate it shares with the best so far).
     let mut labels: Vec<&str> = t.candidates.iter().map(|(l, _)| l.as_str()).collect();
     labels.sort_unstable();
@@ -230,17 +367,35 @@ fn tuning_file_remembers_across_processes() {
     let path = std::env::temp_dir().join(format!("wgspmv-tune-{}.txt", std::process::id()));
     let _ = std::fs::remove_file(&path);
     std::fs::write(&path, "a line that is no tuning record\n").unwrap();
-    let o = PlanOptions { bccoo: BccooOptions { tune: true, tune_file: Some(path.clone()), ..Default::default() }, ..Default::default() };
+    let o = PlanOptions {
+        bccoo: BccooOptions {
+            tune: true,
+            tune_file: Some(path.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let first = gpu.prepare_with(&a, Method::Bccoo, &o).unwrap();
     let t1 = first.bccoo().unwrap().tuning.clone().unwrap();
     assert!(!t1.remembered && !t1.candidates.is_empty());
-    assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2, "one record appended");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap().lines().count(),
+        2,
+        "one record appended"
+    );
     // With a file, the file answers (as it would in a new process).
-    std::fs::write(&path, std::fs::read_to_string(&path).unwrap() + "another stray line\n").unwrap();
+    std::fs::write(
+        &path,
+        std::fs::read_to_string(&path).unwrap() + "another stray line\n",
+    )
+    .unwrap();
     let second = gpu.prepare_with(&a, Method::Bccoo, &o).unwrap();
     let t2 = second.bccoo().unwrap().tuning.clone().unwrap();
     assert!(t2.remembered && t2.candidates.is_empty(), "{t2:?}");
-    assert_eq!(second.bccoo().unwrap().summary(), first.bccoo().unwrap().summary());
+    assert_eq!(
+        second.bccoo().unwrap().summary(),
+        first.bccoo().unwrap().summary()
+    );
     check_method(&gpu, &a, Method::Bccoo, &o, "tuned from the file");
     let _ = std::fs::remove_file(&path);
 }
@@ -260,26 +415,128 @@ fn bad_options_are_errors() {
     let Some(gpu) = gpu() else { return };
     let a = rows(&[3, 0, 2]).cast::<f32>();
     let bad = |m: Method, o: BccooOptions| {
-        let r = gpu.prepare_with(&a, m, &PlanOptions { bccoo: o.clone(), ..Default::default() });
-        assert!(matches!(r, Err(Error::InvalidParameter { .. })), "{m} {o:?}: {:?}", r.err());
+        let r = gpu.prepare_with(
+            &a,
+            m,
+            &PlanOptions {
+                bccoo: o.clone(),
+                ..Default::default()
+            },
+        );
+        assert!(
+            matches!(r, Err(Error::InvalidParameter { .. })),
+            "{m} {o:?}: {:?}",
+            r.err()
+        );
     };
-    bad(Method::Bccoo, BccooOptions { tile: Some(5), ..Default::default() });
-    bad(Method::Bccoo, BccooOptions { block_height: Some(5), block_width: Some(1), ..Default::default() });
-    bad(Method::Bccoo, BccooOptions { block_width: Some(3), block_height: Some(1), ..Default::default() });
-    bad(Method::Bccoo, BccooOptions { slices: Some(3), ..Default::default() });
-    bad(Method::BccooPlus, BccooOptions { slices: Some(1), ..Default::default() });
-    bad(Method::BccooPlus, BccooOptions { slices: Some(3), ..Default::default() });
-    bad(Method::Bccoo, BccooOptions { cache_factor: Some(3), ..Default::default() });
+    bad(
+        Method::Bccoo,
+        BccooOptions {
+            tile: Some(5),
+            ..Default::default()
+        },
+    );
+    bad(
+        Method::Bccoo,
+        BccooOptions {
+            block_height: Some(5),
+            block_width: Some(1),
+            ..Default::default()
+        },
+    );
+    bad(
+        Method::Bccoo,
+        BccooOptions {
+            block_width: Some(3),
+            block_height: Some(1),
+            ..Default::default()
+        },
+    );
+    bad(
+        Method::Bccoo,
+        BccooOptions {
+            slices: Some(3),
+            ..Default::default()
+        },
+    );
+    bad(
+        Method::BccooPlus,
+        BccooOptions {
+            slices: Some(1),
+            ..Default::default()
+        },
+    );
+    bad(
+        Method::BccooPlus,
+        BccooOptions {
+            slices: Some(3),
+            ..Default::default()
+        },
+    );
+    bad(
+        Method::Bccoo,
+        BccooOptions {
+            cache_factor: Some(3),
+            ..Default::default()
+        },
+    );
     // The error names the parameter given, whatever it would have sized.
     for (o, name) in [
-        (BccooOptions { block_height: Some(u32::MAX), ..Default::default() }, "bccoo.block_height"),
-        (BccooOptions { block_height: Some(u32::MAX), block_width: Some(1), ..Default::default() }, "bccoo.block_height"),
-        (BccooOptions { block_width: Some(u32::MAX), ..Default::default() }, "bccoo.block_width"),
+        (
+            BccooOptions {
+                block_height: Some(u32::MAX),
+                ..Default::default()
+            },
+            "bccoo.block_height",
+        ),
+        (
+            BccooOptions {
+                block_height: Some(u32::MAX),
+                block_width: Some(1),
+                ..Default::default()
+            },
+            "bccoo.block_height",
+        ),
+        (
+            BccooOptions {
+                block_width: Some(u32::MAX),
+                ..Default::default()
+            },
+            "bccoo.block_width",
+        ),
     ] {
-        let r = gpu.prepare_with(&a, Method::Bccoo, &PlanOptions { bccoo: o.clone(), ..Default::default() });
-        assert!(matches!(r, Err(Error::InvalidParameter { name: n, .. }) if n == name), "{o:?}: {:?}", r.err());
+        let r = gpu.prepare_with(
+            &a,
+            Method::Bccoo,
+            &PlanOptions {
+                bccoo: o.clone(),
+                ..Default::default()
+            },
+        );
+        assert!(
+            matches!(r, Err(Error::InvalidParameter { name: n, .. }) if n == name),
+            "{o:?}: {:?}",
+            r.err()
+        );
     }
-    let wide = CsrMatrix::<f32>::from_triplets(2, 200_000, vec![(0, 3, 1.0), (1, 150_000, 2.0)]).unwrap();
-    let r = gpu.prepare_with(&wide, Method::Bccoo, &PlanOptions { bccoo: BccooOptions { columns: ColumnCoding::U16, block_width: Some(1), block_height: Some(1), ..Default::default() }, ..Default::default() });
-    assert!(matches!(r, Err(Error::InvalidParameter { .. })), "16-bit columns past 65 535: {:?}", r.err());
+    let wide =
+        CsrMatrix::<f32>::from_triplets(2, 200_000, vec![(0, 3, 1.0), (1, 150_000, 2.0)]).unwrap();
+    let r = gpu.prepare_with(
+        &wide,
+        Method::Bccoo,
+        &PlanOptions {
+            bccoo: BccooOptions {
+                columns: ColumnCoding::U16,
+                block_width: Some(1),
+                block_height: Some(1),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    assert!(
+        matches!(r, Err(Error::InvalidParameter { .. })),
+        "16-bit columns past 65 535: {:?}",
+        r.err()
+    );
 }

@@ -6,7 +6,9 @@ use proptest::prelude::*;
 use std::io::{Cursor, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use wgspmv::io::{read_matrix_market, read_matrix_market_from, read_vector, write_matrix_market, write_vector};
+use wgspmv::io::{
+    read_matrix_market, read_matrix_market_from, read_vector, write_matrix_market, write_vector,
+};
 use wgspmv::suite::random_vector;
 use wgspmv::{reference, CsrMatrix, Error, Result, Scalar, SuiteClass};
 
@@ -15,8 +17,20 @@ use wgspmv::{reference, CsrMatrix, Error, Result, Scalar, SuiteClass};
 // ---------------------------------------------------------------------------------------------
 
 /// `CsrMatrix::<f64>::try_new` with the arguments in the order they are read.
-fn csr(nrows: usize, ncols: usize, row_ptr: &[u32], col_idx: &[u32], values: &[f64]) -> Result<CsrMatrix<f64>> {
-    CsrMatrix::try_new(nrows, ncols, row_ptr.to_vec(), col_idx.to_vec(), values.to_vec())
+fn csr(
+    nrows: usize,
+    ncols: usize,
+    row_ptr: &[u32],
+    col_idx: &[u32],
+    values: &[f64],
+) -> Result<CsrMatrix<f64>> {
+    CsrMatrix::try_new(
+        nrows,
+        ncols,
+        row_ptr.to_vec(),
+        col_idx.to_vec(),
+        values.to_vec(),
+    )
 }
 
 /// The error of `result`, panicking with the value if it unexpectedly succeeded.
@@ -41,14 +55,20 @@ fn to_dense<T: Scalar>(m: &CsrMatrix<T>) -> Vec<Vec<f64>> {
 
 /// `dense · x` in f64.
 fn dense_matvec(dense: &[Vec<f64>], x: &[f64]) -> Vec<f64> {
-    dense.iter().map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum()).collect()
+    dense
+        .iter()
+        .map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum())
+        .collect()
 }
 
 /// Asserts two f64 slices agree within `tol` (relative to magnitude, absolute near zero).
 fn assert_close(a: &[f64], b: &[f64], tol: f64, what: &str) {
     assert_eq!(a.len(), b.len(), "{what}: lengths differ");
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= tol * x.abs().max(y.abs()).max(1.0), "{what}[{i}]: {x} vs {y}");
+        assert!(
+            (x - y).abs() <= tol * x.abs().max(y.abs()).max(1.0),
+            "{what}[{i}]: {x} vs {y}"
+        );
     }
 }
 
@@ -59,7 +79,8 @@ impl TempDir {
     fn new(label: &str) -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("wgspmv-csr_io-{}-{label}-{n}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("wgspmv-csr_io-{}-{label}-{n}", std::process::id()));
         std::fs::create_dir_all(&path).unwrap();
         TempDir(path)
     }
@@ -78,7 +99,10 @@ impl TempDir {
     /// Writes `text` gzipped and returns its path.
     fn write_gz(&self, name: &str, text: &str) -> PathBuf {
         let p = self.path(name);
-        let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&p).unwrap(), flate2::Compression::default());
+        let mut enc = flate2::write::GzEncoder::new(
+            std::fs::File::create(&p).unwrap(),
+            flate2::Compression::default(),
+        );
         enc.write_all(text.as_bytes()).unwrap();
         enc.finish().unwrap();
         p
@@ -102,7 +126,10 @@ fn mm_all_ways<T: Scalar>(text: &str) -> Vec<(&'static str, Result<CsrMatrix<T>>
     vec![
         ("memory", mm(text)),
         ("file", read_matrix_market(dir.write("m.mtx", text))),
-        ("gzip file", read_matrix_market(dir.write_gz("m.mtx.gz", text))),
+        (
+            "gzip file",
+            read_matrix_market(dir.write_gz("m.mtx.gz", text)),
+        ),
     ]
 }
 
@@ -123,9 +150,14 @@ fn read_mm<T: Scalar>(text: &str) -> CsrMatrix<T> {
 fn assert_mm_error(text: &str, line: usize, needle: &str) {
     for (how, r) in mm_all_ways::<f64>(text) {
         match err(r) {
-            Error::MatrixMarket { line: l, message, .. } => {
+            Error::MatrixMarket {
+                line: l, message, ..
+            } => {
                 assert_eq!(l, line, "{how}: wrong line for '{message}'");
-                assert!(message.contains(needle), "{how}: message '{message}' lacks '{needle}'");
+                assert!(
+                    message.contains(needle),
+                    "{how}: message '{message}' lacks '{needle}'"
+                );
             }
             other => panic!("{how}: expected Error::MatrixMarket, got {other:?}"),
         }
@@ -136,7 +168,10 @@ fn assert_mm_error(text: &str, line: usize, needle: &str) {
 fn assert_mm_unsupported(text: &str, what: &str) {
     for (how, r) in mm_all_ways::<f64>(text) {
         let e = err(r);
-        assert!(matches!(&e, Error::UnsupportedMatrixMarket { what: w, .. } if w == what), "{how}: {e:?}");
+        assert!(
+            matches!(&e, Error::UnsupportedMatrixMarket { what: w, .. } if w == what),
+            "{how}: {e:?}"
+        );
     }
 }
 
@@ -149,7 +184,11 @@ fn coord(field: &str, symmetry: &str, body: &str) -> String {
 fn assert_bits_eq<T: Scalar>(a: &[T], b: &[T]) {
     assert_eq!(a.len(), b.len());
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert_eq!(bytemuck::bytes_of(x), bytemuck::bytes_of(y), "element {i}: {x} vs {y}");
+        assert_eq!(
+            bytemuck::bytes_of(x),
+            bytemuck::bytes_of(y),
+            "element {i}: {x} vs {y}"
+        );
     }
 }
 
@@ -188,14 +227,34 @@ fn read_vector_text(text: &str) -> Result<Vec<f64>> {
 #[test]
 fn try_new_rejects_wrong_row_ptr_length() {
     let e = err(csr(3, 3, &[0, 0, 0], &[], &[]));
-    assert!(matches!(e, Error::LengthMismatch { array: "row_ptr", expected: 4, actual: 3 }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                array: "row_ptr",
+                expected: 4,
+                actual: 3
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 /// values and col_idx must have the same length.
 #[test]
 fn try_new_rejects_values_length_mismatch() {
     let e = err(csr(1, 3, &[0, 2], &[0, 1], &[1.0]));
-    assert!(matches!(e, Error::LengthMismatch { array: "values", expected: 2, actual: 1 }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                array: "values",
+                expected: 2,
+                actual: 1
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 /// row_ptr[0] must be 0.
@@ -209,8 +268,21 @@ fn try_new_rejects_nonzero_row_ptr_start() {
 #[test]
 fn try_new_rejects_non_monotone_row_ptr() {
     let e = err(csr(3, 3, &[0, 2, 1, 3], &[0, 1, 2], &[1.0, 2.0, 3.0]));
-    assert!(matches!(e, Error::RowPtrNotMonotone { index: 2, value: 1, prev: 2 }), "{e:?}");
-    assert!(e.to_string().contains("row_ptr[2] = 1 < row_ptr[1] = 2"), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::RowPtrNotMonotone {
+                index: 2,
+                value: 1,
+                prev: 2
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("row_ptr[2] = 1 < row_ptr[1] = 2"),
+        "{e}"
+    );
 }
 
 /// row_ptr[nrows] must equal the number of stored entries.
@@ -224,7 +296,18 @@ fn try_new_rejects_row_ptr_end_mismatch() {
 #[test]
 fn try_new_rejects_column_out_of_range() {
     let e = err(csr(3, 3, &[0, 1, 1, 3], &[0, 1, 3], &[1.0, 2.0, 3.0]));
-    assert!(matches!(e, Error::ColumnOutOfRange { row: 2, entry: 2, col: 3, ncols: 3 }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::ColumnOutOfRange {
+                row: 2,
+                entry: 2,
+                col: 3,
+                ncols: 3
+            }
+        ),
+        "{e:?}"
+    );
     let msg = e.to_string();
     assert!(msg.contains("row 2") && msg.contains("entry 2"), "{msg}");
 }
@@ -233,7 +316,18 @@ fn try_new_rejects_column_out_of_range() {
 #[test]
 fn try_new_rejects_unsorted_columns() {
     let e = err(csr(2, 3, &[0, 2, 4], &[0, 2, 2, 1], &[1.0; 4]));
-    assert!(matches!(e, Error::ColumnsNotSorted { row: 1, entry: 3, col: 1, prev: 2 }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::ColumnsNotSorted {
+                row: 1,
+                entry: 3,
+                col: 1,
+                prev: 2
+            }
+        ),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("row 1"), "{e}");
 }
 
@@ -241,7 +335,18 @@ fn try_new_rejects_unsorted_columns() {
 #[test]
 fn try_new_rejects_duplicate_columns() {
     let e = err(csr(3, 3, &[0, 1, 1, 3], &[0, 2, 2], &[1.0; 3]));
-    assert!(matches!(e, Error::ColumnsNotSorted { row: 2, entry: 2, col: 2, prev: 2 }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::ColumnsNotSorted {
+                row: 2,
+                entry: 2,
+                col: 2,
+                prev: 2
+            }
+        ),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("row 2"), "{e}");
 }
 
@@ -254,8 +359,25 @@ fn try_new_reports_first_bad_row() {
     for bad_row in [6000, 1234, 9000] {
         col_idx[2 * bad_row + 1] = 0;
     }
-    let e = err(CsrMatrix::try_new(n, 2, row_ptr, col_idx, vec![1.0f32; 2 * n]));
-    assert!(matches!(e, Error::ColumnsNotSorted { row: 1234, entry: 2469, col: 0, prev: 0 }), "{e:?}");
+    let e = err(CsrMatrix::try_new(
+        n,
+        2,
+        row_ptr,
+        col_idx,
+        vec![1.0f32; 2 * n],
+    ));
+    assert!(
+        matches!(
+            e,
+            Error::ColumnsNotSorted {
+                row: 1234,
+                entry: 2469,
+                col: 0,
+                prev: 0
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 /// Dimensions beyond the 32-bit index range are refused before anything is allocated.
@@ -268,7 +390,10 @@ fn try_new_rejects_dimensions_over_u32() {
         "{e:?}"
     );
     let e = err(CsrMatrix::<f32>::try_new(0, big, vec![], vec![], vec![]));
-    assert!(matches!(e, Error::TooLargeForU32 { what: "ncols", .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::TooLargeForU32 { what: "ncols", .. }),
+        "{e:?}"
+    );
     // The limit itself is allowed.
     let m = CsrMatrix::<f32>::try_new(0, u32::MAX as usize, vec![0], vec![], vec![]).unwrap();
     assert_eq!(m.ncols(), u32::MAX as usize);
@@ -279,7 +404,10 @@ fn try_new_rejects_dimensions_over_u32() {
 fn try_new_accepts_empty_rows() {
     let m = csr(5, 3, &[0, 0, 2, 2, 3, 3], &[0, 2, 1], &[1.0, 2.0, 3.0]).unwrap();
     assert_eq!((m.nrows(), m.ncols(), m.nnz()), (5, 3, 3));
-    assert_eq!((0..5).map(|r| m.row_len(r)).collect::<Vec<_>>(), [0, 2, 0, 1, 0]);
+    assert_eq!(
+        (0..5).map(|r| m.row_len(r)).collect::<Vec<_>>(),
+        [0, 2, 0, 1, 0]
+    );
     assert_eq!(m.row(1), (&[0u32, 2][..], &[1.0, 2.0][..]));
     assert_eq!(m.row(4), (&[][..], &[][..]));
     assert_eq!(csr(0, 0, &[0], &[], &[]).unwrap().nnz(), 0);
@@ -293,7 +421,14 @@ fn try_new_accepts_empty_rows() {
 /// Triplets in any order come out sorted by (row, column) with duplicates summed.
 #[test]
 fn from_triplets_sorts_and_sums_duplicates() {
-    let t = vec![(2, 1, 1.0), (0, 2, 2.0), (2, 0, 5.0), (0, 0, 3.0), (0, 2, 4.0), (2, 1, -0.5)];
+    let t = vec![
+        (2, 1, 1.0),
+        (0, 2, 2.0),
+        (2, 0, 5.0),
+        (0, 0, 3.0),
+        (0, 2, 4.0),
+        (2, 1, -0.5),
+    ];
     let m = CsrMatrix::<f64>::from_triplets(3, 3, t).unwrap();
     assert_eq!(m.row_ptr(), &[0, 2, 2, 4]);
     assert_eq!(m.col_idx(), &[0, 2, 0, 1]);
@@ -305,9 +440,36 @@ fn from_triplets_sorts_and_sums_duplicates() {
 fn from_triplets_rejects_out_of_range() {
     let t = vec![(0, 0, 1.0), (1, 3, 2.0), (2, 0, 3.0)];
     let e = err(CsrMatrix::<f64>::from_triplets(2, 3, t));
-    assert!(matches!(e, Error::TripletOutOfRange { entry: 1, row: 1, col: 3, nrows: 2, ncols: 3 }), "{e:?}");
-    let e = err(CsrMatrix::<f32>::from_triplets(2, 3, vec![(0, 0, 1.0), (2, 0, 1.0)]));
-    assert!(matches!(e, Error::TripletOutOfRange { entry: 1, row: 2, col: 0, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::TripletOutOfRange {
+                entry: 1,
+                row: 1,
+                col: 3,
+                nrows: 2,
+                ncols: 3
+            }
+        ),
+        "{e:?}"
+    );
+    let e = err(CsrMatrix::<f32>::from_triplets(
+        2,
+        3,
+        vec![(0, 0, 1.0), (2, 0, 1.0)],
+    ));
+    assert!(
+        matches!(
+            e,
+            Error::TripletOutOfRange {
+                entry: 1,
+                row: 2,
+                col: 0,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("triplet 1"), "{e}");
 }
 
@@ -317,7 +479,12 @@ fn from_triplets_handles_empty_input() {
     let m = CsrMatrix::<f64>::from_triplets(3, 4, vec![]).unwrap();
     assert_eq!((m.nrows(), m.ncols(), m.nnz()), (3, 4, 0));
     assert_eq!(m.row_ptr(), &[0, 0, 0, 0]);
-    assert_eq!(CsrMatrix::<f64>::from_triplets(0, 0, vec![]).unwrap().row_ptr(), &[0]);
+    assert_eq!(
+        CsrMatrix::<f64>::from_triplets(0, 0, vec![])
+            .unwrap()
+            .row_ptr(),
+        &[0]
+    );
 }
 
 /// Rows without triplets (leading, inner, trailing) come out empty.
@@ -337,7 +504,11 @@ fn from_triplets_keeps_empty_rows() {
 fn triplet_case() -> impl Strategy<Value = (usize, usize, Vec<(usize, usize, f64)>)> {
     (1usize..=20, 1usize..=20).prop_flat_map(|(m, n)| {
         let value = prop_oneof![-10.0f64..-0.01, 0.01f64..10.0];
-        (Just(m), Just(n), prop::collection::vec((0..m, 0..n, value), 0..=60))
+        (
+            Just(m),
+            Just(n),
+            prop::collection::vec((0..m, 0..n, value), 0..=60),
+        )
     })
 }
 
@@ -391,9 +562,22 @@ proptest! {
 #[test]
 fn reference_spmv_rejects_wrong_x_length() {
     let a = CsrMatrix::<f64>::zeros(2, 3).unwrap();
-    for r in [reference::spmv_seq(&a, &[1.0; 2]), reference::spmv_par(&a, &[1.0; 4])] {
+    for r in [
+        reference::spmv_seq(&a, &[1.0; 2]),
+        reference::spmv_par(&a, &[1.0; 4]),
+    ] {
         let e = err(r);
-        assert!(matches!(e, Error::DimensionMismatch { what: "x", expected: 3, .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Error::DimensionMismatch {
+                    what: "x",
+                    expected: 3,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 }
 
@@ -410,7 +594,9 @@ fn finite_case<T: Scalar>(values: [f64; 5]) -> CsrMatrix<T> {
 /// Finite matrices pass; the first NaN or infinity is reported with its entry, row and column.
 #[test]
 fn check_finite_reports_first_non_finite() {
-    finite_case::<f64>([1.0, -2.0, f64::MAX, 0.0, 1e-310]).check_finite().unwrap();
+    finite_case::<f64>([1.0, -2.0, f64::MAX, 0.0, 1e-310])
+        .check_finite()
+        .unwrap();
     let e = err(finite_case::<f64>([1.0, 2.0, f64::NAN, f64::INFINITY, 3.0]).check_finite());
     assert!(
         matches!(&e, Error::NonFinite { location, value } if value.is_nan() && location == "entry 2 (row 2, column 1)"),
@@ -423,7 +609,10 @@ fn check_finite_reports_first_non_finite() {
     );
     // An f64 value that overflows f32 becomes infinite and is caught there too.
     let e = err(finite_case::<f32>([1e300, 2.0, 3.0, 4.0, 5.0]).check_finite());
-    assert!(matches!(&e, Error::NonFinite { location, .. } if location.contains("row 0, column 0")), "{e:?}");
+    assert!(
+        matches!(&e, Error::NonFinite { location, .. } if location.contains("row 0, column 0")),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("row 0"), "{e}");
 }
 
@@ -444,10 +633,21 @@ fn row_stats_of_hand_made_matrix() {
     assert_eq!((s.min_len, s.max_len, s.empty_rows), (0, 3, 2));
     assert!(s.to_string().contains("2 empty rows"), "{s}");
 
-    let full = csr(2, 2, &[0, 1, 3], &[1, 0, 1], &[1.0; 3]).unwrap().row_stats();
+    let full = csr(2, 2, &[0, 1, 3], &[1, 0, 1], &[1.0; 3])
+        .unwrap()
+        .row_stats();
     assert_eq!((full.min_len, full.max_len, full.empty_rows), (1, 2, 0));
     let none = CsrMatrix::<f64>::zeros(0, 0).unwrap().row_stats();
-    assert_eq!((none.mean, none.variance, none.min_len, none.max_len, none.empty_rows), (0.0, 0.0, 0, 0, 0));
+    assert_eq!(
+        (
+            none.mean,
+            none.variance,
+            none.min_len,
+            none.max_len,
+            none.empty_rows
+        ),
+        (0.0, 0.0, 0, 0, 0)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -457,14 +657,22 @@ fn row_stats_of_hand_made_matrix() {
 /// coordinate real general, with exponents and signs.
 #[test]
 fn mm_reads_real_general() {
-    let m = read_mm::<f64>(&coord("real", "general", "2 3 3\n1 1 1.5\n2 3 -2.5e-1\n1 2 3\n"));
+    let m = read_mm::<f64>(&coord(
+        "real",
+        "general",
+        "2 3 3\n1 1 1.5\n2 3 -2.5e-1\n1 2 3\n",
+    ));
     assert_eq!(to_dense(&m), [[1.5, 3.0, 0.0], [0.0, 0.0, -0.25]]);
 }
 
 /// coordinate integer entries become exact floats.
 #[test]
 fn mm_reads_integer() {
-    let m = read_mm::<f32>(&coord("integer", "general", "2 2 2\n1 2 -7\n2 1 16777216\n"));
+    let m = read_mm::<f32>(&coord(
+        "integer",
+        "general",
+        "2 2 2\n1 2 -7\n2 1 16777216\n",
+    ));
     assert_eq!(to_dense(&m), [[0.0, -7.0], [16777216.0, 0.0]]);
 }
 
@@ -479,7 +687,10 @@ fn mm_reads_pattern_as_ones() {
 #[test]
 fn mm_expands_symmetric_without_doubling_diagonal() {
     let m = read_mm::<f64>(&coord("real", "symmetric", "3 3 3\n1 1 4\n3 1 2\n2 2 5\n"));
-    assert_eq!(to_dense(&m), [[4.0, 0.0, 2.0], [0.0, 5.0, 0.0], [2.0, 0.0, 0.0]]);
+    assert_eq!(
+        to_dense(&m),
+        [[4.0, 0.0, 2.0], [0.0, 5.0, 0.0], [2.0, 0.0, 0.0]]
+    );
     assert_eq!(m.nnz(), 4);
     let p = read_mm::<f64>(&coord("pattern", "symmetric", "2 2 1\n2 1\n"));
     assert_eq!(to_dense(&p), [[0.0, 1.0], [1.0, 0.0]]);
@@ -489,7 +700,10 @@ fn mm_expands_symmetric_without_doubling_diagonal() {
 #[test]
 fn mm_expands_skew_symmetric_with_negation() {
     let m = read_mm::<f64>(&coord("real", "skew-symmetric", "3 3 2\n2 1 3\n3 2 -1.5\n"));
-    assert_eq!(to_dense(&m), [[0.0, -3.0, 0.0], [3.0, 0.0, 1.5], [0.0, -1.5, 0.0]]);
+    assert_eq!(
+        to_dense(&m),
+        [[0.0, -3.0, 0.0], [3.0, 0.0, 1.5], [0.0, -1.5, 0.0]]
+    );
 }
 
 /// Comment lines (also indented) and blank lines are skipped anywhere after the header.
@@ -498,7 +712,10 @@ fn mm_skips_comments_and_blank_lines() {
     let text = "%%MatrixMarket matrix coordinate real general\n% a comment\n\n   % indented\n2 2 2\n\n1 1 1\n% between\n  \n2 2 2\n\n% trailing\n";
     assert_eq!(to_dense(&read_mm::<f64>(text)), [[1.0, 0.0], [0.0, 2.0]]);
     // Windows line endings as well.
-    assert_eq!(to_dense(&read_mm::<f64>(&text.replace('\n', "\r\n"))), [[1.0, 0.0], [0.0, 2.0]]);
+    assert_eq!(
+        to_dense(&read_mm::<f64>(&text.replace('\n', "\r\n"))),
+        [[1.0, 0.0], [0.0, 2.0]]
+    );
 }
 
 /// Header keywords are matched regardless of case.
@@ -514,7 +731,11 @@ fn mm_header_is_case_insensitive() {
 #[test]
 fn mm_gzipped_file_reads_identically() {
     let dir = TempDir::new("gz");
-    let text = coord("real", "general", "3 3 4\n1 1 0.1\n3 3 1e-300\n2 1 -7\n1 3 2\n");
+    let text = coord(
+        "real",
+        "general",
+        "3 3 4\n1 1 0.1\n3 3 1e-300\n2 1 -7\n1 3 2\n",
+    );
     let plain = read_matrix_market::<f64>(dir.write("a.mtx", &text)).unwrap();
     let gz = read_matrix_market::<f64>(dir.write_gz("a.mtx.gz", &text)).unwrap();
     let gz_no_suffix = read_matrix_market::<f64>(dir.write_gz("b.mtx", &text)).unwrap();
@@ -527,7 +748,11 @@ fn mm_gzipped_file_reads_identically() {
 /// Repeated coordinates are summed (also where symmetric mirroring makes them collide).
 #[test]
 fn mm_sums_duplicates() {
-    let m = read_mm::<f64>(&coord("real", "general", "2 2 4\n1 2 1\n2 2 3\n1 2 0.5\n1 2 -2\n"));
+    let m = read_mm::<f64>(&coord(
+        "real",
+        "general",
+        "2 2 4\n1 2 1\n2 2 3\n1 2 0.5\n1 2 -2\n",
+    ));
     assert_eq!(to_dense(&m), [[0.0, -0.5], [0.0, 3.0]]);
     assert_eq!(m.nnz(), 2);
     let s = read_mm::<f64>(&coord("real", "symmetric", "2 2 2\n2 1 1\n2 1 2\n"));
@@ -548,13 +773,41 @@ fn mm_error_empty_file() {
 #[test]
 fn mm_error_bad_header() {
     assert_mm_error("2 2 1\n1 1 1\n", 1, "bad header");
-    assert_mm_error("%MatrixMarket matrix coordinate real general\n2 2 0\n", 1, "bad header");
-    assert_mm_error("%%MatrixMarket vector coordinate real general\n2 2 0\n", 1, "bad header");
-    assert_mm_error("%%MatrixMarket matrix coordinate real\n2 2 0\n", 1, "bad header");
-    assert_mm_error("\n%%MatrixMarket matrix coordinate real general\n2 2 0\n", 1, "bad header");
-    assert_mm_error("%%MatrixMarket matrix sparse real general\n2 2 0\n", 1, "unknown layout");
-    assert_mm_error("%%MatrixMarket matrix coordinate real diagonal\n2 2 0\n", 1, "unknown symmetry");
-    assert_mm_error("%%MatrixMarket matrix array pattern general\n2 2\n", 1, "array pattern");
+    assert_mm_error(
+        "%MatrixMarket matrix coordinate real general\n2 2 0\n",
+        1,
+        "bad header",
+    );
+    assert_mm_error(
+        "%%MatrixMarket vector coordinate real general\n2 2 0\n",
+        1,
+        "bad header",
+    );
+    assert_mm_error(
+        "%%MatrixMarket matrix coordinate real\n2 2 0\n",
+        1,
+        "bad header",
+    );
+    assert_mm_error(
+        "\n%%MatrixMarket matrix coordinate real general\n2 2 0\n",
+        1,
+        "bad header",
+    );
+    assert_mm_error(
+        "%%MatrixMarket matrix sparse real general\n2 2 0\n",
+        1,
+        "unknown layout",
+    );
+    assert_mm_error(
+        "%%MatrixMarket matrix coordinate real diagonal\n2 2 0\n",
+        1,
+        "unknown symmetry",
+    );
+    assert_mm_error(
+        "%%MatrixMarket matrix array pattern general\n2 2\n",
+        1,
+        "array pattern",
+    );
 }
 
 /// complex and hermitian files are refused as unsupported, not as malformed.
@@ -562,62 +815,129 @@ fn mm_error_bad_header() {
 fn mm_error_complex_and_hermitian_unsupported() {
     assert_mm_unsupported(&coord("complex", "general", "1 1 1\n1 1 1 0\n"), "complex");
     assert_mm_unsupported(&coord("real", "hermitian", "1 1 1\n1 1 1\n"), "hermitian");
-    assert_mm_unsupported(&coord("Complex", "Hermitian", "1 1 1\n1 1 1 0\n"), "complex");
+    assert_mm_unsupported(
+        &coord("Complex", "Hermitian", "1 1 1\n1 1 1 0\n"),
+        "complex",
+    );
 }
 
 /// An unknown field fails on line 1, naming the field.
 #[test]
 fn mm_error_unknown_field() {
-    assert_mm_error(&coord("quaternion", "general", "1 1 0\n"), 1, "unknown field 'quaternion'");
+    assert_mm_error(
+        &coord("quaternion", "general", "1 1 0\n"),
+        1,
+        "unknown field 'quaternion'",
+    );
 }
 
 /// A file with only a header and comments fails past its last line.
 #[test]
 fn mm_error_missing_size_line() {
     assert_mm_error(&coord("real", "general", ""), 2, "missing size line");
-    assert_mm_error(&coord("real", "general", "% only\n\n% comments\n"), 5, "missing size line");
+    assert_mm_error(
+        &coord("real", "general", "% only\n\n% comments\n"),
+        5,
+        "missing size line",
+    );
 }
 
 /// A size line with too few or too many numbers, or a non-number, fails on that line.
 #[test]
 fn mm_error_malformed_size_line() {
-    assert_mm_error(&coord("real", "general", "% c\n2 2\n"), 3, "missing entry count");
-    assert_mm_error(&coord("real", "general", "2 2 1 1\n1 1 1\n"), 2, "unexpected");
-    assert_mm_error(&coord("real", "general", "2 two 1\n1 1 1\n"), 2, "column count");
+    assert_mm_error(
+        &coord("real", "general", "% c\n2 2\n"),
+        3,
+        "missing entry count",
+    );
+    assert_mm_error(
+        &coord("real", "general", "2 2 1 1\n1 1 1\n"),
+        2,
+        "unexpected",
+    );
+    assert_mm_error(
+        &coord("real", "general", "2 two 1\n1 1 1\n"),
+        2,
+        "column count",
+    );
     assert_mm_error(&coord("real", "general", "-2 2 1\n1 1 1\n"), 2, "row count");
 }
 
 /// A file that ends before the promised entries fails past its last line.
 #[test]
 fn mm_error_too_few_entries() {
-    assert_mm_error(&coord("real", "general", "2 2 3\n1 1 1\n2 2 1\n"), 5, "file ends after 2 entries");
-    assert_mm_error(&coord("real", "general", "2 2 1\n% nothing\n"), 4, "file ends after 0 entries");
+    assert_mm_error(
+        &coord("real", "general", "2 2 3\n1 1 1\n2 2 1\n"),
+        5,
+        "file ends after 2 entries",
+    );
+    assert_mm_error(
+        &coord("real", "general", "2 2 1\n% nothing\n"),
+        4,
+        "file ends after 0 entries",
+    );
 }
 
 /// An entry beyond the promised count fails on its line.
 #[test]
 fn mm_error_too_many_entries() {
-    assert_mm_error(&coord("real", "general", "2 2 1\n1 1 1\n% c\n2 2 1\n"), 5, "more entries");
+    assert_mm_error(
+        &coord("real", "general", "2 2 1\n1 1 1\n% c\n2 2 1\n"),
+        5,
+        "more entries",
+    );
 }
 
 /// Indices are 1-based: 0 and anything beyond the size fail on the entry's line.
 #[test]
 fn mm_error_index_out_of_range() {
-    assert_mm_error(&coord("real", "general", "2 3 2\n1 1 1\n0 1 1\n"), 4, "outside");
-    assert_mm_error(&coord("real", "general", "2 3 2\n1 1 1\n3 1 1\n"), 4, "outside");
+    assert_mm_error(
+        &coord("real", "general", "2 3 2\n1 1 1\n0 1 1\n"),
+        4,
+        "outside",
+    );
+    assert_mm_error(
+        &coord("real", "general", "2 3 2\n1 1 1\n3 1 1\n"),
+        4,
+        "outside",
+    );
     assert_mm_error(&coord("real", "general", "2 3 1\n1 0 1\n"), 3, "outside");
-    assert_mm_error(&coord("real", "general", "2 3 1\n% c\n2 4 1\n"), 4, "outside");
+    assert_mm_error(
+        &coord("real", "general", "2 3 1\n% c\n2 4 1\n"),
+        4,
+        "outside",
+    );
     assert_mm_error(&coord("real", "general", "2 3 1\n-1 1 1\n"), 3, "row index");
 }
 
 /// A value that is not a number of the declared field fails on the entry's line.
 #[test]
 fn mm_error_bad_value() {
-    assert_mm_error(&coord("real", "general", "2 2 2\n1 1 1\n2 2 abc\n"), 4, "'abc' is not a valid real value");
-    assert_mm_error(&coord("integer", "general", "2 2 1\n1 1 1.5\n"), 3, "integer value");
-    assert_mm_error(&coord("real", "general", "2 2 1\n1 1\n"), 3, "missing real value");
-    assert_mm_error(&coord("real", "general", "2 2 1\n1 1 1 2\n"), 3, "unexpected");
-    assert_mm_error(&coord("pattern", "general", "2 2 1\n1 1 1 2\n"), 3, "unexpected");
+    assert_mm_error(
+        &coord("real", "general", "2 2 2\n1 1 1\n2 2 abc\n"),
+        4,
+        "'abc' is not a valid real value",
+    );
+    assert_mm_error(
+        &coord("integer", "general", "2 2 1\n1 1 1.5\n"),
+        3,
+        "integer value",
+    );
+    assert_mm_error(
+        &coord("real", "general", "2 2 1\n1 1\n"),
+        3,
+        "missing real value",
+    );
+    assert_mm_error(
+        &coord("real", "general", "2 2 1\n1 1 1 2\n"),
+        3,
+        "unexpected",
+    );
+    assert_mm_error(
+        &coord("pattern", "general", "2 2 1\n1 1 1 2\n"),
+        3,
+        "unexpected",
+    );
 }
 
 /// Real pattern files sometimes list a value anyway (SuiteSparse Ragusa16): one trailing token is
@@ -626,20 +946,36 @@ fn mm_error_bad_value() {
 fn mm_pattern_entry_tolerates_one_trailing_value() {
     let m = read_mm::<f64>(&coord("pattern", "general", "2 2 1\n1 1 7\n"));
     assert_eq!(m.values(), &[1.0]);
-    assert_mm_error(&coord("pattern", "general", "2 2 1\n1 1 7 8\n"), 3, "unexpected");
+    assert_mm_error(
+        &coord("pattern", "general", "2 2 1\n1 1 7 8\n"),
+        3,
+        "unexpected",
+    );
 }
 
 /// symmetric and skew-symmetric files must be square; the size line is blamed.
 #[test]
 fn mm_error_non_square_symmetric() {
-    assert_mm_error(&coord("real", "symmetric", "% c\n2 3 1\n1 1 1\n"), 3, "must be square");
-    assert_mm_error(&coord("real", "skew-symmetric", "3 2 0\n"), 2, "must be square");
+    assert_mm_error(
+        &coord("real", "symmetric", "% c\n2 3 1\n1 1 1\n"),
+        3,
+        "must be square",
+    );
+    assert_mm_error(
+        &coord("real", "skew-symmetric", "3 2 0\n"),
+        2,
+        "must be square",
+    );
 }
 
 /// A dense array file handed to the sparse matrix reader is refused on line 1.
 #[test]
 fn mm_error_array_layout_for_matrix() {
-    assert_mm_error("%%MatrixMarket matrix array real general\n2 1\n1\n2\n", 1, "coordinate");
+    assert_mm_error(
+        "%%MatrixMarket matrix array real general\n2 1\n1\n2\n",
+        1,
+        "coordinate",
+    );
 }
 
 /// A missing file is an Io error naming the path.
@@ -658,11 +994,17 @@ fn mm_bytes_all_ways(bytes: &[u8]) -> Vec<(&'static str, Result<CsrMatrix<f64>>)
     let dir = TempDir::new("bytes");
     let (plain, gz) = (dir.path("m.mtx"), dir.path("m.mtx.gz"));
     std::fs::write(&plain, bytes).unwrap();
-    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::default());
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
     enc.write_all(bytes).unwrap();
     enc.finish().unwrap();
     vec![
-        ("memory", read_matrix_market_from(Cursor::new(bytes.to_vec()), "mem.mtx")),
+        (
+            "memory",
+            read_matrix_market_from(Cursor::new(bytes.to_vec()), "mem.mtx"),
+        ),
         ("file", read_matrix_market(&plain)),
         ("gzip file", read_matrix_market(&gz)),
     ]
@@ -674,26 +1016,64 @@ fn mm_bytes_all_ways(bytes: &[u8]) -> Vec<(&'static str, Result<CsrMatrix<f64>>)
 fn mm_error_quotes_are_capped() {
     let junk = "x".repeat(500_000);
     let cases = [
-        (coord("real", "general", &format!("2 2 1\n1 1 {junk}\n")), 3, "is not a valid real value"),
-        (coord("real", "general", &format!("2 2 1\n{junk} 1 1\n")), 3, "is not a valid row index"),
-        (coord("real", "general", &format!("2 2 1\n1 1 1 {junk}\n")), 3, "unexpected"),
-        (coord(&junk, "general", "2 2 1\n1 1 1\n"), 1, "unknown field"),
-        (format!("%%MatrixMarket matrix coordinate real general {junk}\n2 2 0\n"), 1, "bad header"),
+        (
+            coord("real", "general", &format!("2 2 1\n1 1 {junk}\n")),
+            3,
+            "is not a valid real value",
+        ),
+        (
+            coord("real", "general", &format!("2 2 1\n{junk} 1 1\n")),
+            3,
+            "is not a valid row index",
+        ),
+        (
+            coord("real", "general", &format!("2 2 1\n1 1 1 {junk}\n")),
+            3,
+            "unexpected",
+        ),
+        (
+            coord(&junk, "general", "2 2 1\n1 1 1\n"),
+            1,
+            "unknown field",
+        ),
+        (
+            format!("%%MatrixMarket matrix coordinate real general {junk}\n2 2 0\n"),
+            1,
+            "bad header",
+        ),
     ];
     for (text, line, needle) in &cases {
         assert_mm_error(text, *line, needle);
         for (how, r) in mm_all_ways::<f64>(text) {
             let msg = err(r).to_string();
             let quoted = msg.split('\'').nth(1).unwrap_or_default();
-            assert!(quoted.chars().count() == 81 && quoted.ends_with('…'), "{how}: {msg:.300}");
-            assert!(msg.chars().count() < 300, "{how}: {} chars: {msg:.300}", msg.len());
+            assert!(
+                quoted.chars().count() == 81 && quoted.ends_with('…'),
+                "{how}: {msg:.300}"
+            );
+            assert!(
+                msg.chars().count() < 300,
+                "{how}: {} chars: {msg:.300}",
+                msg.len()
+            );
         }
     }
-    assert!(err(mm::<f64>(&cases[0].0)).to_string().contains(&format!("'{}…' is not", "x".repeat(80))));
+    assert!(err(mm::<f64>(&cases[0].0))
+        .to_string()
+        .contains(&format!("'{}…' is not", "x".repeat(80))));
     // Short tokens are quoted whole, multi-byte characters are cut on a character boundary.
-    assert_mm_error(&coord("real", "general", "2 2 1\n1 1 1,5\n"), 3, "'1,5' is not a valid real value");
+    assert_mm_error(
+        &coord("real", "general", "2 2 1\n1 1 1,5\n"),
+        3,
+        "'1,5' is not a valid real value",
+    );
     let wide = "é".repeat(100);
-    let msg = err(mm::<f64>(&coord("real", "general", &format!("2 2 1\n1 1 {wide}\n")))).to_string();
+    let msg = err(mm::<f64>(&coord(
+        "real",
+        "general",
+        &format!("2 2 1\n1 1 {wide}\n"),
+    )))
+    .to_string();
     assert!(msg.contains(&format!("'{}…'", "é".repeat(80))), "{msg}");
 }
 
@@ -704,25 +1084,47 @@ fn mm_long_lines() {
     let long = "1".repeat((1 << 20) + 1);
     for text in [
         coord("real", "general", &format!("2 2 1\n% c\n1 1 {long}\n")),
-        format!("%%MatrixMarket matrix coordinate real general{}\n2 2 0\n", " ".repeat(1 << 20)),
-        coord("real", "general", &format!("2 2 1\n% c\n1 1 1{}\n", " ".repeat(1 << 20))),
+        format!(
+            "%%MatrixMarket matrix coordinate real general{}\n2 2 0\n",
+            " ".repeat(1 << 20)
+        ),
+        coord(
+            "real",
+            "general",
+            &format!("2 2 1\n% c\n1 1 1{}\n", " ".repeat(1 << 20)),
+        ),
     ] {
-        let expected_line = if text.starts_with("%%MatrixMarket matrix coordinate real general ") { 1 } else { 4 };
+        let expected_line = if text.starts_with("%%MatrixMarket matrix coordinate real general ") {
+            1
+        } else {
+            4
+        };
         for (how, r) in mm_all_ways::<f64>(&text) {
             let e = err(r);
             assert!(
                 matches!(&e, Error::LineTooLong { line, limit: 1048576, .. } if *line == expected_line),
                 "{how}: {e:.200}"
             );
-            assert!(e.to_string().contains(&format!(":{expected_line}: line is longer than")), "{how}: {e:.200}");
+            assert!(
+                e.to_string()
+                    .contains(&format!(":{expected_line}: line is longer than")),
+                "{how}: {e:.200}"
+            );
         }
     }
     // Exactly 1 MiB is accepted (leading blanks are not held, so they do not count).
     let at_limit = format!("{}1 1 1.{}", " ".repeat(3 << 20), "0".repeat((1 << 20) - 6));
-    assert_eq!(read_mm::<f64>(&coord("real", "general", &format!("2 2 1\n{at_limit}\n"))).values(), &[1.0]);
+    assert_eq!(
+        read_mm::<f64>(&coord("real", "general", &format!("2 2 1\n{at_limit}\n"))).values(),
+        &[1.0]
+    );
     let comment = format!("%{}\n", "%\u{e9}x".repeat(1 << 20));
     let blank = format!("{}\n", " \t".repeat(1 << 20));
-    let m = read_mm::<f64>(&coord("real", "general", &format!("{comment}{blank}2 2 1\n{comment}1 1 1\n{blank}{comment}")));
+    let m = read_mm::<f64>(&coord(
+        "real",
+        "general",
+        &format!("{comment}{blank}2 2 1\n{comment}1 1 1\n{blank}{comment}"),
+    ));
     assert_eq!(m.values(), &[1.0]);
 }
 
@@ -733,11 +1135,19 @@ fn mm_comments_may_hold_any_bytes() {
     let text = b"%%MatrixMarket matrix coordinate real general\n% Jos\xe9 M\xfcller, caf\xe9\n%\xff\xfe\x00\x80\n   %\xc3\n2 2 2\n% \xe9\n1 1 1.5\n2 2 -2\n%\xff";
     let expected = mm::<f64>(&coord("real", "general", "2 2 2\n1 1 1.5\n2 2 -2\n")).unwrap();
     for (how, r) in mm_bytes_all_ways(text) {
-        assert_eq!(r.unwrap_or_else(|e| panic!("{how}: {e}")), expected, "{how}");
+        assert_eq!(
+            r.unwrap_or_else(|e| panic!("{how}: {e}")),
+            expected,
+            "{how}"
+        );
     }
     let dir = TempDir::new("latin1");
     let p = dir.path("v.mtx");
-    std::fs::write(&p, b"%%MatrixMarket matrix array real general\n% \xe9t\xe9\n2 1\n%\xff\n1\n2\n").unwrap();
+    std::fs::write(
+        &p,
+        b"%%MatrixMarket matrix array real general\n% \xe9t\xe9\n2 1\n%\xff\n1\n2\n",
+    )
+    .unwrap();
     assert_eq!(read_vector::<f64>(&p).unwrap(), [1.0, 2.0]);
 }
 
@@ -745,16 +1155,33 @@ fn mm_comments_may_hold_any_bytes() {
 #[test]
 fn mm_error_non_utf8_data_line() {
     let cases: [(&[u8], usize, &str); 3] = [
-        (b"%%MatrixMarket matrix coordinate real general\n% ok\n2 2 1\n1 1 1.0\xe9\n", 4, "byte 0xe9 at column 8 is not valid UTF-8"),
-        (b"%%MatrixMarket matrix coordinate real general\n  2\xff 2 1\n1 1 1\n", 2, "byte 0xff at column 4"),
-        (b"%%MatrixMarket matrix coordinate r\xe9al general\n2 2 1\n1 1 1\n", 1, "not valid UTF-8"),
+        (
+            b"%%MatrixMarket matrix coordinate real general\n% ok\n2 2 1\n1 1 1.0\xe9\n",
+            4,
+            "byte 0xe9 at column 8 is not valid UTF-8",
+        ),
+        (
+            b"%%MatrixMarket matrix coordinate real general\n  2\xff 2 1\n1 1 1\n",
+            2,
+            "byte 0xff at column 4",
+        ),
+        (
+            b"%%MatrixMarket matrix coordinate r\xe9al general\n2 2 1\n1 1 1\n",
+            1,
+            "not valid UTF-8",
+        ),
     ];
     for (bytes, line, needle) in cases {
         for (how, r) in mm_bytes_all_ways(bytes) {
             match err(r) {
-                Error::MatrixMarket { line: l, message, .. } => {
+                Error::MatrixMarket {
+                    line: l, message, ..
+                } => {
                     assert_eq!(l, line, "{how}: wrong line for '{message}'");
-                    assert!(message.contains(needle), "{how}: message '{message}' lacks '{needle}'");
+                    assert!(
+                        message.contains(needle),
+                        "{how}: message '{message}' lacks '{needle}'"
+                    );
                 }
                 other => panic!("{how}: expected Error::MatrixMarket, got {other:?}"),
             }
@@ -769,21 +1196,25 @@ fn mm_error_non_utf8_data_line() {
 /// An array with one column is a vector.
 #[test]
 fn read_vector_array_column() {
-    let v = read_vector_text("%%MatrixMarket matrix array real general\n% c\n3 1\n1\n\n2.5\n-3e0\n").unwrap();
+    let v =
+        read_vector_text("%%MatrixMarket matrix array real general\n% c\n3 1\n1\n\n2.5\n-3e0\n")
+            .unwrap();
     assert_eq!(v, [1.0, 2.5, -3.0]);
 }
 
 /// An array with one row is a vector.
 #[test]
 fn read_vector_array_row() {
-    let v = read_vector_text("%%MatrixMarket matrix array integer general\n1 3\n4\n-5\n6\n").unwrap();
+    let v =
+        read_vector_text("%%MatrixMarket matrix array integer general\n1 3\n4\n-5\n6\n").unwrap();
     assert_eq!(v, [4.0, -5.0, 6.0]);
 }
 
 /// A coordinate vector (column or row) fills missing entries with zero and sums repeats.
 #[test]
 fn read_vector_coordinate() {
-    let col = read_vector_text(&coord("real", "general", "4 1 3\n2 1 5\n4 1 -1\n2 1 0.5\n")).unwrap();
+    let col =
+        read_vector_text(&coord("real", "general", "4 1 3\n2 1 5\n4 1 -1\n2 1 0.5\n")).unwrap();
     assert_eq!(col, [0.0, 5.5, 0.0, -1.0]);
     let row = read_vector_text(&coord("pattern", "general", "1 3 1\n1 3\n")).unwrap();
     assert_eq!(row, [0.0, 0.0, 1.0]);
@@ -796,10 +1227,22 @@ fn read_vector_errors() {
         Error::MatrixMarket { line, .. } => line,
         other => panic!("expected Error::MatrixMarket, got {other:?}"),
     };
-    assert_eq!(line("%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n"), 2);
-    assert_eq!(line("%%MatrixMarket matrix array real general\n% c\n3 1\n1\n2\n"), 6);
-    assert_eq!(line("%%MatrixMarket matrix array real general\n2 1\n1\n2\n3\n"), 5);
-    assert_eq!(line("%%MatrixMarket matrix array real general\n2 1\n1\nx\n"), 4);
+    assert_eq!(
+        line("%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n"),
+        2
+    );
+    assert_eq!(
+        line("%%MatrixMarket matrix array real general\n% c\n3 1\n1\n2\n"),
+        6
+    );
+    assert_eq!(
+        line("%%MatrixMarket matrix array real general\n2 1\n1\n2\n3\n"),
+        5
+    );
+    assert_eq!(
+        line("%%MatrixMarket matrix array real general\n2 1\n1\nx\n"),
+        4
+    );
     assert_eq!(line(&coord("real", "general", "3 1 1\n4 1 1\n")), 3);
     assert_eq!(line(""), 1);
 }
@@ -811,7 +1254,10 @@ fn read_vector_rejects_extra_tokens() {
         Error::MatrixMarket { line, .. } => line,
         other => panic!("expected Error::MatrixMarket, got {other:?}"),
     };
-    assert_eq!(line("%%MatrixMarket matrix array real general\n2 1\n1 99\n2\n"), 3);
+    assert_eq!(
+        line("%%MatrixMarket matrix array real general\n2 1\n1 99\n2\n"),
+        3
+    );
     assert_eq!(line(&coord("real", "general", "2 1 1\n2 1 5 junk\n")), 3);
     assert_eq!(line(&coord("real", "general", "2 1 1 7\n2 1 5\n")), 2);
 }
@@ -820,7 +1266,18 @@ fn read_vector_rejects_extra_tokens() {
 #[test]
 fn vector_round_trip_f64() {
     let mut v = random_vector(1000, 5);
-    v.extend([0.1, -0.0, 0.0, 1e-300, 5e-324, f64::MAX, f64::MIN_POSITIVE, 1.0 / 3.0, 123456789.0, -2.5e20]);
+    v.extend([
+        0.1,
+        -0.0,
+        0.0,
+        1e-300,
+        5e-324,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        1.0 / 3.0,
+        123456789.0,
+        -2.5e20,
+    ]);
     vector_round_trip(&v);
     vector_round_trip::<f64>(&[]);
 }
@@ -828,8 +1285,21 @@ fn vector_round_trip_f64() {
 /// write_vector then read_vector is bit-exact for f32, including extreme values and -0.
 #[test]
 fn vector_round_trip_f32() {
-    let mut v: Vec<f32> = random_vector(1000, 6).into_iter().map(|x| x as f32).collect();
-    v.extend([0.1, -0.0, 0.0, 1e-45, f32::MAX, f32::MIN_POSITIVE, 1.0 / 3.0, 16777215.0, -2.5e20]);
+    let mut v: Vec<f32> = random_vector(1000, 6)
+        .into_iter()
+        .map(|x| x as f32)
+        .collect();
+    v.extend([
+        0.1,
+        -0.0,
+        0.0,
+        1e-45,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        1.0 / 3.0,
+        16777215.0,
+        -2.5e20,
+    ]);
     vector_round_trip(&v);
 }
 
@@ -848,7 +1318,10 @@ fn vector_round_trip_f32_double_rounding() {
 fn read_vector_huge_size_line_is_an_error_not_a_panic() {
     let text = "%%MatrixMarket matrix array real general\n4611686018427387904 1\n1\n";
     let r = std::panic::catch_unwind(|| read_vector_text(text));
-    assert!(matches!(r, Ok(Err(Error::MatrixMarket { line: 2 | 4, .. }))), "read_vector panicked or succeeded");
+    assert!(
+        matches!(r, Ok(Err(Error::MatrixMarket { line: 2 | 4, .. }))),
+        "read_vector panicked or succeeded"
+    );
 }
 
 /// write_matrix_market then read_matrix_market is exact on a suite matrix with empty rows (f64).
@@ -879,7 +1352,10 @@ fn matrix_round_trip_empty() {
 /// An f32 suite matrix with empty rows, its x, and the f64 reference `A·x`.
 fn check_case() -> (CsrMatrix<f32>, Vec<f32>, Vec<f64>) {
     let a = SuiteClass::EmptyRows.generate(2000, 3).cast::<f32>();
-    let x: Vec<f32> = random_vector(a.ncols(), 11).into_iter().map(|v| v as f32).collect();
+    let x: Vec<f32> = random_vector(a.ncols(), 11)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
     let y_ref = reference::spmv_par(&a, &x).unwrap();
     (a, x, y_ref)
 }
@@ -891,7 +1367,10 @@ fn rounded(y_ref: &[f64]) -> Vec<f32> {
 
 /// The nonempty row with the largest |y_ref|.
 fn big_row(a: &CsrMatrix<f32>, y_ref: &[f64]) -> usize {
-    (0..a.nrows()).filter(|&r| a.row_len(r) > 0).max_by(|&i, &j| y_ref[i].abs().total_cmp(&y_ref[j].abs())).unwrap()
+    (0..a.nrows())
+        .filter(|&r| a.row_len(r) > 0)
+        .max_by(|&i, &j| y_ref[i].abs().total_cmp(&y_ref[j].abs()))
+        .unwrap()
 }
 
 /// The correctly rounded result passes.
@@ -923,7 +1402,13 @@ fn check_passes_one_ulp_per_row() {
     let y: Vec<f32> = rounded(&y_ref)
         .into_iter()
         .enumerate()
-        .map(|(r, v)| if a.row_len(r) > 0 { f32::from_bits(v.to_bits() + 1) } else { v })
+        .map(|(r, v)| {
+            if a.row_len(r) > 0 {
+                f32::from_bits(v.to_bits() + 1)
+            } else {
+                v
+            }
+        })
         .collect();
     assert_ne!(y, rounded(&y_ref));
     let c = reference::check(1.0, &a, &x, 0.0, None, &y, &y_ref);
@@ -951,12 +1436,18 @@ fn check_fails_on_relative_error_in_one_row() {
 #[test]
 fn check_includes_beta_term() {
     let (a, x, ax) = check_case();
-    let y0: Vec<f32> = random_vector(a.nrows(), 12).into_iter().map(|v| v as f32).collect();
+    let y0: Vec<f32> = random_vector(a.nrows(), 12)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
     let (alpha, beta) = (1.5, -0.75);
     let y_ref = reference::spmv_axpby(alpha, &a, &x, beta, &y0).unwrap();
     for r in 0..a.nrows() {
         let expected = alpha * ax[r] + beta * y0[r] as f64;
-        assert!((y_ref[r] - expected).abs() <= 1e-12 * expected.abs().max(1.0), "row {r}");
+        assert!(
+            (y_ref[r] - expected).abs() <= 1e-12 * expected.abs().max(1.0),
+            "row {r}"
+        );
     }
     let c = reference::check(alpha, &a, &x, beta, Some(&y0), &rounded(&y_ref), &y_ref);
     assert!(c.ok, "{c:?}");
@@ -1002,7 +1493,10 @@ fn suite_random_vector_deterministic_without_zeros() {
     assert_eq!(v, random_vector(10_000, 42));
     assert_ne!(v, random_vector(10_000, 43));
     assert_eq!(&random_vector(100, 42)[..], &v[..100]);
-    assert!(v.iter().all(|x| (0.5..1.5).contains(&x.abs())), "a value outside ±[0.5, 1.5)");
+    assert!(
+        v.iter().all(|x| (0.5..1.5).contains(&x.abs())),
+        "a value outside ±[0.5, 1.5)"
+    );
     assert!(v.iter().any(|&x| x < 0.0) && v.iter().any(|&x| x > 0.0));
     assert!(random_vector(0, 1).is_empty());
 }

@@ -36,26 +36,57 @@ fn workgroup_path_every_team_width_and_workgroup_size() {
             continue;
         }
         for &lanes in wgspmv::shaders::LANE_WIDTHS.iter().filter(|&&l| l <= wg) {
-            let opts = PlanOptions { lanes: LanePolicy::Workgroup, workgroup_size: Some(wg), lanes_per_row: Some(lanes), ..Default::default() };
-            check_method(&gpu, &a, Method::CsrVector, &opts, &format!("csr-vector wg {wg} lanes {lanes}"));
+            let opts = PlanOptions {
+                lanes: LanePolicy::Workgroup,
+                workgroup_size: Some(wg),
+                lanes_per_row: Some(lanes),
+                ..Default::default()
+            };
+            check_method(
+                &gpu,
+                &a,
+                Method::CsrVector,
+                &opts,
+                &format!("csr-vector wg {wg} lanes {lanes}"),
+            );
         }
-        let opts = PlanOptions { workgroup_size: Some(wg), ..Default::default() };
-        check_method(&gpu, &a, Method::CsrScalar, &opts, &format!("csr-scalar wg {wg}"));
+        let opts = PlanOptions {
+            workgroup_size: Some(wg),
+            ..Default::default()
+        };
+        check_method(
+            &gpu,
+            &a,
+            Method::CsrScalar,
+            &opts,
+            &format!("csr-scalar wg {wg}"),
+        );
     }
 }
 
 #[test]
 fn subgroup_path_when_available() {
     let Some(gpu) = gpu() else { return };
-    let opts = PlanOptions { lanes: LanePolicy::Subgroup, ..Default::default() };
+    let opts = PlanOptions {
+        lanes: LanePolicy::Subgroup,
+        ..Default::default()
+    };
     let a = SuiteClass::SingleDenseRow.generate(10_000, 5).cast::<f32>();
     if gpu.info().has(wgpu::Features::SUBGROUP) {
         check_method(&gpu, &a, Method::CsrVector, &opts, "forced subgroups");
     }
-    let Some(nosg) = gpu_without_subgroups() else { return };
+    let Some(nosg) = gpu_without_subgroups() else {
+        return;
+    };
     match nosg.prepare_with(&a, Method::CsrVector, &opts) {
-        Err(Error::MissingFeature { feature: "SUBGROUP", .. }) => {}
-        other => panic!("forcing subgroups on a device without them must fail clearly, got {:?}", other.map(|p| p.details().to_owned())),
+        Err(Error::MissingFeature {
+            feature: "SUBGROUP",
+            ..
+        }) => {}
+        other => panic!(
+            "forcing subgroups on a device without them must fail clearly, got {:?}",
+            other.map(|p| p.details().to_owned())
+        ),
     }
 }
 
@@ -63,24 +94,48 @@ fn subgroup_path_when_available() {
 fn row_chunks_when_arrays_exceed_the_binding_limit() {
     let a = SuiteClass::EmptyRows.generate(30_000, 9);
     for (dev, gpu) in gpus() {
-        let opts = PlanOptions { max_chunk_bytes: Some(16 * 1024), ..Default::default() };
+        let opts = PlanOptions {
+            max_chunk_bytes: Some(16 * 1024),
+            ..Default::default()
+        };
         for &m in Method::ALL {
             if matches!(m, Method::Suraa | Method::Bccoo | Method::BccooPlus) {
                 // These do not split matrices (suraa reads rows through a permutation; bccoo's
                 // value planes are one binding): a clear error.
-                assert!(matches!(gpu.prepare_with(&a.cast::<f32>(), m, &opts), Err(Error::TooLargeForAdapter { .. })));
+                assert!(matches!(
+                    gpu.prepare_with(&a.cast::<f32>(), m, &opts),
+                    Err(Error::TooLargeForAdapter { .. })
+                ));
                 continue;
             }
             let plan = gpu.prepare_with(&a.cast::<f32>(), m, &opts).unwrap();
-            assert!(plan.dispatches() > 5, "{m}: expected several chunks, got {}", plan.dispatches());
-            check_method(&gpu, &a.cast::<f32>(), m, &opts, &format!("{m} chunked / {dev}"));
+            assert!(
+                plan.dispatches() > 5,
+                "{m}: expected several chunks, got {}",
+                plan.dispatches()
+            );
+            check_method(
+                &gpu,
+                &a.cast::<f32>(),
+                m,
+                &opts,
+                &format!("{m} chunked / {dev}"),
+            );
         }
     }
     // A row that alone exceeds the limit cannot be chunked: a clear error.
     let Some(gpu) = gpu() else { return };
-    let long = CsrMatrix::<f32>::from_triplets(2, 10_000, (0..10_000).map(|c| (1, c, 1.0)).collect()).unwrap();
-    let opts = PlanOptions { max_chunk_bytes: Some(1024), ..Default::default() };
-    assert!(matches!(gpu.prepare_with(&long, Method::CsrScalar, &opts), Err(Error::TooLargeForAdapter { .. })));
+    let long =
+        CsrMatrix::<f32>::from_triplets(2, 10_000, (0..10_000).map(|c| (1, c, 1.0)).collect())
+            .unwrap();
+    let opts = PlanOptions {
+        max_chunk_bytes: Some(1024),
+        ..Default::default()
+    };
+    assert!(matches!(
+        gpu.prepare_with(&long, Method::CsrScalar, &opts),
+        Err(Error::TooLargeForAdapter { .. })
+    ));
 }
 
 #[test]
@@ -89,7 +144,12 @@ fn two_dimensional_dispatch_beyond_65535_workgroups() {
     // One row per workgroup: 70 000 rows need more workgroups than one dimension allows.
     let a = SuiteClass::ShortRows.generate(280_000, 2).cast::<f32>();
     assert!(a.nrows() as u32 > gpu.info().limits.max_compute_workgroups_per_dimension);
-    let opts = PlanOptions { lanes: LanePolicy::Workgroup, workgroup_size: Some(64), lanes_per_row: Some(64), ..Default::default() };
+    let opts = PlanOptions {
+        lanes: LanePolicy::Workgroup,
+        workgroup_size: Some(64),
+        lanes_per_row: Some(64),
+        ..Default::default()
+    };
     check_method(&gpu, &a, Method::CsrVector, &opts, "2-D dispatch");
 }
 
@@ -98,7 +158,10 @@ fn record_into_callers_encoder_and_read_async() {
     let Some(gpu) = gpu() else { return };
     let a = SuiteClass::Banded.generate(5_000, 4).cast::<f32>();
     let plan = gpu.prepare(&a, Method::CsrVector).unwrap();
-    let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 1).into_iter().map(|v| v as f32).collect();
+    let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 1)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
     let gx = GpuVector::from_slice(&gpu, &x).unwrap();
     let mut y1 = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
     let mut y2 = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
@@ -122,7 +185,13 @@ fn shares_an_application_device() {
     let shared = wgspmv::Gpu::from_device(gpu.device().clone(), gpu.queue().clone());
     assert_eq!(shared.info().name, gpu.info().name);
     let a = SuiteClass::Tall.generate(4_000, 8).cast::<f32>();
-    check_method(&shared, &a, Method::CsrScalar, &PlanOptions::default(), "shared device");
+    check_method(
+        &shared,
+        &a,
+        Method::CsrScalar,
+        &PlanOptions::default(),
+        "shared device",
+    );
 }
 
 #[test]
@@ -134,29 +203,74 @@ fn bad_calls_are_errors() {
     let short = GpuVector::filled(&gpu, a.ncols() - 1, 1.0f32).unwrap();
     let mut y = GpuVector::filled(&gpu, a.nrows(), 7.0f32).unwrap();
     let mut y_short = GpuVector::filled(&gpu, a.nrows() + 1, 7.0f32).unwrap();
-    assert!(matches!(plan.run(&short, &mut y), Err(Error::DimensionMismatch { what: "x", .. })));
-    assert!(matches!(plan.run(&x, &mut y_short), Err(Error::DimensionMismatch { what: "y", .. })));
+    assert!(matches!(
+        plan.run(&short, &mut y),
+        Err(Error::DimensionMismatch { what: "x", .. })
+    ));
+    assert!(matches!(
+        plan.run(&x, &mut y_short),
+        Err(Error::DimensionMismatch { what: "y", .. })
+    ));
     // Nothing the caller owns was touched by the refused calls.
     assert!(y.read().unwrap().iter().all(|&v| v == 7.0));
 
     if let Some(other) = gpu_without_subgroups() {
         let foreign = GpuVector::filled(&other, a.ncols(), 1.0f32).unwrap();
-        assert!(matches!(plan.run(&foreign, &mut y), Err(Error::WrongDevice { what: "x" })));
+        assert!(matches!(
+            plan.run(&foreign, &mut y),
+            Err(Error::WrongDevice { what: "x" })
+        ));
     }
-    let bad_wg = PlanOptions { workgroup_size: Some(100), ..Default::default() };
-    assert!(matches!(gpu.prepare_with(&a, Method::CsrScalar, &bad_wg), Err(Error::InvalidParameter { name: "workgroup_size", .. })));
-    let bad_lanes = PlanOptions { lanes: LanePolicy::Workgroup, lanes_per_row: Some(3), ..Default::default() };
-    assert!(matches!(gpu.prepare_with(&a, Method::CsrVector, &bad_lanes), Err(Error::InvalidParameter { name: "lanes_per_row", .. })));
-    assert!(matches!(Method::from_name("nope"), Err(Error::UnknownName { .. })));
+    let bad_wg = PlanOptions {
+        workgroup_size: Some(100),
+        ..Default::default()
+    };
+    assert!(matches!(
+        gpu.prepare_with(&a, Method::CsrScalar, &bad_wg),
+        Err(Error::InvalidParameter {
+            name: "workgroup_size",
+            ..
+        })
+    ));
+    let bad_lanes = PlanOptions {
+        lanes: LanePolicy::Workgroup,
+        lanes_per_row: Some(3),
+        ..Default::default()
+    };
+    assert!(matches!(
+        gpu.prepare_with(&a, Method::CsrVector, &bad_lanes),
+        Err(Error::InvalidParameter {
+            name: "lanes_per_row",
+            ..
+        })
+    ));
+    assert!(matches!(
+        Method::from_name("nope"),
+        Err(Error::UnknownName { .. })
+    ));
 }
 
 #[test]
 fn f64_refused_clearly_without_shader_f64() {
-    let opts = wgspmv::GpuOptions { disabled_features: wgpu::Features::SHADER_F64, ..Default::default() };
-    let Ok(gpu) = pollster::block_on(wgspmv::Gpu::with_options(opts)) else { return };
+    let opts = wgspmv::GpuOptions {
+        disabled_features: wgpu::Features::SHADER_F64,
+        ..Default::default()
+    };
+    let Ok(gpu) = pollster::block_on(wgspmv::Gpu::with_options(opts)) else {
+        return;
+    };
     let a = SuiteClass::ShortRows.generate(500, 1);
-    assert!(matches!(gpu.prepare(&a, Method::CsrScalar), Err(Error::MissingFeature { feature: "SHADER_F64", .. })));
-    assert!(matches!(GpuVector::from_slice(&gpu, &[1.0f64]), Err(Error::MissingFeature { .. })));
+    assert!(matches!(
+        gpu.prepare(&a, Method::CsrScalar),
+        Err(Error::MissingFeature {
+            feature: "SHADER_F64",
+            ..
+        })
+    ));
+    assert!(matches!(
+        GpuVector::from_slice(&gpu, &[1.0f64]),
+        Err(Error::MissingFeature { .. })
+    ));
 }
 
 #[test]
@@ -166,7 +280,10 @@ fn auto_resolves_to_a_concrete_method() {
     let plan = gpu.prepare(&a, Method::Auto).unwrap();
     assert_eq!(plan.method(), Method::CsrVector);
     let b = SuiteClass::Permutation.generate(10_000, 1).cast::<f32>();
-    assert_eq!(gpu.prepare(&b, Method::Auto).unwrap().method(), Method::CsrScalar);
+    assert_eq!(
+        gpu.prepare(&b, Method::Auto).unwrap().method(),
+        Method::CsrScalar
+    );
     check_method(&gpu, &b, Method::Auto, &PlanOptions::default(), "auto");
 }
 
@@ -188,11 +305,17 @@ fn unknown_adapter_name_is_a_clear_error() {
     if gpu().is_none() {
         return;
     }
-    let opts = wgspmv::GpuOptions { adapter_name: Some("no-such-adapter-xyz".into()), ..Default::default() };
+    let opts = wgspmv::GpuOptions {
+        adapter_name: Some("no-such-adapter-xyz".into()),
+        ..Default::default()
+    };
     match pollster::block_on(wgspmv::Gpu::with_options(opts)) {
         Err(e @ Error::NoAdapter { .. }) => {
             let msg = e.to_string();
-            assert!(msg.contains("no-such-adapter-xyz") && msg.contains("lavapipe"), "{msg}");
+            assert!(
+                msg.contains("no-such-adapter-xyz") && msg.contains("lavapipe"),
+                "{msg}"
+            );
         }
         other => panic!("expected NoAdapter, got {other:?}"),
     }
@@ -211,7 +334,13 @@ fn lost_device_is_an_error_not_a_panic() {
     let mut y = GpuVector::filled(&gpu, a.nrows(), 0.0f32).unwrap();
     gpu.device().destroy();
     let _ = gpu.device().poll(wgpu::PollType::Poll);
-    assert!(matches!(plan.run(&x, &mut y), Err(Error::DeviceLost { .. })));
+    assert!(matches!(
+        plan.run(&x, &mut y),
+        Err(Error::DeviceLost { .. })
+    ));
     assert!(matches!(y.read(), Err(Error::DeviceLost { .. })));
-    assert!(matches!(gpu.prepare(&a, Method::CsrVector), Err(Error::DeviceLost { .. })));
+    assert!(matches!(
+        gpu.prepare(&a, Method::CsrVector),
+        Err(Error::DeviceLost { .. })
+    ));
 }

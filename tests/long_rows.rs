@@ -24,19 +24,36 @@ fn long_row_matrix(n: usize) -> (CsrMatrix<f64>, Vec<f64>) {
         }
     }
     let a = CsrMatrix::from_triplets(40, ncols, t).unwrap();
-    let x = (0..ncols).map(|c| if c % 3 == 0 { 2.0 } else { 1.0 }).collect();
+    let x = (0..ncols)
+        .map(|c| if c % 3 == 0 { 2.0 } else { 1.0 })
+        .collect();
     (a, x)
 }
 
-fn exact_check<T: Scalar>(gpu: &wgspmv::Gpu, a: &CsrMatrix<T>, x: &[T], method: Method, opts: &PlanOptions, label: &str) {
-    let plan = gpu.prepare_with(a, method, opts).unwrap_or_else(|e| panic!("{label}: prepare failed: {e}"));
+fn exact_check<T: Scalar>(
+    gpu: &wgspmv::Gpu,
+    a: &CsrMatrix<T>,
+    x: &[T],
+    method: Method,
+    opts: &PlanOptions,
+    label: &str,
+) {
+    let plan = gpu
+        .prepare_with(a, method, opts)
+        .unwrap_or_else(|e| panic!("{label}: prepare failed: {e}"));
     let gx = GpuVector::from_slice(gpu, x).unwrap();
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN).unwrap();
     plan.run(&gx, &mut gy).unwrap();
     let y = gy.read().unwrap();
     let want = reference::spmv_seq(a, x).unwrap();
     for (r, (&got, &w)) in y.iter().zip(&want).enumerate() {
-        assert!(got.to_f64() == w, "{label} [{}]: row {r} (length {}) is {} instead of {w}", plan.details(), a.row_len(r), got.to_f64());
+        assert!(
+            got.to_f64() == w,
+            "{label} [{}]: row {r} (length {}) is {} instead of {w}",
+            plan.details(),
+            a.row_len(r),
+            got.to_f64()
+        );
     }
 }
 
@@ -47,9 +64,23 @@ fn run_lengths(lengths: &[usize], f64_too: bool) {
             for &m in Method::ALL.iter().chain([&Method::Auto]) {
                 let a32 = a.cast::<f32>();
                 let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-                exact_check(&gpu, &a32, &x32, m, &PlanOptions::default(), &format!("row of {n} / {m} / f32 / {dev}"));
+                exact_check(
+                    &gpu,
+                    &a32,
+                    &x32,
+                    m,
+                    &PlanOptions::default(),
+                    &format!("row of {n} / {m} / f32 / {dev}"),
+                );
                 if f64_too && has_f64(&gpu) {
-                    exact_check(&gpu, &a, &x, m, &PlanOptions::default(), &format!("row of {n} / {m} / f64 / {dev}"));
+                    exact_check(
+                        &gpu,
+                        &a,
+                        &x,
+                        m,
+                        &PlanOptions::default(),
+                        &format!("row of {n} / {m} / f64 / {dev}"),
+                    );
                 }
             }
         }
@@ -81,15 +112,43 @@ fn strips_and_team_widths_with_a_long_row() {
         for h in [2, 3, 8, 16] {
             let mut o = PlanOptions::default();
             o.cmrs.height = Some(h);
-            exact_check(&gpu, &a, &x, Method::Cmrs, &o, &format!("cmrs height {h} / {dev}"));
-            exact_check(&gpu, &a, &x, Method::CmrsPadded, &o, &format!("cmrs-padded height {h} / {dev}"));
+            exact_check(
+                &gpu,
+                &a,
+                &x,
+                Method::Cmrs,
+                &o,
+                &format!("cmrs height {h} / {dev}"),
+            );
+            exact_check(
+                &gpu,
+                &a,
+                &x,
+                Method::CmrsPadded,
+                &o,
+                &format!("cmrs-padded height {h} / {dev}"),
+            );
         }
         for lanes in [4, 32, 128] {
-            let o = PlanOptions { lanes: LanePolicy::Workgroup, lanes_per_row: Some(lanes), ..Default::default() };
-            exact_check(&gpu, &a, &x, Method::CsrVector, &o, &format!("csr-vector {lanes} lanes / {dev}"));
+            let o = PlanOptions {
+                lanes: LanePolicy::Workgroup,
+                lanes_per_row: Some(lanes),
+                ..Default::default()
+            };
+            exact_check(
+                &gpu,
+                &a,
+                &x,
+                Method::CsrVector,
+                &o,
+                &format!("csr-vector {lanes} lanes / {dev}"),
+            );
         }
         // Row chunks that split the matrix around the long rows.
-        let o = PlanOptions { max_chunk_bytes: Some(4 << 20), ..Default::default() };
+        let o = PlanOptions {
+            max_chunk_bytes: Some(4 << 20),
+            ..Default::default()
+        };
         for m in [Method::CsrScalar, Method::CsrVector, Method::Cmrs] {
             exact_check(&gpu, &a, &x, m, &o, &format!("{m} in 4 MiB chunks / {dev}"));
         }

@@ -46,9 +46,19 @@ fn in_capped_child(name: &str) -> bool {
         .env("RAYON_NUM_THREADS", "2")
         .output()
         .expect("could not start sh");
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "capped child of {name} failed ({}):\n{stdout}\n{stderr}", out.status);
-    assert!(stdout.contains("1 passed"), "capped child did not run {name}:\n{stdout}\n{stderr}");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "capped child of {name} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "capped child did not run {name}:\n{stdout}\n{stderr}"
+    );
     false
 }
 
@@ -59,7 +69,10 @@ impl TempDir {
     fn new(label: &str) -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("wgspmv-mtx_fuzz-{}-{label}-{n}", std::process::id()));
+        let path = std::env::temp_dir().join(format!(
+            "wgspmv-mtx_fuzz-{}-{label}-{n}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&path).unwrap();
         TempDir(path)
     }
@@ -91,7 +104,9 @@ fn mm_bytes(bytes: &[u8]) -> Result<CsrMatrix<f64>> {
 fn assert_out_of_host_memory<T: std::fmt::Debug>(r: Result<T>, what: &str, bytes: u64) {
     match r {
         Err(Error::OutOfHostMemory { what: w, bytes: b }) if w == what && b == bytes => {}
-        other => panic!("expected OutOfHostMemory {{ what: {what}, bytes: {bytes} }}, got {other:?}"),
+        other => {
+            panic!("expected OutOfHostMemory {{ what: {what}, bytes: {bytes} }}, got {other:?}")
+        }
     }
 }
 
@@ -110,8 +125,16 @@ fn huge_row_count_is_an_error_not_an_abort() {
     let bytes = (u32::MAX as u64 + 1) * 4;
     assert_out_of_host_memory(mm_bytes(text), "row_ptr", bytes);
     let dir = TempDir::new("rows");
-    assert_out_of_host_memory(read_matrix_market::<f32>(dir.write("a.mtx", text)), "row_ptr", bytes);
-    assert_out_of_host_memory(read_matrix_market::<f64>(dir.write("a.mtx.gz", &gzip(text))), "row_ptr", bytes);
+    assert_out_of_host_memory(
+        read_matrix_market::<f32>(dir.write("a.mtx", text)),
+        "row_ptr",
+        bytes,
+    );
+    assert_out_of_host_memory(
+        read_matrix_market::<f64>(dir.write("a.mtx.gz", &gzip(text))),
+        "row_ptr",
+        bytes,
+    );
 }
 
 /// from_triplets and zeros refuse a row count whose row_ptr the host cannot hold; zeros checks the
@@ -123,13 +146,29 @@ fn huge_row_count_in_constructors_is_an_error() {
     }
     let n = u32::MAX as usize;
     let bytes = (n as u64 + 1) * 4;
-    assert_out_of_host_memory(CsrMatrix::<f32>::from_triplets(n, 1, vec![(0, 0, 1.0)]), "row_ptr", bytes);
-    assert_out_of_host_memory(CsrMatrix::<f64>::from_triplets(n, n, vec![]), "row_ptr", bytes);
+    assert_out_of_host_memory(
+        CsrMatrix::<f32>::from_triplets(n, 1, vec![(0, 0, 1.0)]),
+        "row_ptr",
+        bytes,
+    );
+    assert_out_of_host_memory(
+        CsrMatrix::<f64>::from_triplets(n, n, vec![]),
+        "row_ptr",
+        bytes,
+    );
     assert_out_of_host_memory(CsrMatrix::<f32>::zeros(n, 1), "row_ptr", bytes);
     let e = CsrMatrix::<f32>::zeros(usize::MAX, 1).unwrap_err();
-    assert!(matches!(e, Error::TooLargeForU32 { what: "nrows", .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::TooLargeForU32 { what: "nrows", .. }),
+        "{e:?}"
+    );
     // A wide matrix needs no memory per column.
-    assert_eq!(CsrMatrix::<f32>::from_triplets(1, n, vec![(0, n - 1, 2.0)]).unwrap().col_idx(), &[n as u32 - 1]);
+    assert_eq!(
+        CsrMatrix::<f32>::from_triplets(1, n, vec![(0, n - 1, 2.0)])
+            .unwrap()
+            .col_idx(),
+        &[n as u32 - 1]
+    );
 }
 
 /// A coordinate vector of u32::MAX elements with one entry needs a 32 GiB dense vector: an error.
@@ -139,7 +178,10 @@ fn huge_coordinate_vector_is_an_error() {
         return;
     }
     let dir = TempDir::new("vec");
-    let p = dir.write("v.mtx", b"%%MatrixMarket matrix coordinate real general\n4294967295 1 1\n7 1 1.0\n");
+    let p = dir.write(
+        "v.mtx",
+        b"%%MatrixMarket matrix coordinate real general\n4294967295 1 1\n7 1 1.0\n",
+    );
     assert_out_of_host_memory(read_vector::<f64>(&p), "vector", u32::MAX as u64 * 8);
 }
 
@@ -151,19 +193,28 @@ fn huge_declared_counts_reserve_little() {
         return;
     }
     let ends_early = |r: Result<()>, line: usize| match r {
-        Err(Error::MatrixMarket { line: l, message, .. }) if l == line && message.contains("file ends") => {}
+        Err(Error::MatrixMarket {
+            line: l, message, ..
+        }) if l == line && message.contains("file ends") => {}
         other => panic!("expected 'file ends' on line {line}, got {other:?}"),
     };
     let max = usize::MAX;
     for symmetry in ["general", "symmetric", "skew-symmetric"] {
-        let text = format!("%%MatrixMarket matrix coordinate real {symmetry}\n3 3 {max}\n1 1 1\n2 1 2\n");
+        let text =
+            format!("%%MatrixMarket matrix coordinate real {symmetry}\n3 3 {max}\n1 1 1\n2 1 2\n");
         ends_early(mm_bytes(text.as_bytes()).map(drop), 5);
     }
     let dir = TempDir::new("counts");
-    let array = dir.write("a.mtx", b"%%MatrixMarket matrix array real general\n4294967295 1\n1\n2\n");
+    let array = dir.write(
+        "a.mtx",
+        b"%%MatrixMarket matrix array real general\n4294967295 1\n1\n2\n",
+    );
     ends_early(read_vector::<f64>(array).map(drop), 5);
     let coord = format!("%%MatrixMarket matrix coordinate real general\n3 1 {max}\n1 1 1\n");
-    ends_early(read_vector::<f32>(dir.write("c.mtx", coord.as_bytes())).map(drop), 4);
+    ends_early(
+        read_vector::<f32>(dir.write("c.mtx", coord.as_bytes())).map(drop),
+        4,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -209,7 +260,11 @@ fn corpus_reads() {
         if b.vector {
             assert!(!read_vector::<f64>(&p).unwrap().is_empty(), "{}", b.name);
         } else {
-            assert!(read_matrix_market::<f64>(&p).unwrap().nnz() > 0, "{}", b.name);
+            assert!(
+                read_matrix_market::<f64>(&p).unwrap().nnz() > 0,
+                "{}",
+                b.name
+            );
         }
     }
 }
@@ -239,18 +294,43 @@ const HUGE: &[&str] = &[
 
 #[derive(Clone, Debug)]
 enum Mutation {
-    FlipBit { at: usize, bit: u8 },
-    SetByte { at: usize, byte: u8 },
-    Truncate { at: usize },
-    Insert { at: usize, bytes: Vec<u8> },
-    DuplicateLine { line: usize },
-    DeleteLine { line: usize },
+    FlipBit {
+        at: usize,
+        bit: u8,
+    },
+    SetByte {
+        at: usize,
+        byte: u8,
+    },
+    Truncate {
+        at: usize,
+    },
+    Insert {
+        at: usize,
+        bytes: Vec<u8>,
+    },
+    DuplicateLine {
+        line: usize,
+    },
+    DeleteLine {
+        line: usize,
+    },
     /// Replaces a token of a line after the header (token 0..3 of the size line, most often).
-    Huge { token: usize, value: &'static str },
+    Huge {
+        token: usize,
+        value: &'static str,
+    },
     /// Inserts a line of `len` copies of `fill` (a long number, word, comment or blank line).
-    LongLine { line: usize, len: usize, fill: u8 },
+    LongLine {
+        line: usize,
+        len: usize,
+        fill: u8,
+    },
     /// Inserts a comment line of arbitrary bytes.
-    Comment { line: usize, bytes: Vec<u8> },
+    Comment {
+        line: usize,
+        bytes: Vec<u8>,
+    },
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -259,10 +339,14 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         (at, 0u8..8).prop_map(|(at, bit)| Mutation::FlipBit { at, bit }),
         (at, any::<u8>()).prop_map(|(at, byte)| Mutation::SetByte { at, byte }),
         at.prop_map(|at| Mutation::Truncate { at }),
-        (at, prop::collection::vec(any::<u8>(), 1..24)).prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
+        (at, prop::collection::vec(any::<u8>(), 1..24))
+            .prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
         at.prop_map(|line| Mutation::DuplicateLine { line }),
         at.prop_map(|line| Mutation::DeleteLine { line }),
-        (prop_oneof![3 => 0usize..3, 1 => any::<usize>()], prop::sample::select(HUGE))
+        (
+            prop_oneof![3 => 0usize..3, 1 => any::<usize>()],
+            prop::sample::select(HUGE)
+        )
             .prop_map(|(token, value)| Mutation::Huge { token, value }),
         (
             at,
@@ -270,14 +354,20 @@ fn mutation() -> impl Strategy<Value = Mutation> {
             prop::sample::select(b"1x% \t\xff".to_vec())
         )
             .prop_map(|(line, len, fill)| Mutation::LongLine { line, len, fill }),
-        (at, prop::collection::vec(any::<u8>(), 0..40)).prop_map(|(line, bytes)| Mutation::Comment { line, bytes }),
+        (at, prop::collection::vec(any::<u8>(), 0..40))
+            .prop_map(|(line, bytes)| Mutation::Comment { line, bytes }),
     ]
 }
 
 /// Start offsets of the lines of `b` (each line keeps its '\n').
 fn line_starts(b: &[u8]) -> Vec<usize> {
     let mut starts = vec![0];
-    starts.extend(b.iter().enumerate().filter(|&(i, &c)| c == b'\n' && i + 1 < b.len()).map(|(i, _)| i + 1));
+    starts.extend(
+        b.iter()
+            .enumerate()
+            .filter(|&(i, &c)| c == b'\n' && i + 1 < b.len())
+            .map(|(i, _)| i + 1),
+    );
     starts
 }
 
@@ -354,7 +444,10 @@ enum Delivery {
     File,
     Gzip,
     /// Gzipped, then one byte of the compressed stream overwritten.
-    CorruptGzip { at: usize, byte: u8 },
+    CorruptGzip {
+        at: usize,
+        byte: u8,
+    },
 }
 
 fn delivery() -> impl Strategy<Value = Delivery> {
@@ -398,7 +491,12 @@ fn read_as(base: &Base, bytes: &[u8], how: &Delivery, dir: &Path) -> Result<Opti
 /// Longest error message expected: quotes are cut at 80 characters.
 const MAX_MESSAGE_CHARS: usize = 400;
 
-fn check_mutated(base: usize, mutations: &[Mutation], how: &Delivery, dir: &Path) -> std::result::Result<(), TestCaseError> {
+fn check_mutated(
+    base: usize,
+    mutations: &[Mutation],
+    how: &Delivery,
+    dir: &Path,
+) -> std::result::Result<(), TestCaseError> {
     let base = &BASES[base];
     let mut bytes = base.bytes.to_vec();
     for m in mutations {
@@ -406,7 +504,11 @@ fn check_mutated(base: usize, mutations: &[Mutation], how: &Delivery, dir: &Path
     }
     match read_as(base, &bytes, how, dir) {
         Ok(None) => {}
-        Ok(Some(nnz)) => prop_assert!(nnz <= 2 * bytes.len(), "{nnz} entries from {} bytes", bytes.len()),
+        Ok(Some(nnz)) => prop_assert!(
+            nnz <= 2 * bytes.len(),
+            "{nnz} entries from {} bytes",
+            bytes.len()
+        ),
         Err(e) => {
             let typed = matches!(
                 e,
@@ -434,9 +536,19 @@ fn fuzz_mutated_files_give_ok_or_typed_error() {
         return;
     }
     let dir = TempDir::new("fuzz");
-    let strategy = (0..BASES.len(), prop::collection::vec(mutation(), 1..5), delivery());
-    let mut runner = TestRunner::new(Config { cases: 256, failure_persistence: None, ..Config::default() });
-    let result = runner.run(&strategy, |(base, mutations, how)| check_mutated(base, &mutations, &how, &dir.0));
+    let strategy = (
+        0..BASES.len(),
+        prop::collection::vec(mutation(), 1..5),
+        delivery(),
+    );
+    let mut runner = TestRunner::new(Config {
+        cases: 256,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&strategy, |(base, mutations, how)| {
+        check_mutated(base, &mutations, &how, &dir.0)
+    });
     if let Err(e) = result {
         panic!("{e}");
     }
@@ -476,7 +588,9 @@ struct Parts {
 }
 
 fn parts(b: &[u8]) -> Parts {
-    let mut lines = b.split(|&c| c == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace));
+    let mut lines = b
+        .split(|&c| c == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace));
     let header = String::from_utf8(lines.next().unwrap().to_vec()).unwrap();
     let mut comments = Vec::new();
     let mut rest = Vec::new();
@@ -489,7 +603,12 @@ fn parts(b: &[u8]) -> Parts {
         }
     }
     let size = rest.remove(0);
-    Parts { header, comments, size, entries: rest }
+    Parts {
+        header,
+        comments,
+        size,
+        entries: rest,
+    }
 }
 
 fn edits(n_entries: usize) -> impl Strategy<Value = Edits> {
@@ -500,22 +619,29 @@ fn edits(n_entries: usize) -> impl Strategy<Value = Edits> {
         ws(&["", " ", "\t", " \t  "]),
         ws(&["", " ", "\t"]),
         Just((0..n_entries).collect::<Vec<_>>()).prop_shuffle(),
-        prop::collection::vec((any::<usize>(), prop::collection::vec(any::<u8>(), 0..60)), 0..6),
+        prop::collection::vec(
+            (any::<usize>(), prop::collection::vec(any::<u8>(), 0..60)),
+            0..6,
+        ),
         prop::collection::vec(any::<usize>(), 0..4),
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_map(|(crlf, separator, indent, trailing, order, comments, blanks, final_newline, gzip)| Edits {
-            crlf,
-            separator,
-            indent,
-            trailing,
-            order,
-            comments,
-            blanks,
-            final_newline,
-            gzip,
-        })
+        .prop_map(
+            |(crlf, separator, indent, trailing, order, comments, blanks, final_newline, gzip)| {
+                Edits {
+                    crlf,
+                    separator,
+                    indent,
+                    trailing,
+                    order,
+                    comments,
+                    blanks,
+                    final_newline,
+                    gzip,
+                }
+            },
+        )
 }
 
 fn render(p: &Parts, e: &Edits) -> Vec<u8> {
@@ -544,14 +670,25 @@ fn render(p: &Parts, e: &Edits) -> Vec<u8> {
 
 /// Bases with their parts, parsed once.
 fn matrix_parts() -> Vec<(usize, Parts)> {
-    matrix_bases().into_iter().map(|i| (i, parts(BASES[i].bytes))).collect()
+    matrix_bases()
+        .into_iter()
+        .map(|i| (i, parts(BASES[i].bytes)))
+        .collect()
 }
 
-fn assert_same<T: wgspmv::Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> std::result::Result<(), TestCaseError> {
+fn assert_same<T: wgspmv::Scalar>(
+    a: &CsrMatrix<T>,
+    b: &CsrMatrix<T>,
+) -> std::result::Result<(), TestCaseError> {
     prop_assert_eq!((a.nrows(), a.ncols()), (b.nrows(), b.ncols()));
     prop_assert_eq!(a.row_ptr(), b.row_ptr());
     prop_assert_eq!(a.col_idx(), b.col_idx());
-    let bits = |m: &CsrMatrix<T>| m.values().iter().map(|v| bytemuck::bytes_of(v).to_vec()).collect::<Vec<_>>();
+    let bits = |m: &CsrMatrix<T>| {
+        m.values()
+            .iter()
+            .map(|v| bytemuck::bytes_of(v).to_vec())
+            .collect::<Vec<_>>()
+    };
     prop_assert_eq!(bits(a), bits(b));
     Ok(())
 }

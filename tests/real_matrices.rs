@@ -8,12 +8,15 @@ use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::{io, CsrMatrix, Error, Method, PlanOptions};
 
 fn matrix_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
             matrix_files(&p, out);
-        } else if p.to_string_lossy().ends_with(".mtx") || p.to_string_lossy().ends_with(".mtx.gz") {
+        } else if p.to_string_lossy().ends_with(".mtx") || p.to_string_lossy().ends_with(".mtx.gz")
+        {
             out.push(p);
         }
     }
@@ -25,7 +28,10 @@ fn real_matrices_all_methods() {
     let mut files = Vec::new();
     matrix_files(&dir, &mut files);
     if files.is_empty() {
-        eprintln!("SKIPPED: no real matrices under {} (the folder is absent)", dir.display());
+        eprintln!(
+            "SKIPPED: no real matrices under {} (the folder is absent)",
+            dir.display()
+        );
         return;
     }
     files.sort();
@@ -42,7 +48,8 @@ fn real_matrices_all_methods() {
         // Pattern files read as all ones; give them values that are not (a kernel that ignores
         // values must not pass).
         let a = if a.values().iter().all(|&v| v == 1.0) {
-            a.with_values(wgspmv::suite::random_vector(a.nnz(), 5)).unwrap()
+            a.with_values(wgspmv::suite::random_vector(a.nnz(), 5))
+                .unwrap()
         } else {
             a
         };
@@ -51,13 +58,40 @@ fn real_matrices_all_methods() {
         // `speculative` finishes on the host on this adapter by default; the GPU pass too, with dirty
         // tiles speculated or resolved in the GPU stage.
         if let Some(gpu) = common::gpu() {
-            let o = PlanOptions { speculative: SpeculativeOptions { finish: Finish::Gpu, ..Default::default() }, ..Default::default() };
-            common::check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{name} / speculative / gpu finishing"));
-            let o = PlanOptions { speculative: SpeculativeOptions { finish: Finish::Gpu, resolve_dirty_tiles: Some(true), ..Default::default() }, ..Default::default() };
-            common::check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{name} / speculative / gpu finishing, dirty tiles resolved"));
+            let o = PlanOptions {
+                speculative: SpeculativeOptions {
+                    finish: Finish::Gpu,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            common::check_method(
+                &gpu,
+                &a.cast::<f32>(),
+                Method::Speculative,
+                &o,
+                &format!("{name} / speculative / gpu finishing"),
+            );
+            let o = PlanOptions {
+                speculative: SpeculativeOptions {
+                    finish: Finish::Gpu,
+                    resolve_dirty_tiles: Some(true),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            common::check_method(
+                &gpu,
+                &a.cast::<f32>(),
+                Method::Speculative,
+                &o,
+                &format!("{name} / speculative / gpu finishing, dirty tiles resolved"),
+            );
         }
         checked += 1;
     }
-    eprintln!("{checked} real matrices checked, {refused} refused as unsupported (complex/hermitian)");
+    eprintln!(
+        "{checked} real matrices checked, {refused} refused as unsupported (complex/hermitian)"
+    );
     assert!(checked > 0);
 }

@@ -5,7 +5,10 @@ use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFl
 use wgspmv::shaders::{Kernel, LaneMode, ALL_KERNELS};
 
 fn validator() -> Validator {
-    let mut v = Validator::new(ValidationFlags::all(), Capabilities::FLOAT64 | Capabilities::SUBGROUP | Capabilities::SHADER_INT64);
+    let mut v = Validator::new(
+        ValidationFlags::all(),
+        Capabilities::FLOAT64 | Capabilities::SUBGROUP | Capabilities::SHADER_INT64,
+    );
     v.subgroup_stages(ShaderStages::COMPUTE);
     v.subgroup_operations(SubgroupOperationSet::all());
     v
@@ -20,7 +23,12 @@ fn sources(kernel: &Kernel) -> Vec<(&'static str, LaneMode, Option<u32>, String)
             out.push((scalar, lanes, None, kernel.source(scalar, lanes)));
         }
         for &h in kernel.block_heights() {
-            out.push((scalar, lanes, Some(h), kernel.source_for_height(scalar, lanes, h)));
+            out.push((
+                scalar,
+                lanes,
+                Some(h),
+                kernel.source_for_height(scalar, lanes, h),
+            ));
         }
     }
     out
@@ -31,16 +39,29 @@ fn every_shader_variant_validates_and_translates() {
     let mut checked = 0;
     for kernel in ALL_KERNELS {
         for (scalar, lanes, height, src) in sources(kernel) {
-            let label = format!("{} [{}] height {height:?}", kernel.name, kernel.variant(scalar, lanes));
-            let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
-            let info = validator().validate(&module).unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
+            let label = format!(
+                "{} [{}] height {height:?}",
+                kernel.name,
+                kernel.variant(scalar, lanes)
+            );
+            let module = naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
+            let info = validator()
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
             for set in kernel.override_sets() {
-                let constants = set.iter().map(|&(k, v)| (k.to_string(), v as f64)).collect();
-                let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
-                    .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
+                let constants = set
+                    .iter()
+                    .map(|&(k, v)| (k.to_string(), v as f64))
+                    .collect();
+                let (m, i) = naga::back::pipeline_constants::process_overrides(
+                    &module, &info, None, &constants,
+                )
+                .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
                 let mut opts = naga::back::spv::Options::default();
                 opts.lang_version = (1, 3);
-                naga::back::spv::write_vec(&m, &i, &opts, None).unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
+                naga::back::spv::write_vec(&m, &i, &opts, None)
+                    .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
                 checked += 1;
             }
         }
@@ -51,9 +72,16 @@ fn every_shader_variant_validates_and_translates() {
 #[test]
 fn workgroup_path_needs_no_subgroup_capability() {
     for kernel in ALL_KERNELS {
-        for (scalar, _, _, src) in sources(kernel).into_iter().filter(|v| v.1 == LaneMode::Workgroup) {
+        for (scalar, _, _, src) in sources(kernel)
+            .into_iter()
+            .filter(|v| v.1 == LaneMode::Workgroup)
+        {
             let module = naga::front::wgsl::parse_str(&src).unwrap();
-            let mut caps = if scalar == "f64" { Capabilities::FLOAT64 } else { Capabilities::empty() };
+            let mut caps = if scalar == "f64" {
+                Capabilities::FLOAT64
+            } else {
+                Capabilities::empty()
+            };
             if kernel.needs_int64(scalar) {
                 caps |= Capabilities::SHADER_INT64;
             }

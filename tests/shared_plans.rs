@@ -17,10 +17,15 @@ fn threads_share_one_plan_of_every_method() {
                     let (plan, gpu, a, label) = (&plan, &gpu, &a, &label);
                     s.spawn(move || {
                         for run in 0..5u64 {
-                            let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 100 * t + run).into_iter().map(|v| v as f32).collect();
+                            let x: Vec<f32> =
+                                wgspmv::suite::random_vector(a.ncols(), 100 * t + run)
+                                    .into_iter()
+                                    .map(|v| v as f32)
+                                    .collect();
                             let gx = GpuVector::from_slice(gpu, &x).unwrap();
                             let mut gy = GpuVector::filled(gpu, a.nrows(), f32::NAN).unwrap();
-                            plan.run(&gx, &mut gy).unwrap_or_else(|e| panic!("{label}: thread {t} run {run}: {e}"));
+                            plan.run(&gx, &mut gy)
+                                .unwrap_or_else(|e| panic!("{label}: thread {t} run {run}: {e}"));
                             let y = gy.read().unwrap();
                             let want = reference::spmv_par(a, &x).unwrap();
                             let c = reference::check(1.0, a, &x, 0.0, None, &y, &want);
@@ -32,8 +37,17 @@ fn threads_share_one_plan_of_every_method() {
             // Usable after a caller's mistake, and after the threads.
             let short = GpuVector::from_slice(&gpu, &[1.0f32]).unwrap();
             let mut gy = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
-            assert!(matches!(plan.run(&short, &mut gy), Err(Error::DimensionMismatch { .. })));
-            check_method(&gpu, &a, m, &PlanOptions::default(), &format!("{label} after threads"));
+            assert!(matches!(
+                plan.run(&short, &mut gy),
+                Err(Error::DimensionMismatch { .. })
+            ));
+            check_method(
+                &gpu,
+                &a,
+                m,
+                &PlanOptions::default(),
+                &format!("{label} after threads"),
+            );
         }
     }
 }
@@ -45,19 +59,27 @@ fn threads_share_a_host_finished_speculative_plan() {
     for (dev, gpu) in gpus() {
         let mut opts = PlanOptions::default();
         opts.speculative.finish = wgspmv::methods::speculative::Finish::Host;
-        let Ok(plan) = gpu.prepare_with(&a, Method::Speculative, &opts) else { continue };
+        let Ok(plan) = gpu.prepare_with(&a, Method::Speculative, &opts) else {
+            continue;
+        };
         assert!(plan.finishes_on_host());
         std::thread::scope(|s| {
             for t in 0..6u64 {
                 let (plan, gpu, a) = (&plan, &gpu, &a);
                 s.spawn(move || {
                     for run in 0..6u64 {
-                        let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 7 * t + run).into_iter().map(|v| v as f32).collect();
+                        let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 7 * t + run)
+                            .into_iter()
+                            .map(|v| v as f32)
+                            .collect();
                         let gx = GpuVector::from_slice(gpu, &x).unwrap();
                         let mut gy = GpuVector::filled(gpu, a.nrows(), f32::NAN).unwrap();
                         plan.run(&gx, &mut gy).unwrap();
                         let want = reference::spmv_par(a, &x).unwrap();
-                        assert!(reference::check(1.0, a, &x, 0.0, None, &gy.read().unwrap(), &want).ok, "{dev}: thread {t} run {run}");
+                        assert!(
+                            reference::check(1.0, a, &x, 0.0, None, &gy.read().unwrap(), &want).ok,
+                            "{dev}: thread {t} run {run}"
+                        );
                     }
                 });
             }

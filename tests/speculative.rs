@@ -7,10 +7,19 @@ mod common;
 
 use common::{check_method, gpu, gpu_without_subgroups, gpus, has_f64};
 use wgspmv::methods::speculative::{Finish, HostTransfer, SpeculativeOptions};
-use wgspmv::{CsrMatrix, Error, Gpu, GpuOptions, GpuVector, LanePolicy, Method, PlanOptions, SuiteClass};
+use wgspmv::{
+    CsrMatrix, Error, Gpu, GpuOptions, GpuVector, LanePolicy, Method, PlanOptions, SuiteClass,
+};
 
 fn opts(finish: Finish, transfer: HostTransfer) -> PlanOptions {
-    PlanOptions { speculative: SpeculativeOptions { finish, transfer, ..Default::default() }, ..Default::default() }
+    PlanOptions {
+        speculative: SpeculativeOptions {
+            finish,
+            transfer,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
 }
 
 /// The ways a product can finish: on the host (mapped or copied) or the GPU, with dirty tiles
@@ -20,13 +29,31 @@ fn finishes() -> Vec<(&'static str, PlanOptions)> {
     vec![
         ("host, mapped", opts(Finish::Host, HostTransfer::Map)),
         ("host, copied", opts(Finish::Host, HostTransfer::Copy)),
-        ("host, dirty tiles resolved", resolved(opts(Finish::Host, HostTransfer::Auto), true)),
+        (
+            "host, dirty tiles resolved",
+            resolved(opts(Finish::Host, HostTransfer::Auto), true),
+        ),
         ("gpu", opts(Finish::Gpu, HostTransfer::Auto)),
-        ("gpu, dirty tiles resolved", resolved(opts(Finish::Gpu, HostTransfer::Auto), true)),
-        ("gpu, dirty tiles speculated", resolved(opts(Finish::Gpu, HostTransfer::Auto), false)),
-        ("gpu, tile rows searched", searched(opts(Finish::Gpu, HostTransfer::Auto))),
-        ("gpu, products staged, dirty tiles resolved", resolved(staged(opts(Finish::Gpu, HostTransfer::Auto)), true)),
-        ("host, products staged", staged(opts(Finish::Host, HostTransfer::Auto))),
+        (
+            "gpu, dirty tiles resolved",
+            resolved(opts(Finish::Gpu, HostTransfer::Auto), true),
+        ),
+        (
+            "gpu, dirty tiles speculated",
+            resolved(opts(Finish::Gpu, HostTransfer::Auto), false),
+        ),
+        (
+            "gpu, tile rows searched",
+            searched(opts(Finish::Gpu, HostTransfer::Auto)),
+        ),
+        (
+            "gpu, products staged, dirty tiles resolved",
+            resolved(staged(opts(Finish::Gpu, HostTransfer::Auto)), true),
+        ),
+        (
+            "host, products staged",
+            staged(opts(Finish::Host, HostTransfer::Auto)),
+        ),
     ]
 }
 
@@ -54,7 +81,12 @@ fn tiny_geometry(finish: Finish) -> PlanOptions {
         lanes: LanePolicy::Workgroup,
         lanes_per_row: Some(4),
         workgroup_size: Some(64),
-        speculative: SpeculativeOptions { work_per_lane: Some(2), tiles_per_team: Some(2), finish, ..Default::default() },
+        speculative: SpeculativeOptions {
+            work_per_lane: Some(2),
+            tiles_per_team: Some(2),
+            finish,
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -66,21 +98,57 @@ fn rows(lens: &[usize]) -> CsrMatrix<f64> {
 fn check_everywhere(a: &CsrMatrix<f64>, label: &str) {
     for (dev, gpu) in gpus() {
         for (how, o) in finishes() {
-            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / f32 / {how} / {dev}"));
+            check_method(
+                &gpu,
+                &a.cast::<f32>(),
+                Method::Speculative,
+                &o,
+                &format!("{label} / f32 / {how} / {dev}"),
+            );
             if has_f64(&gpu) {
-                check_method(&gpu, a, Method::Speculative, &o, &format!("{label} / f64 / {how} / {dev}"));
+                check_method(
+                    &gpu,
+                    a,
+                    Method::Speculative,
+                    &o,
+                    &format!("{label} / f64 / {how} / {dev}"),
+                );
             }
         }
         for finish in [Finish::Host, Finish::Gpu] {
-            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &tiny_geometry(finish), &format!("{label} / tiny tiles / {finish:?} / {dev}"));
+            check_method(
+                &gpu,
+                &a.cast::<f32>(),
+                Method::Speculative,
+                &tiny_geometry(finish),
+                &format!("{label} / tiny tiles / {finish:?} / {dev}"),
+            );
             let o = searched(tiny_geometry(finish));
-            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / tiny tiles, rows searched / {finish:?} / {dev}"));
+            check_method(
+                &gpu,
+                &a.cast::<f32>(),
+                Method::Speculative,
+                &o,
+                &format!("{label} / tiny tiles, rows searched / {finish:?} / {dev}"),
+            );
             let o = staged(tiny_geometry(finish));
-            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / tiny tiles, products staged / {finish:?} / {dev}"));
+            check_method(
+                &gpu,
+                &a.cast::<f32>(),
+                Method::Speculative,
+                &o,
+                &format!("{label} / tiny tiles, products staged / {finish:?} / {dev}"),
+            );
             // Lanes of 8 nonzeros read two quads each (W = 2 above reads scalars).
             let mut o = tiny_geometry(finish);
             o.speculative.work_per_lane = Some(8);
-            check_method(&gpu, &a.cast::<f32>(), Method::Speculative, &o, &format!("{label} / tiny teams, two quads per lane / {finish:?} / {dev}"));
+            check_method(
+                &gpu,
+                &a.cast::<f32>(),
+                Method::Speculative,
+                &o,
+                &format!("{label} / tiny teams, two quads per lane / {finish:?} / {dev}"),
+            );
         }
     }
 }
@@ -117,7 +185,10 @@ fn rows_across_many_tiles_teams_and_workgroups() {
     check_everywhere(&rows(&[4096]), "a single row");
     // With the tiny geometry over a thousand teams: the GPU finishing pass sums the run with
     // several loads in flight per invocation.
-    check_everywhere(&common::rows_of_lengths(&[3, 20_000, 1], 30_000), "a row across over a thousand teams");
+    check_everywhere(
+        &common::rows_of_lengths(&[3, 20_000, 1], 30_000),
+        "a row across over a thousand teams",
+    );
 }
 
 #[test]
@@ -133,17 +204,39 @@ fn tiny_and_ragged_matrices() {
 #[test]
 fn host_stage_reports_the_dirty_tiles_the_structure_predicts() {
     let Some(gpu) = gpu() else { return };
-    for class in [SuiteClass::EmptyRows, SuiteClass::Banded, SuiteClass::PowerLaw] {
+    for class in [
+        SuiteClass::EmptyRows,
+        SuiteClass::Banded,
+        SuiteClass::PowerLaw,
+    ] {
         let a = class.generate(20_000, 4).cast::<f32>();
-        let plan = gpu.prepare_with(&a, Method::Speculative, &opts(Finish::Host, HostTransfer::Auto)).unwrap();
+        let plan = gpu
+            .prepare_with(
+                &a,
+                Method::Speculative,
+                &opts(Finish::Host, HostTransfer::Auto),
+            )
+            .unwrap();
         let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
         let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
         plan.run(&x, &mut y).unwrap();
         let r = plan.speculation().unwrap();
-        let run = r.last_host_run.expect("a host-finished product reports its host stage");
+        let run = r
+            .last_host_run
+            .expect("a host-finished product reports its host stage");
         let s = &r.speculation;
-        assert_eq!(run.dirty_records, s.dirty_tiles + (s.leading_empty_rows > 0) as u64, "{}", class.name());
-        assert_eq!(run.synchronized_rows > 0, s.synchronized > 0, "{}", class.name());
+        assert_eq!(
+            run.dirty_records,
+            s.dirty_tiles + (s.leading_empty_rows > 0) as u64,
+            "{}",
+            class.name()
+        );
+        assert_eq!(
+            run.synchronized_rows > 0,
+            s.synchronized > 0,
+            "{}",
+            class.name()
+        );
         match class {
             SuiteClass::EmptyRows => assert!(s.hit_rate() < 1.0 && run.dirty_records > 0),
             _ => assert_eq!(s.dirty_tiles, 0, "{} has no empty rows", class.name()),
@@ -155,16 +248,32 @@ fn host_stage_reports_the_dirty_tiles_the_structure_predicts() {
     let g = SuiteClass::EmptyRows.generate(20_000, 4);
     lens.extend(g.row_ptr().windows(2).map(|w| (w[1] - w[0]) as usize));
     let a = rows(&lens).cast::<f32>();
-    let plan = gpu.prepare_with(&a, Method::Speculative, &resolved(opts(Finish::Host, HostTransfer::Auto), true)).unwrap();
+    let plan = gpu
+        .prepare_with(
+            &a,
+            Method::Speculative,
+            &resolved(opts(Finish::Host, HostTransfer::Auto), true),
+        )
+        .unwrap();
     let x = GpuVector::filled(&gpu, a.ncols(), 1.0f32).unwrap();
     let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
     plan.run(&x, &mut y).unwrap();
     let r = plan.speculation().unwrap();
-    assert!(r.dirty_tiles_resolved && r.speculation.dirty_tiles > 0 && r.speculation.leading_empty_rows == 3);
+    assert!(
+        r.dirty_tiles_resolved
+            && r.speculation.dirty_tiles > 0
+            && r.speculation.leading_empty_rows == 3
+    );
     assert_eq!(r.last_host_run.unwrap().dirty_records, 1);
     // Finishing on the GPU, dirty tiles are resolved by default only where many tiles are dirty.
     for (class, resolves) in [(SuiteClass::Banded, false), (SuiteClass::EmptyRows, true)] {
-        let plan = gpu.prepare_with(&class.generate(20_000, 1).cast::<f32>(), Method::Speculative, &opts(Finish::Gpu, HostTransfer::Auto)).unwrap();
+        let plan = gpu
+            .prepare_with(
+                &class.generate(20_000, 1).cast::<f32>(),
+                Method::Speculative,
+                &opts(Finish::Gpu, HostTransfer::Auto),
+            )
+            .unwrap();
         let r = plan.speculation().unwrap();
         assert!(!plan.finishes_on_host() && r.last_host_run.is_none());
         assert_eq!(r.dirty_tiles_resolved, resolves, "{}", class.name());
@@ -177,7 +286,10 @@ fn host_stage_reports_the_dirty_tiles_the_structure_predicts() {
 fn repeated_products_give_identical_results() {
     for (dev, gpu) in gpus() {
         let a = SuiteClass::EmptyRows.generate(30_000, 8).cast::<f32>();
-        let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 2).into_iter().map(|v| v as f32).collect();
+        let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 2)
+            .into_iter()
+            .map(|v| v as f32)
+            .collect();
         let gx = GpuVector::from_slice(&gpu, &x).unwrap();
         for (how, o) in finishes() {
             let plan = gpu.prepare_with(&a, Method::Speculative, &o).unwrap();
@@ -185,21 +297,34 @@ fn repeated_products_give_identical_results() {
             plan.run(&gx, &mut y).unwrap();
             let first = y.read().unwrap();
             let want = wgspmv::reference::spmv_par(&a, &x).unwrap();
-            assert!(wgspmv::reference::check(1.0, &a, &x, 0.0, None, &first, &want).ok, "{how} / {dev}");
+            assert!(
+                wgspmv::reference::check(1.0, &a, &x, 0.0, None, &first, &want).ok,
+                "{how} / {dev}"
+            );
             for i in 0..8 {
                 y.fill(f32::NAN).unwrap();
                 plan.run(&gx, &mut y).unwrap();
-                assert_eq!(bits(&y.read().unwrap()), bits(&first), "{how} / {dev}: run {i} differs");
+                assert_eq!(
+                    bits(&y.read().unwrap()),
+                    bits(&first),
+                    "{how} / {dev}: run {i} differs"
+                );
             }
             // Recorded products always finish on the GPU, whatever `run` does.
-            let mut ys: Vec<GpuVector<f32>> = (0..6).map(|_| GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap()).collect();
+            let mut ys: Vec<GpuVector<f32>> = (0..6)
+                .map(|_| GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap())
+                .collect();
             let mut enc = gpu.device().create_command_encoder(&Default::default());
             for y in &mut ys {
                 plan.record(&mut enc, &gx, y).unwrap();
             }
             gpu.queue().submit([enc.finish()]);
             for (i, y) in ys.iter().enumerate() {
-                assert_eq!(bits(&y.read().unwrap()), bits(&first), "{how} / {dev}: recorded product {i} differs");
+                assert_eq!(
+                    bits(&y.read().unwrap()),
+                    bits(&first),
+                    "{how} / {dev}: recorded product {i} differs"
+                );
             }
         }
     }
@@ -213,22 +338,109 @@ fn bits(v: &[f32]) -> Vec<u32> {
 fn bad_options_are_clear_errors() {
     let Some(gpu) = gpu() else { return };
     let a = rows(&[3, 0, 2]).cast::<f32>();
-    let with = |s: SpeculativeOptions| gpu.prepare_with(&a, Method::Speculative, &PlanOptions { speculative: s, ..Default::default() });
-    assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(3), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
-    assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(64), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
+    let with = |s: SpeculativeOptions| {
+        gpu.prepare_with(
+            &a,
+            Method::Speculative,
+            &PlanOptions {
+                speculative: s,
+                ..Default::default()
+            },
+        )
+    };
+    assert!(matches!(
+        with(SpeculativeOptions {
+            work_per_lane: Some(3),
+            ..Default::default()
+        }),
+        Err(Error::InvalidParameter {
+            name: "work_per_lane",
+            ..
+        })
+    ));
+    assert!(matches!(
+        with(SpeculativeOptions {
+            work_per_lane: Some(64),
+            ..Default::default()
+        }),
+        Err(Error::InvalidParameter {
+            name: "work_per_lane",
+            ..
+        })
+    ));
     // W = 32 only staged: a lane keeps at most 16 products it loads itself.
-    assert!(matches!(with(SpeculativeOptions { work_per_lane: Some(32), staged_products: Some(false), ..Default::default() }), Err(Error::InvalidParameter { name: "work_per_lane", .. })));
-    assert!(matches!(with(SpeculativeOptions { tiles_per_team: Some(0), ..Default::default() }), Err(Error::InvalidParameter { name: "tiles_per_team", .. })));
+    assert!(matches!(
+        with(SpeculativeOptions {
+            work_per_lane: Some(32),
+            staged_products: Some(false),
+            ..Default::default()
+        }),
+        Err(Error::InvalidParameter {
+            name: "work_per_lane",
+            ..
+        })
+    ));
+    assert!(matches!(
+        with(SpeculativeOptions {
+            tiles_per_team: Some(0),
+            ..Default::default()
+        }),
+        Err(Error::InvalidParameter {
+            name: "tiles_per_team",
+            ..
+        })
+    ));
     // W = 16 on 512 invocations: the row-end cells alone would take 64 KiB of workgroup memory.
-    let big = SpeculativeOptions { work_per_lane: Some(16), resolve_dirty_tiles: Some(true), ..Default::default() };
-    let o = PlanOptions { speculative: big, workgroup_size: Some(512), ..Default::default() };
-    assert!(matches!(gpu.prepare_with(&a, Method::Speculative, &o), Err(Error::InvalidParameter { name: "resolve_dirty_tiles", .. })));
-    let Some(nosg) = gpu_without_subgroups() else { return };
-    let sg = PlanOptions { lanes: LanePolicy::Subgroup, ..Default::default() };
-    assert!(matches!(nosg.prepare_with(&a, Method::Speculative, &sg), Err(Error::MissingFeature { feature: "SUBGROUP", .. })));
+    let big = SpeculativeOptions {
+        work_per_lane: Some(16),
+        resolve_dirty_tiles: Some(true),
+        ..Default::default()
+    };
+    let o = PlanOptions {
+        speculative: big,
+        workgroup_size: Some(512),
+        ..Default::default()
+    };
+    assert!(matches!(
+        gpu.prepare_with(&a, Method::Speculative, &o),
+        Err(Error::InvalidParameter {
+            name: "resolve_dirty_tiles",
+            ..
+        })
+    ));
+    let Some(nosg) = gpu_without_subgroups() else {
+        return;
+    };
+    let sg = PlanOptions {
+        lanes: LanePolicy::Subgroup,
+        ..Default::default()
+    };
+    assert!(matches!(
+        nosg.prepare_with(&a, Method::Speculative, &sg),
+        Err(Error::MissingFeature {
+            feature: "SUBGROUP",
+            ..
+        })
+    ));
     // Mapping in place needs MAPPABLE_PRIMARY_BUFFERS; without it the default copies.
-    let plain = pollster::block_on(Gpu::with_options(GpuOptions { disabled_features: wgpu::Features::MAPPABLE_PRIMARY_BUFFERS, ..Default::default() })).unwrap();
+    let plain = pollster::block_on(Gpu::with_options(GpuOptions {
+        disabled_features: wgpu::Features::MAPPABLE_PRIMARY_BUFFERS,
+        ..Default::default()
+    }))
+    .unwrap();
     let map = opts(Finish::Host, HostTransfer::Map);
-    assert!(matches!(plain.prepare_with(&a, Method::Speculative, &map), Err(Error::MissingFeature { feature: "MAPPABLE_PRIMARY_BUFFERS", .. })));
-    check_method(&plain, &rows(&[5, 0, 0, 9, 1, 0]).cast::<f32>(), Method::Speculative, &opts(Finish::Host, HostTransfer::Auto), "host finishing without mappable buffers");
+    assert!(matches!(
+        plain.prepare_with(&a, Method::Speculative, &map),
+        Err(Error::MissingFeature {
+            feature: "MAPPABLE_PRIMARY_BUFFERS",
+            ..
+        })
+    ));
+    check_method(
+        &plain,
+        &rows(&[5, 0, 0, 9, 1, 0]).cast::<f32>(),
+        Method::Speculative,
+        &opts(Finish::Host, HostTransfer::Auto),
+        "host finishing without mappable buffers",
+    );
 }

@@ -45,13 +45,25 @@ impl BccooArgs {
             "single" => vec![("", Carry::SinglePass)],
             "two" => vec![("", Carry::TwoPass)],
             "both" => vec![("-single", Carry::SinglePass), ("-two", Carry::TwoPass)],
-            other => return Err(wgspmv::Error::UnknownName { what: "carry", name: other.into(), expected: "auto, single, two, both".into() }),
+            other => {
+                return Err(wgspmv::Error::UnknownName {
+                    what: "carry",
+                    name: other.into(),
+                    expected: "auto, single, two, both".into(),
+                })
+            }
         };
         let (block_height, block_width) = match &self.bccoo_block {
             None => (None, None),
             Some(b) => {
-                let parsed = b.split_once('x').and_then(|(h, w)| Some((h.parse().ok()?, w.parse().ok()?)));
-                let (h, w) = parsed.ok_or_else(|| wgspmv::Error::UnknownName { what: "bccoo block", name: b.clone(), expected: "HxW, e.g. 2x1".into() })?;
+                let parsed = b
+                    .split_once('x')
+                    .and_then(|(h, w)| Some((h.parse().ok()?, w.parse().ok()?)));
+                let (h, w) = parsed.ok_or_else(|| wgspmv::Error::UnknownName {
+                    what: "bccoo block",
+                    name: b.clone(),
+                    expected: "HxW, e.g. 2x1".into(),
+                })?;
                 (Some(h), Some(w))
             }
         };
@@ -59,7 +71,13 @@ impl BccooArgs {
             None => Strategy::Auto,
             Some("per-thread") => Strategy::PerThread,
             Some("cache") => Strategy::ResultCache,
-            Some(other) => return Err(wgspmv::Error::UnknownName { what: "bccoo strategy", name: other.into(), expected: "per-thread, cache".into() }),
+            Some(other) => {
+                return Err(wgspmv::Error::UnknownName {
+                    what: "bccoo strategy",
+                    name: other.into(),
+                    expected: "per-thread, cache".into(),
+                })
+            }
         };
         Ok(carries
             .into_iter()
@@ -85,7 +103,11 @@ impl BccooArgs {
     pub fn options(&self) -> wgspmv::Result<BccooOptions> {
         match self.variants()?.as_slice() {
             [(_, o)] => Ok(o.clone()),
-            _ => Err(wgspmv::Error::UnknownName { what: "carry", name: self.carry.clone(), expected: "auto, single, two".into() }),
+            _ => Err(wgspmv::Error::UnknownName {
+                what: "carry",
+                name: self.carry.clone(),
+                expected: "auto, single, two".into(),
+            }),
         }
     }
 }

@@ -22,6 +22,12 @@ pub struct SuraaArgs {
 impl SuraaArgs {
     /// The options these flags ask for, with the setup on `setup`.
     pub fn options(&self, setup: SetupOn) -> wgspmv::Result<SuraaOptions> {
-        Ok(SuraaOptions { setup, max_child: self.max_child, scalar_stage: self.scalar_stage, scalar_writes: self.scalar_writes.parse()?, ..Default::default() })
+        Ok(SuraaOptions {
+            setup,
+            max_child: self.max_child,
+            scalar_stage: self.scalar_stage,
+            scalar_writes: self.scalar_writes.parse()?,
+            ..Default::default()
+        })
     }
 }

@@ -19,18 +19,34 @@ impl<T: Scalar> GpuVector<T> {
         let bytes = std::mem::size_of_val(data) as u64;
         let limit = gpu.info().max_binding_bytes();
         if bytes > limit {
-            return Err(Error::TooLargeForAdapter { what: format!("a vector of {} {}", data.len(), T::NAME), bytes, limit_name: "max_storage_buffer_binding_size", limit });
+            return Err(Error::TooLargeForAdapter {
+                what: format!("a vector of {} {}", data.len(), T::NAME),
+                bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit,
+            });
         }
         // Where CPU and GPU share memory, vectors can be mapped in place (the speculative
         // method's host stage reads and writes rows of y without a copy).
         let info = gpu.info();
-        let map = if info.shares_memory_with_host() && info.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS) {
+        let map = if info.shares_memory_with_host()
+            && info.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
+        {
             wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::MAP_WRITE
         } else {
             wgpu::BufferUsages::empty()
         };
-        let buffer = gpu.storage_buffer("wgspmv vector", bytemuck::cast_slice(data), wgpu::BufferUsages::COPY_SRC | map)?;
-        Ok(Self { buffer, len: data.len(), gpu: gpu.clone(), _t: PhantomData })
+        let buffer = gpu.storage_buffer(
+            "wgspmv vector",
+            bytemuck::cast_slice(data),
+            wgpu::BufferUsages::COPY_SRC | map,
+        )?;
+        Ok(Self {
+            buffer,
+            len: data.len(),
+            gpu: gpu.clone(),
+            _t: PhantomData,
+        })
     }
 
     /// A vector of `len` copies of `value`.
@@ -52,10 +68,16 @@ impl<T: Scalar> GpuVector<T> {
     /// Overwrites the whole vector with `data` (same length).
     pub fn write(&mut self, data: &[T]) -> Result<()> {
         if data.len() != self.len {
-            return Err(Error::DimensionMismatch { what: "data written to a GpuVector", expected: self.len, actual: data.len() });
+            return Err(Error::DimensionMismatch {
+                what: "data written to a GpuVector",
+                expected: self.len,
+                actual: data.len(),
+            });
         }
         if !data.is_empty() {
-            self.gpu.queue().write_buffer(&self.buffer, 0, bytemuck::cast_slice(data));
+            self.gpu
+                .queue()
+                .write_buffer(&self.buffer, 0, bytemuck::cast_slice(data));
         }
         Ok(())
     }
@@ -89,25 +111,40 @@ impl<T: Scalar> GpuVector<T> {
                     cx.waker().wake_by_ref();
                     std::task::Poll::Pending
                 }
-                Err(_) => std::task::Poll::Ready(Err(Error::Map("the map callback was dropped".into()))),
+                Err(_) => {
+                    std::task::Poll::Ready(Err(Error::Map("the map callback was dropped".into())))
+                }
             }
         })
         .await?;
         Self::finish_read(staging, Some(status), self.len)
     }
 
-    fn start_read(&self) -> Result<(wgpu::Buffer, futures::channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>)> {
+    fn start_read(
+        &self,
+    ) -> Result<(
+        wgpu::Buffer,
+        futures::channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>,
+    )> {
         start_read(&self.gpu, &self.buffer)
     }
 
-    fn finish_read(staging: wgpu::Buffer, status: Option<Result<(), wgpu::BufferAsyncError>>, len: usize) -> Result<Vec<T>> {
+    fn finish_read(
+        staging: wgpu::Buffer,
+        status: Option<Result<(), wgpu::BufferAsyncError>>,
+        len: usize,
+    ) -> Result<Vec<T>> {
         finish_read(staging, status, len)
     }
 }
 
 impl super::Gpu {
     /// Reads the first `len` elements of a plan's buffer back, blocking (for tests and reports).
-    pub(crate) fn read_buffer<P: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<P>> {
+    pub(crate) fn read_buffer<P: bytemuck::Pod>(
+        &self,
+        buffer: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Vec<P>> {
         let (staging, rx) = start_read(self, buffer)?;
         let status = self.wait_for_callback(rx)?;
         finish_read(staging, Some(status), len)
@@ -136,13 +173,23 @@ fn start_read(gpu: &super::Gpu, buffer: &wgpu::Buffer) -> Result<(wgpu::Buffer, 
     Ok((staging, rx))
 }
 
-fn finish_read<P: bytemuck::Pod>(staging: wgpu::Buffer, status: Option<Result<(), wgpu::BufferAsyncError>>, len: usize) -> Result<Vec<P>> {
+fn finish_read<P: bytemuck::Pod>(
+    staging: wgpu::Buffer,
+    status: Option<Result<(), wgpu::BufferAsyncError>>,
+    len: usize,
+) -> Result<Vec<P>> {
     match status {
         Some(Ok(())) => {}
         Some(Err(e)) => return Err(Error::Map(e.to_string())),
-        None => return Err(Error::Map("the GPU finished but the buffer was not mapped".into())),
+        None => {
+            return Err(Error::Map(
+                "the GPU finished but the buffer was not mapped".into(),
+            ))
+        }
     }
-    let view = staging.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?;
+    let view = staging
+        .get_mapped_range(..)
+        .map_err(|e| Error::Map(e.to_string()))?;
     // Collect rather than cast in place: mapped memory need not be aligned for T.
     let out: Vec<P> = bytemuck::pod_collect_to_vec(&view[..len * std::mem::size_of::<P>()]);
     drop(view);

@@ -56,7 +56,10 @@ impl GpuInfo {
     /// Whether CPU and GPU share memory (integrated GPUs, software adapters), where mapping
     /// working buffers costs no copy.
     pub fn shares_memory_with_host(&self) -> bool {
-        matches!(self.device_type, wgpu::DeviceType::IntegratedGpu | wgpu::DeviceType::Cpu)
+        matches!(
+            self.device_type,
+            wgpu::DeviceType::IntegratedGpu | wgpu::DeviceType::Cpu
+        )
     }
     /// The largest buffer this device can bind as one storage binding (and allocate).
     pub fn max_binding_bytes(&self) -> u64 {
@@ -68,7 +71,11 @@ impl std::fmt::Display for GpuInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let l = &self.limits;
         let yes = |feat| if self.has(feat) { "yes" } else { "no" };
-        writeln!(f, "adapter: {} ({:?}, {:?}, driver {})", self.name, self.backend, self.device_type, self.driver)?;
+        writeln!(
+            f,
+            "adapter: {} ({:?}, {:?}, driver {})",
+            self.name, self.backend, self.device_type, self.driver
+        )?;
         writeln!(
             f,
             "subgroups: {} (size {}..={}), f64: {}, timestamps: {}, mappable primary buffers: {}",
@@ -145,18 +152,33 @@ impl Gpu {
                 let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
                 adapters
                     .into_iter()
-                    .find(|a| a.get_info().name.to_lowercase().contains(&name.to_lowercase()))
+                    .find(|a| {
+                        a.get_info()
+                            .name
+                            .to_lowercase()
+                            .contains(&name.to_lowercase())
+                    })
                     .ok_or_else(|| Error::NoAdapter {
-                        detail: format!(" whose name contains '{name}' (found: {})", if names.is_empty() { "none".into() } else { names.join(", ") }),
+                        detail: format!(
+                            " whose name contains '{name}' (found: {})",
+                            if names.is_empty() {
+                                "none".into()
+                            } else {
+                                names.join(", ")
+                            }
+                        ),
                     })?
             }
             None => instance
                 .request_adapter(&wgpu::RequestAdapterOptions {
-                    power_preference: wgpu::PowerPreference::from_env().unwrap_or(wgpu::PowerPreference::HighPerformance),
+                    power_preference: wgpu::PowerPreference::from_env()
+                        .unwrap_or(wgpu::PowerPreference::HighPerformance),
                     ..Default::default()
                 })
                 .await
-                .map_err(|e| Error::NoAdapter { detail: format!(" ({e})") })?,
+                .map_err(|e| Error::NoAdapter {
+                    detail: format!(" ({e})"),
+                })?,
         };
         let adapter_info = adapter.get_info();
         let features = adapter.features() & WANTED_FEATURES & !opts.disabled_features;
@@ -171,7 +193,10 @@ impl Gpu {
                 ..Default::default()
             })
             .await
-            .map_err(|e| Error::RequestDevice { adapter: adapter_info.name.clone(), message: e.to_string() })?;
+            .map_err(|e| Error::RequestDevice {
+                adapter: adapter_info.name.clone(),
+                message: e.to_string(),
+            })?;
         let lost = Arc::new(Mutex::new(None));
         let lost2 = lost.clone();
         device.set_device_lost_callback(move |reason, message| {
@@ -188,7 +213,12 @@ impl Gpu {
         Self::assemble(device, queue, info, Arc::new(Mutex::new(None)))
     }
 
-    fn assemble(device: wgpu::Device, queue: wgpu::Queue, a: wgpu::AdapterInfo, lost: Arc<Mutex<Option<(String, String)>>>) -> Self {
+    fn assemble(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        a: wgpu::AdapterInfo,
+        lost: Arc<Mutex<Option<(String, String)>>>,
+    ) -> Self {
         let info = GpuInfo {
             name: a.name,
             backend: a.backend,
@@ -201,7 +231,16 @@ impl Gpu {
             limits: device.limits(),
         };
         log::info!("wgspmv on {}", info.name);
-        Self { inner: Arc::new(GpuInner { device, queue, info, lost, pipelines: Mutex::default(), id: next_id() }) }
+        Self {
+            inner: Arc::new(GpuInner {
+                device,
+                queue,
+                info,
+                lost,
+                pipelines: Mutex::default(),
+                id: next_id(),
+            }),
+        }
     }
 
     /// What this adapter is and can do.
@@ -247,10 +286,16 @@ impl Gpu {
         let o = pollster::block_on(oom.pop());
         self.check_alive()?;
         if let Some(e) = o {
-            return Err(Error::OutOfMemory { during: during.into(), message: e.to_string() });
+            return Err(Error::OutOfMemory {
+                during: during.into(),
+                message: e.to_string(),
+            });
         }
         if let Some(e) = v {
-            return Err(Error::Wgpu { during: during.into(), message: e.to_string() });
+            return Err(Error::Wgpu {
+                during: during.into(),
+                message: e.to_string(),
+            });
         }
         Ok(out)
     }
@@ -261,13 +306,19 @@ impl Gpu {
         self.inner
             .device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Wgpu { during: "waiting for the GPU".into(), message: e.to_string() })?;
+            .map_err(|e| Error::Wgpu {
+                during: "waiting for the GPU".into(),
+                message: e.to_string(),
+            })?;
         self.check_alive()
     }
 
     /// Waits for the GPU, then for a map callback to have run. Another thread polling the same
     /// device may be the one that runs it, a moment after our own wait returns.
-    pub(crate) fn wait_for_callback<R>(&self, mut rx: futures::channel::oneshot::Receiver<R>) -> Result<R> {
+    pub(crate) fn wait_for_callback<R>(
+        &self,
+        mut rx: futures::channel::oneshot::Receiver<R>,
+    ) -> Result<R> {
         self.wait()?;
         let start = std::time::Instant::now();
         loop {
@@ -277,7 +328,11 @@ impl Gpu {
                     let _ = self.inner.device.poll(wgpu::PollType::Poll);
                     std::thread::yield_now();
                 }
-                Ok(None) => return Err(Error::Map("a map callback did not run within 60 s of the GPU finishing".into())),
+                Ok(None) => {
+                    return Err(Error::Map(
+                        "a map callback did not run within 60 s of the GPU finishing".into(),
+                    ))
+                }
                 Err(_) => return Err(Error::Map("the map callback was dropped".into())),
             }
             self.check_alive()?;
@@ -285,30 +340,46 @@ impl Gpu {
     }
 
     /// The compiled pipeline for a kernel variant, built once per device.
-    pub(crate) fn pipeline(&self, key: PipelineKey, source: impl FnOnce() -> String) -> Result<Arc<wgpu::ComputePipeline>> {
+    pub(crate) fn pipeline(
+        &self,
+        key: PipelineKey,
+        source: impl FnOnce() -> String,
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
         if let Some(p) = self.inner.pipelines.lock().unwrap().get(&key) {
             return Ok(p.clone());
         }
         let label = format!("{}[{}]", key.kernel, key.variant);
-        let constants: Vec<(&str, f64)> = key.overrides.iter().map(|&(k, v)| (k, v as f64)).collect();
+        let constants: Vec<(&str, f64)> =
+            key.overrides.iter().map(|&(k, v)| (k, v as f64)).collect();
         let pipeline = self.scoped(&format!("compiling {label}"), || {
-            let desc = wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(source().into()) };
+            let desc = wgpu::ShaderModuleDescriptor {
+                label: Some(&label),
+                source: wgpu::ShaderSource::Wgsl(source().into()),
+            };
             // SAFETY: naga's forced loop bounding (a counter and a branch in every loop) costs up to
             // 2.5x on row loops (measured on an H200). Turning it off requires every loop to
             // terminate. Ours do: each runs over an index range read from validated row pointers of
             // one chunk, whose entries fit one storage binding (at most 2^30 of them with 4-byte
             // indices), so `k + step` with `step <= 128` never wraps a u32. Bounds checks and
             // division guards stay on.
-            let checks = wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() };
+            let checks = wgpu::ShaderRuntimeChecks {
+                force_loop_bounding: false,
+                ..wgpu::ShaderRuntimeChecks::checked()
+            };
             let module = unsafe { self.inner.device.create_shader_module_trusted(desc, checks) };
-            self.inner.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&label),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, ..Default::default() },
-                cache: None,
-            })
+            self.inner
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&label),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &constants,
+                        ..Default::default()
+                    },
+                    cache: None,
+                })
         })?;
         let p = Arc::new(pipeline);
         self.inner.pipelines.lock().unwrap().insert(key, p.clone());
@@ -316,11 +387,21 @@ impl Gpu {
     }
 
     /// Creates a storage buffer holding `data` (at least 16 bytes, so that empty arrays bind).
-    pub(crate) fn storage_buffer(&self, label: &str, data: &[u8], extra: wgpu::BufferUsages) -> Result<wgpu::Buffer> {
+    pub(crate) fn storage_buffer(
+        &self,
+        label: &str,
+        data: &[u8],
+        extra: wgpu::BufferUsages,
+    ) -> Result<wgpu::Buffer> {
         let size = (data.len() as u64).max(16).next_multiple_of(4);
         let limit = self.info().limits.max_buffer_size;
         if size > limit {
-            return Err(Error::TooLargeForAdapter { what: label.into(), bytes: size, limit_name: "max_buffer_size", limit });
+            return Err(Error::TooLargeForAdapter {
+                what: label.into(),
+                bytes: size,
+                limit_name: "max_buffer_size",
+                limit,
+            });
         }
         self.scoped(&format!("allocating {label} ({size} bytes)"), || {
             let buf = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
@@ -340,17 +421,30 @@ impl Gpu {
     }
 
     /// Creates a zero-filled storage buffer of `bytes` (at least 16) for the GPU to write.
-    pub(crate) fn storage_zeroed(&self, label: &str, bytes: u64, extra: wgpu::BufferUsages) -> Result<wgpu::Buffer> {
+    pub(crate) fn storage_zeroed(
+        &self,
+        label: &str,
+        bytes: u64,
+        extra: wgpu::BufferUsages,
+    ) -> Result<wgpu::Buffer> {
         let size = bytes.max(16).next_multiple_of(4);
         let limit = self.info().max_binding_bytes();
         if size > limit {
-            return Err(Error::TooLargeForAdapter { what: label.into(), bytes: size, limit_name: "max_storage_buffer_binding_size", limit });
+            return Err(Error::TooLargeForAdapter {
+                what: label.into(),
+                bytes: size,
+                limit_name: "max_storage_buffer_binding_size",
+                limit,
+            });
         }
         self.scoped(&format!("allocating {label} ({size} bytes)"), || {
             self.inner.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC | extra,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC
+                    | extra,
                 mapped_at_creation: false,
             })
         })
@@ -359,11 +453,13 @@ impl Gpu {
     /// Creates a small uniform buffer.
     pub(crate) fn uniform_buffer(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
         use wgpu::util::DeviceExt;
-        self.inner.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: data,
-            usage: wgpu::BufferUsages::UNIFORM,
-        })
+        self.inner
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: data,
+                usage: wgpu::BufferUsages::UNIFORM,
+            })
     }
 }
 

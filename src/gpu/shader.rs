@@ -80,7 +80,12 @@ pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512];
 /// Team widths for the workgroup-memory path and subgroup sizes the subgroup path accepts.
 pub const LANE_WIDTHS: &[u32] = &[4, 8, 16, 32, 64, 128];
 
-pub const CSR_SCALAR: Kernel = plain_spmv_kernel("csr_scalar", include_str!("../../shaders/csr_scalar.wgsl"), &[CSR_BINDINGS, CSR_CHUNK], &[("WG_SIZE", WORKGROUP_SIZES)]);
+pub const CSR_SCALAR: Kernel = plain_spmv_kernel(
+    "csr_scalar",
+    include_str!("../../shaders/csr_scalar.wgsl"),
+    &[CSR_BINDINGS, CSR_CHUNK],
+    &[("WG_SIZE", WORKGROUP_SIZES)],
+);
 
 pub const CSR_VECTOR: Kernel = Kernel {
     name: "csr_vector",
@@ -122,7 +127,12 @@ pub const CMRS: Kernel = Kernel {
     ],
     derive: Some(|set| {
         let get = |s: &[(&str, u32)], n: &str| s.iter().find(|p| p.0 == n).unwrap().1;
-        let (wg, lanes, h, m) = (get(set, "WG_SIZE"), get(set, "LANES"), get(set, "HEIGHT"), get(set, "BUF_COLS"));
+        let (wg, lanes, h, m) = (
+            get(set, "WG_SIZE"),
+            get(set, "LANES"),
+            get(set, "HEIGHT"),
+            get(set, "BUF_COLS"),
+        );
         if m > lanes {
             return false;
         }
@@ -140,7 +150,12 @@ pub fn cmrs_cells(wg: u32, lanes: u32, height: u32, buf_cols: u32) -> u32 {
 }
 
 /// The long-row passes of the row kernels (src/methods/long_rows.rs): pieces, then rows.
-pub const LONG_ROWS: Kernel = plain_spmv_kernel("long_rows", include_str!("../../shaders/long_rows.wgsl"), &[], &[("WG_SIZE", WORKGROUP_SIZES), ("FINISH", &[0, 1])]);
+pub const LONG_ROWS: Kernel = plain_spmv_kernel(
+    "long_rows",
+    include_str!("../../shaders/long_rows.wgsl"),
+    &[],
+    &[("WG_SIZE", WORKGROUP_SIZES), ("FINISH", &[0, 1])],
+);
 
 /// The pass that lets stored zeros meet NaN and ±Inf in x, for formats that skip zero values.
 pub const STORED_ZEROS: Kernel = Kernel {
@@ -189,11 +204,25 @@ pub const SPECULATIVE: Kernel = Kernel {
     scalar_bits: false,
     block_rows: false,
     pieces: &[CSR_BINDINGS, CSR_CHUNK, SPECULATIVE_COMMON],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("WORK", SPECULATIVE_WORK), ("TILES", SPECULATIVE_TILES), ("STAGED", &[0, 1]), ("RESOLVE", &[0, 1]), ("TILE_ROWS", &[0, 1]), ("PAD_RUN", &[16, 32])],
+    overrides: &[
+        ("WG_SIZE", WORKGROUP_SIZES),
+        ("LANES", LANE_WIDTHS),
+        ("WORK", SPECULATIVE_WORK),
+        ("TILES", SPECULATIVE_TILES),
+        ("STAGED", &[0, 1]),
+        ("RESOLVE", &[0, 1]),
+        ("TILE_ROWS", &[0, 1]),
+        ("PAD_RUN", &[16, 32]),
+    ],
     derive: None,
 };
 
-pub const SPECULATIVE_FINISH: Kernel = plain_spmv_kernel("speculative_finish", include_str!("../../shaders/speculative_finish.wgsl"), &[SPECULATIVE_COMMON], &[("WG_SIZE", WORKGROUP_SIZES)]);
+pub const SPECULATIVE_FINISH: Kernel = plain_spmv_kernel(
+    "speculative_finish",
+    include_str!("../../shaders/speculative_finish.wgsl"),
+    &[SPECULATIVE_COMMON],
+    &[("WG_SIZE", WORKGROUP_SIZES)],
+);
 
 /// Nonzeros per lane of one workgroup of SURAA's dynamic kernel.
 pub const SURAA_DYNAMIC_ITEMS: &[u32] = &[1, 2, 4, 8, 16, 32, 64];
@@ -211,7 +240,11 @@ pub const SURAA: Kernel = Kernel {
     scalar_bits: false,
     block_rows: false,
     pieces: &[SURAA_COMMON, CSR_BINDINGS, SURAA_ROWS],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS), ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS)],
+    overrides: &[
+        ("WG_SIZE", WORKGROUP_SIZES),
+        ("LANES", LANE_WIDTHS),
+        ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS),
+    ],
     derive: None,
 };
 
@@ -219,10 +252,19 @@ pub const SURAA_SCALAR: Kernel = plain_spmv_kernel(
     "suraa_scalar",
     include_str!("../../shaders/suraa_scalar.wgsl"),
     &[SURAA_COMMON, CSR_BINDINGS, SURAA_ROWS],
-    &[("WG_SIZE", WORKGROUP_SIZES), ("SCALAR_STAGE", SURAA_SCALAR_STAGE), ("GATHER", &[0, 1])],
+    &[
+        ("WG_SIZE", WORKGROUP_SIZES),
+        ("SCALAR_STAGE", SURAA_SCALAR_STAGE),
+        ("GATHER", &[0, 1]),
+    ],
 );
 
-pub const SURAA_GATHER: Kernel = plain_spmv_kernel("suraa_gather", include_str!("../../shaders/suraa_gather.wgsl"), &[SURAA_COMMON], &[("WG_SIZE", WORKGROUP_SIZES)]);
+pub const SURAA_GATHER: Kernel = plain_spmv_kernel(
+    "suraa_gather",
+    include_str!("../../shaders/suraa_gather.wgsl"),
+    &[SURAA_COMMON],
+    &[("WG_SIZE", WORKGROUP_SIZES)],
+);
 
 pub const SURAA_COMBINE: Kernel = Kernel {
     name: "suraa_combine",
@@ -290,7 +332,12 @@ pub const BCCOO_COMBINE: Kernel = plain_spmv_kernel(
     "bccoo_combine",
     include_str!("../../shaders/bccoo_combine.wgsl"),
     &[],
-    &[("WG_SIZE", &[256]), ("HEIGHT", &[1, 2, 3, 4]), ("SLICES", &[2, 4, 8, 16, 32]), ("MAPPED", &[0, 1])],
+    &[
+        ("WG_SIZE", &[256]),
+        ("HEIGHT", &[1, 2, 3, 4]),
+        ("SLICES", &[2, 4, 8, 16, 32]),
+        ("MAPPED", &[0, 1]),
+    ],
 );
 
 const RADIX_COMMON: &str = include_str!("../../shaders/radix_common.wgsl");
@@ -298,26 +345,102 @@ const SCAN_U32_COMMON: &str = include_str!("../../shaders/scan_u32_common.wgsl")
 const WORKGROUP_SCAN_U32: &str = include_str!("../../shaders/workgroup_scan_u32.wgsl");
 
 /// An SpMV kernel (scalar type f32 or f64) without lane teams, sums or scans.
-const fn plain_spmv_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
-    Kernel { name, body, spmv: true, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, block_rows: false, pieces, overrides, derive: None }
+const fn plain_spmv_kernel(
+    name: &'static str,
+    body: &'static str,
+    pieces: &'static [&'static str],
+    overrides: &'static [(&'static str, &'static [u32])],
+) -> Kernel {
+    Kernel {
+        name,
+        body,
+        spmv: true,
+        lanes: false,
+        scans: false,
+        sums: false,
+        group_scan: false,
+        scalar_bits: false,
+        block_rows: false,
+        pieces,
+        overrides,
+        derive: None,
+    }
 }
 
 /// A u32 setup kernel: one file, shared pieces, no scalar type, no lane teams.
-const fn setup_kernel(name: &'static str, body: &'static str, pieces: &'static [&'static str], overrides: &'static [(&'static str, &'static [u32])]) -> Kernel {
-    Kernel { name, body, spmv: false, lanes: false, scans: false, sums: false, group_scan: false, scalar_bits: false, block_rows: false, pieces, overrides, derive: None }
+const fn setup_kernel(
+    name: &'static str,
+    body: &'static str,
+    pieces: &'static [&'static str],
+    overrides: &'static [(&'static str, &'static [u32])],
+) -> Kernel {
+    Kernel {
+        name,
+        body,
+        spmv: false,
+        lanes: false,
+        scans: false,
+        sums: false,
+        group_scan: false,
+        scalar_bits: false,
+        block_rows: false,
+        pieces,
+        overrides,
+        derive: None,
+    }
 }
 
 /// Keys per invocation of one radix-sort tile.
 pub const RADIX_ITEMS: &[u32] = &[8];
 
-pub const SURAA_KEYS: Kernel = setup_kernel("suraa_keys", include_str!("../../shaders/suraa_keys.wgsl"), &[], &[]);
-pub const RADIX_COUNT: Kernel = setup_kernel("radix_count", include_str!("../../shaders/radix_count.wgsl"), &[RADIX_COMMON], &[("ITEMS", RADIX_ITEMS)]);
-pub const RADIX_SCATTER: Kernel = setup_kernel("radix_scatter", include_str!("../../shaders/radix_scatter.wgsl"), &[RADIX_COMMON], &[("ITEMS", RADIX_ITEMS)]);
-pub const SCAN_U32_REDUCE: Kernel = setup_kernel("scan_u32_reduce", include_str!("../../shaders/scan_u32_reduce.wgsl"), &[WORKGROUP_SCAN_U32, SCAN_U32_COMMON], &[]);
-pub const SCAN_U32_DOWN: Kernel = setup_kernel("scan_u32_down", include_str!("../../shaders/scan_u32_down.wgsl"), &[WORKGROUP_SCAN_U32, SCAN_U32_COMMON], &[]);
-pub const SURAA_LENGTHS: Kernel = setup_kernel("suraa_lengths", include_str!("../../shaders/suraa_lengths.wgsl"), &[], &[]);
-pub const SURAA_REARRANGE: Kernel = setup_kernel("suraa_rearrange", include_str!("../../shaders/suraa_rearrange.wgsl"), &[], &[("VAL_WORDS", &[1, 2])]);
-pub const SURAA_PLAN: Kernel = setup_kernel("suraa_plan", include_str!("../../shaders/suraa_plan.wgsl"), &[SURAA_COMMON, WORKGROUP_SCAN_U32], &[]);
+pub const SURAA_KEYS: Kernel = setup_kernel(
+    "suraa_keys",
+    include_str!("../../shaders/suraa_keys.wgsl"),
+    &[],
+    &[],
+);
+pub const RADIX_COUNT: Kernel = setup_kernel(
+    "radix_count",
+    include_str!("../../shaders/radix_count.wgsl"),
+    &[RADIX_COMMON],
+    &[("ITEMS", RADIX_ITEMS)],
+);
+pub const RADIX_SCATTER: Kernel = setup_kernel(
+    "radix_scatter",
+    include_str!("../../shaders/radix_scatter.wgsl"),
+    &[RADIX_COMMON],
+    &[("ITEMS", RADIX_ITEMS)],
+);
+pub const SCAN_U32_REDUCE: Kernel = setup_kernel(
+    "scan_u32_reduce",
+    include_str!("../../shaders/scan_u32_reduce.wgsl"),
+    &[WORKGROUP_SCAN_U32, SCAN_U32_COMMON],
+    &[],
+);
+pub const SCAN_U32_DOWN: Kernel = setup_kernel(
+    "scan_u32_down",
+    include_str!("../../shaders/scan_u32_down.wgsl"),
+    &[WORKGROUP_SCAN_U32, SCAN_U32_COMMON],
+    &[],
+);
+pub const SURAA_LENGTHS: Kernel = setup_kernel(
+    "suraa_lengths",
+    include_str!("../../shaders/suraa_lengths.wgsl"),
+    &[],
+    &[],
+);
+pub const SURAA_REARRANGE: Kernel = setup_kernel(
+    "suraa_rearrange",
+    include_str!("../../shaders/suraa_rearrange.wgsl"),
+    &[],
+    &[("VAL_WORDS", &[1, 2])],
+);
+pub const SURAA_PLAN: Kernel = setup_kernel(
+    "suraa_plan",
+    include_str!("../../shaders/suraa_plan.wgsl"),
+    &[SURAA_COMMON, WORKGROUP_SCAN_U32],
+    &[],
+);
 
 /// Every kernel the library can dispatch.
 pub const ALL_KERNELS: &[Kernel] = &[
@@ -352,7 +475,11 @@ use crate::methods::bccoo::format::BLOCK_HEIGHTS;
 /// vec4 for every height cost f64 1x1 blocks 8% on an H100, and the driver cannot drop the unused
 /// lanes of shuffles and workgroup arrays.
 fn block_rows_prelude(h: u32) -> String {
-    let (ty, get, put) = if h == 1 { ("scalar".to_owned(), "v", "*v = s") } else { (format!("vec{h}<scalar>"), "v[r]", "(*v)[r] = s") };
+    let (ty, get, put) = if h == 1 {
+        ("scalar".to_owned(), "v", "*v = s")
+    } else {
+        (format!("vec{h}<scalar>"), "v[r]", "(*v)[r] = s")
+    };
     format!(
         "const HEIGHT: u32 = {h}u;\nalias rows = {ty};\n\
          fn row_of(v: rows, r: u32) -> scalar {{ return {get}; }}\n\
@@ -364,19 +491,31 @@ impl Kernel {
     /// The assembled WGSL for one scalar type and lane mode (ignored by kernels without teams).
     /// Kernels with block rows are assembled per height instead ([`Kernel::source_for_height`]).
     pub fn source(&self, scalar: &str, lanes: LaneMode) -> String {
-        assert!(!self.block_rows, "{} is assembled per block height (source_for_height)", self.name);
+        assert!(
+            !self.block_rows,
+            "{} is assembled per block height (source_for_height)",
+            self.name
+        );
         self.assemble(scalar, lanes, "")
     }
 
     /// The assembled WGSL of a kernel with block rows, for blocks `h` rows high.
     pub fn source_for_height(&self, scalar: &str, lanes: LaneMode, h: u32) -> String {
-        assert!(self.block_rows && BLOCK_HEIGHTS.contains(&h), "{}: no block rows of height {h}", self.name);
+        assert!(
+            self.block_rows && BLOCK_HEIGHTS.contains(&h),
+            "{}: no block rows of height {h}",
+            self.name
+        );
         self.assemble(scalar, lanes, &block_rows_prelude(h))
     }
 
     /// The block heights this kernel is assembled for: none for kernels without block rows.
     pub fn block_heights(&self) -> &'static [u32] {
-        if self.block_rows { BLOCK_HEIGHTS } else { &[] }
+        if self.block_rows {
+            BLOCK_HEIGHTS
+        } else {
+            &[]
+        }
     }
 
     fn assemble(&self, scalar: &str, lanes: LaneMode, prelude: &str) -> String {
@@ -419,7 +558,11 @@ impl Kernel {
             s.push('\n');
         }
         if self.scalar_bits {
-            s.push_str(if scalar == "f64" { SCALAR_BITS_F64 } else { SCALAR_BITS_F32 });
+            s.push_str(if scalar == "f64" {
+                SCALAR_BITS_F64
+            } else {
+                SCALAR_BITS_F32
+            });
             s.push('\n');
         }
         for piece in self.pieces {
@@ -428,7 +571,10 @@ impl Kernel {
         }
         s.push_str(self.body);
         // Only the alias: a blanket replace would also rename identifiers such as SCALAR_STAGE.
-        s.replace("alias scalar = SCALAR;", &format!("alias scalar = {scalar};"))
+        s.replace(
+            "alias scalar = SCALAR;",
+            &format!("alias scalar = {scalar};"),
+        )
     }
 
     /// Whether the `scalar` variant needs `SHADER_INT64` (bit casts of f64).
@@ -452,7 +598,16 @@ impl Kernel {
     pub fn override_sets(&self) -> Vec<Vec<(&'static str, u32)>> {
         let mut sets: Vec<Vec<(&'static str, u32)>> = vec![vec![]];
         for &(name, values) in self.overrides {
-            sets = sets.into_iter().flat_map(|s| values.iter().map(move |&v| { let mut s = s.clone(); s.push((name, v)); s })).collect();
+            sets = sets
+                .into_iter()
+                .flat_map(|s| {
+                    values.iter().map(move |&v| {
+                        let mut s = s.clone();
+                        s.push((name, v));
+                        s
+                    })
+                })
+                .collect();
         }
         let get = |s: &[(&str, u32)], n: &str| s.iter().find(|p| p.0 == n).map(|p| p.1);
         sets.retain(|s| match (get(s, "WG_SIZE"), get(s, "LANES")) {
@@ -468,8 +623,15 @@ impl Kernel {
     /// The (scalar, lane mode) pairs this kernel is built in.
     pub fn variants(&self) -> Vec<(&'static str, LaneMode)> {
         let scalars: &[&str] = if self.spmv { &["f32", "f64"] } else { &["u32"] };
-        let modes: &[LaneMode] = if self.lanes { &[LaneMode::Subgroup, LaneMode::Workgroup] } else { &[LaneMode::Workgroup] };
-        scalars.iter().flat_map(|&s| modes.iter().map(move |&m| (s, m))).collect()
+        let modes: &[LaneMode] = if self.lanes {
+            &[LaneMode::Subgroup, LaneMode::Workgroup]
+        } else {
+            &[LaneMode::Workgroup]
+        };
+        scalars
+            .iter()
+            .flat_map(|&s| modes.iter().map(move |&m| (s, m)))
+            .collect()
     }
 }
 
@@ -480,7 +642,11 @@ mod tests {
     /// Size in bytes of the WGSL struct `name` in an assembled kernel.
     fn wgsl_struct_size(src: &str, name: &str) -> u32 {
         let module = naga::front::wgsl::parse_str(src).unwrap();
-        let ty = module.types.iter().find(|(_, t)| t.name.as_deref() == Some(name)).unwrap_or_else(|| panic!("no struct {name}"));
+        let ty = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no struct {name}"));
         ty.1.inner.size(module.to_ctx())
     }
 
@@ -490,7 +656,10 @@ mod tests {
             let src = CSR_SCALAR.source(scalar, LaneMode::Workgroup);
             // `Coeffs` is uploaded as `[alpha, beta]` of the scalar type (plan.rs).
             assert_eq!(wgsl_struct_size(&src, "Coeffs"), 2 * size);
-            assert_eq!(wgsl_struct_size(&src, "Chunk") as usize, std::mem::size_of::<crate::methods::common::ChunkUniform>());
+            assert_eq!(
+                wgsl_struct_size(&src, "Chunk") as usize,
+                std::mem::size_of::<crate::methods::common::ChunkUniform>()
+            );
         }
     }
 }

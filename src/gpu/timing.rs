@@ -27,7 +27,11 @@ impl Gpu {
     /// one compute pass, the median of several such samples. First the GPU is kept busy until its
     /// speed has settled, so that a discrete GPU's clocks have left their idle state (a GPU idle
     /// while the host prepared the next matrix otherwise reads two to three times slower).
-    pub fn time_pass(&self, repeats: u32, mut record: impl FnMut(&mut wgpu::ComputePass<'_>)) -> Result<Timing> {
+    pub fn time_pass(
+        &self,
+        repeats: u32,
+        mut record: impl FnMut(&mut wgpu::ComputePass<'_>),
+    ) -> Result<Timing> {
         let repeats = repeats.max(1);
         // The first call compiles and faults pages in; the second estimates one call's cost.
         self.submit_pass(1, &mut record)?;
@@ -60,11 +64,19 @@ impl Gpu {
             timer = t;
         }
         times.sort_by(f64::total_cmp);
-        Ok(Timing { ms: times[times.len() / 2], repeats: reps, timer })
+        Ok(Timing {
+            ms: times[times.len() / 2],
+            repeats: reps,
+            timer,
+        })
     }
 
     /// Submits `reps` calls in one pass and waits; returns the wall-clock seconds.
-    fn submit_pass(&self, reps: u32, record: &mut impl FnMut(&mut wgpu::ComputePass<'_>)) -> Result<f64> {
+    fn submit_pass(
+        &self,
+        reps: u32,
+        record: &mut impl FnMut(&mut wgpu::ComputePass<'_>),
+    ) -> Result<f64> {
         let start = Instant::now();
         self.scoped("timed submission", || {
             let mut enc = self.device().create_command_encoder(&Default::default());
@@ -81,7 +93,11 @@ impl Gpu {
     }
 
     /// One sample: milliseconds per call over `reps` calls, by timestamps where possible.
-    fn sample(&self, reps: u32, record: &mut impl FnMut(&mut wgpu::ComputePass<'_>)) -> Result<(f64, Timer)> {
+    fn sample(
+        &self,
+        reps: u32,
+        record: &mut impl FnMut(&mut wgpu::ComputePass<'_>),
+    ) -> Result<(f64, Timer)> {
         if self.info().has(wgpu::Features::TIMESTAMP_QUERY) {
             let ticks = self.timestamps(|enc, query_set| {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -107,7 +123,10 @@ impl Gpu {
     }
 
     /// Records work with a two-entry timestamp query set and returns `end - start` in ticks.
-    fn timestamps(&self, record: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::QuerySet)) -> Result<u64> {
+    fn timestamps(
+        &self,
+        record: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::QuerySet),
+    ) -> Result<u64> {
         let device = self.device();
         let (resolve, staging) = self.scoped("timestamp queries", || {
             let query_set = device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -138,8 +157,11 @@ impl Gpu {
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
         });
-        self.wait_for_callback(rx)?.map_err(|e| Error::Map(e.to_string()))?;
-        let view = staging.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?;
+        self.wait_for_callback(rx)?
+            .map_err(|e| Error::Map(e.to_string()))?;
+        let view = staging
+            .get_mapped_range(..)
+            .map_err(|e| Error::Map(e.to_string()))?;
         let t: Vec<u64> = bytemuck::pod_collect_to_vec(&view[..16]);
         drop(view);
         staging.unmap();
@@ -155,7 +177,11 @@ impl Gpu {
         let kernel = super::shader::COPY;
         let wg = 256u32;
         let pipeline = self.pipeline(
-            super::PipelineKey { kernel: kernel.name, variant: String::new(), overrides: vec![("WG_SIZE", wg)] },
+            super::PipelineKey {
+                kernel: kernel.name,
+                variant: String::new(),
+                overrides: vec![("WG_SIZE", wg)],
+            },
             || kernel.source("u32", super::shader::LaneMode::Workgroup),
         )?;
         let src = self.scoped("allocating copy buffers", || {
@@ -173,8 +199,14 @@ impl Gpu {
             label: Some("copy"),
             layout: &pipeline.get_bind_group_layout(0),
             entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: src.0.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: src.1.as_entire_binding() },
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: src.0.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: src.1.as_entire_binding(),
+                },
             ],
         });
         let groups = (bytes / 16).div_ceil(wg as u64) as u32;
@@ -189,7 +221,11 @@ impl Gpu {
 
     /// A 2-D grid of at least `groups` workgroups within the per-dimension limit.
     pub(crate) fn grid(&self, groups: u32) -> [u32; 2] {
-        let max = self.info().limits.max_compute_workgroups_per_dimension.max(1);
+        let max = self
+            .info()
+            .limits
+            .max_compute_workgroups_per_dimension
+            .max(1);
         if groups <= max {
             [groups, 1]
         } else {

@@ -20,7 +20,12 @@ pub(crate) struct ChunkUniform {
 /// Splits rows (or strips: any pointer array) into consecutive ranges whose entries take at most
 /// `max_bytes` per array (`entry_bytes` per stored entry) and whose pointers fit too. A single row
 /// that cannot fit is an error: these methods never split a row.
-pub(crate) fn ptr_chunks(row_ptr: &[u32], entry_bytes: u64, max_bytes: u64, unit: &str) -> Result<Vec<Range<usize>>> {
+pub(crate) fn ptr_chunks(
+    row_ptr: &[u32],
+    entry_bytes: u64,
+    max_bytes: u64,
+    unit: &str,
+) -> Result<Vec<Range<usize>>> {
     let nrows = row_ptr.len() - 1;
     let max_entries = max_bytes / entry_bytes;
     let max_rows = (max_bytes / 4).saturating_sub(1).max(1) as usize;
@@ -47,13 +52,18 @@ pub(crate) fn ptr_chunks(row_ptr: &[u32], entry_bytes: u64, max_bytes: u64, unit
 }
 
 pub(crate) fn bad(name: &'static str, value: impl ToString, reason: impl Into<String>) -> Error {
-    Error::InvalidParameter { name, value: value.to_string(), reason: reason.into() }
+    Error::InvalidParameter {
+        name,
+        value: value.to_string(),
+        reason: reason.into(),
+    }
 }
 
 /// Chooses the lane mode for a kernel with teams.
 pub(crate) fn lane_mode(gpu: &Gpu, policy: LanePolicy) -> Result<LaneMode> {
     let info = gpu.info();
-    let has = info.has(wgpu::Features::SUBGROUP) && shader::LANE_WIDTHS.contains(&info.subgroup_min_size);
+    let has =
+        info.has(wgpu::Features::SUBGROUP) && shader::LANE_WIDTHS.contains(&info.subgroup_min_size);
     match policy {
         LanePolicy::Workgroup => Ok(LaneMode::Workgroup),
         LanePolicy::Subgroup if !has => Err(Error::MissingFeature {
@@ -63,26 +73,42 @@ pub(crate) fn lane_mode(gpu: &Gpu, policy: LanePolicy) -> Result<LaneMode> {
             hint: " (use LanePolicy::Auto or Workgroup)",
         }),
         LanePolicy::Subgroup => Ok(LaneMode::Subgroup),
-        LanePolicy::Auto => Ok(if has { LaneMode::Subgroup } else { LaneMode::Workgroup }),
+        LanePolicy::Auto => Ok(if has {
+            LaneMode::Subgroup
+        } else {
+            LaneMode::Workgroup
+        }),
     }
 }
 
 /// The team width for a lane mode, and the smallest workgroup that holds one team: the subgroup
 /// path takes the adapter's subgroup size (teams may be as wide as its largest subgroup); the
 /// workgroup-memory path takes `lanes_per_row`, 32 by default.
-pub(crate) fn team_width(gpu: &Gpu, lanes: LaneMode, lanes_per_row: Option<u32>) -> Result<(u32, u32)> {
+pub(crate) fn team_width(
+    gpu: &Gpu,
+    lanes: LaneMode,
+    lanes_per_row: Option<u32>,
+) -> Result<(u32, u32)> {
     let info = gpu.info();
     match lanes {
         LaneMode::Subgroup => {
             if let Some(l) = lanes_per_row.filter(|&l| l != info.subgroup_min_size) {
-                return Err(bad("lanes_per_row", l, "the subgroup path uses the adapter's subgroup size"));
+                return Err(bad(
+                    "lanes_per_row",
+                    l,
+                    "the subgroup path uses the adapter's subgroup size",
+                ));
             }
             Ok((info.subgroup_min_size, info.subgroup_max_size))
         }
         LaneMode::Workgroup => {
             let team = lanes_per_row.unwrap_or(32);
             if !shader::LANE_WIDTHS.contains(&team) {
-                return Err(bad("lanes_per_row", team, format!("must be one of {:?}", shader::LANE_WIDTHS)));
+                return Err(bad(
+                    "lanes_per_row",
+                    team,
+                    format!("must be one of {:?}", shader::LANE_WIDTHS),
+                ));
             }
             Ok((team, team))
         }
@@ -90,21 +116,41 @@ pub(crate) fn team_width(gpu: &Gpu, lanes: LaneMode, lanes_per_row: Option<u32>)
 }
 
 /// Validates the requested workgroup size or chooses `default` (raised to `at_least`).
-pub(crate) fn workgroup_size(gpu: &Gpu, requested: Option<u32>, default: u32, at_least: u32) -> Result<u32> {
-    let max = gpu.info().limits.max_compute_invocations_per_workgroup.min(gpu.info().limits.max_compute_workgroup_size_x);
+pub(crate) fn workgroup_size(
+    gpu: &Gpu,
+    requested: Option<u32>,
+    default: u32,
+    at_least: u32,
+) -> Result<u32> {
+    let max = gpu
+        .info()
+        .limits
+        .max_compute_invocations_per_workgroup
+        .min(gpu.info().limits.max_compute_workgroup_size_x);
     let wg = requested.unwrap_or(default.max(at_least).min(max));
     if !shader::WORKGROUP_SIZES.contains(&wg) {
-        return Err(bad("workgroup_size", wg, format!("must be one of {:?}", shader::WORKGROUP_SIZES)));
+        return Err(bad(
+            "workgroup_size",
+            wg,
+            format!("must be one of {:?}", shader::WORKGROUP_SIZES),
+        ));
     }
     if wg > max {
-        return Err(bad("workgroup_size", wg, format!("this adapter allows at most {max} invocations per workgroup")));
+        return Err(bad(
+            "workgroup_size",
+            wg,
+            format!("this adapter allows at most {max} invocations per workgroup"),
+        ));
     }
     if wg < at_least {
-        return Err(bad("workgroup_size", wg, format!("must be at least {at_least} (the largest subgroup)")));
+        return Err(bad(
+            "workgroup_size",
+            wg,
+            format!("must be at least {at_least} (the largest subgroup)"),
+        ));
     }
     Ok(wg)
 }
-
 
 /// The largest array one chunk may hold on this adapter (or the caller's lower limit).
 pub(crate) fn chunk_limit(gpu: &Gpu, opts: &PlanOptions) -> u64 {
@@ -113,17 +159,30 @@ pub(crate) fn chunk_limit(gpu: &Gpu, opts: &PlanOptions) -> u64 {
 }
 
 /// Refuses a workgroup buffer the adapter cannot hold.
-pub(crate) fn check_workgroup_memory(gpu: &Gpu, name: &'static str, value: u32, bytes: u64) -> Result<()> {
+pub(crate) fn check_workgroup_memory(
+    gpu: &Gpu,
+    name: &'static str,
+    value: u32,
+    bytes: u64,
+) -> Result<()> {
     let have = gpu.info().limits.max_compute_workgroup_storage_size as u64;
     if bytes > have {
-        return Err(bad(name, value, format!("needs {bytes} bytes of workgroup memory, the adapter has {have}")));
+        return Err(bad(
+            name,
+            value,
+            format!("needs {bytes} bytes of workgroup memory, the adapter has {have}"),
+        ));
     }
     Ok(())
 }
 
 /// Uploads a plan-owned storage array.
 pub(crate) fn upload<P: bytemuck::Pod>(gpu: &Gpu, label: &str, data: &[P]) -> Result<Binding> {
-    Ok(Binding::Owned(Arc::new(gpu.storage_buffer(label, bytemuck::cast_slice(data), wgpu::BufferUsages::empty())?)))
+    Ok(Binding::Owned(Arc::new(gpu.storage_buffer(
+        label,
+        bytemuck::cast_slice(data),
+        wgpu::BufferUsages::empty(),
+    )?)))
 }
 
 #[cfg(test)]
@@ -135,9 +194,15 @@ mod tests {
         let row_ptr = [0u32, 3, 3, 10, 11, 20, 20];
         let c = ptr_chunks(&row_ptr, 4, 40, "row").unwrap();
         assert_eq!(c, vec![0..3, 3..6]); // 10 entries each: exactly the budget
-        assert_eq!(ptr_chunks(&row_ptr, 4, 36, "row").unwrap(), vec![0..2, 2..4, 4..6]);
+        assert_eq!(
+            ptr_chunks(&row_ptr, 4, 36, "row").unwrap(),
+            vec![0..2, 2..4, 4..6]
+        );
         assert_eq!(ptr_chunks(&row_ptr, 4, 1 << 20, "row").unwrap(), vec![0..6]);
-        assert!(matches!(ptr_chunks(&row_ptr, 4, 16, "row"), Err(Error::TooLargeForAdapter { .. })));
+        assert!(matches!(
+            ptr_chunks(&row_ptr, 4, 16, "row"),
+            Err(Error::TooLargeForAdapter { .. })
+        ));
         assert!(ptr_chunks(&[0], 4, 16, "row").unwrap().is_empty());
     }
 }

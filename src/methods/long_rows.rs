@@ -51,7 +51,12 @@ pub(crate) fn rows_to_split(row_ptr: &[u32], group_rows: usize, max_entries: u64
 /// The two passes that add `rows` (ascending) of `a` into `y`, after a main kernel that treated
 /// them as empty (leaving `β·y` there). Long rows are grouped into batches whose entries fit one
 /// storage binding of `max_bytes`; each batch is a pair of stages.
-pub(crate) fn stages<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, rows: &[u32], max_bytes: u64) -> Result<Vec<Stage>> {
+pub(crate) fn stages<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    rows: &[u32],
+    max_bytes: u64,
+) -> Result<Vec<Stage>> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
@@ -59,9 +64,14 @@ pub(crate) fn stages<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, rows: &[u32], max_b
     let piece = (wg * PER_LANE) as usize;
     let kernel = shader::LONG_ROWS;
     let pipeline = |finish: u32| {
-        gpu.pipeline(PipelineKey { kernel: kernel.name, variant: kernel.variant(T::WGSL, shader::LaneMode::Workgroup), overrides: vec![("WG_SIZE", wg), ("FINISH", finish)] }, || {
-            kernel.source(T::WGSL, shader::LaneMode::Workgroup)
-        })
+        gpu.pipeline(
+            PipelineKey {
+                kernel: kernel.name,
+                variant: kernel.variant(T::WGSL, shader::LaneMode::Workgroup),
+                overrides: vec![("WG_SIZE", wg), ("FINISH", finish)],
+            },
+            || kernel.source(T::WGSL, shader::LaneMode::Workgroup),
+        )
     };
     let (pieces_pipeline, finish_pipeline) = (pipeline(0)?, pipeline(1)?);
     let max_entries = (max_bytes / std::mem::size_of::<T>().max(4) as u64) as usize;
@@ -107,10 +117,30 @@ pub(crate) fn stages<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, rows: &[u32], max_b
         let mut desc = vec![npieces as u32, batch.len() as u32];
         desc.extend(piece_bounds);
         desc.extend(row_desc);
-        let partials = Binding::Owned(Arc::new(gpu.storage_zeroed("long-row partials", (npieces * std::mem::size_of::<T>()) as u64, wgpu::BufferUsages::empty())?));
-        let bindings = vec![upload(gpu, "long-row pieces", &desc)?, upload(gpu, "long-row columns", &cols)?, upload(gpu, "long-row values", &vals)?, Binding::X, Binding::Y, Binding::Coeffs, partials];
-        stages.push(Stage { pipeline: pieces_pipeline.clone(), bindings: bindings.clone(), grid: Grid::Direct(gpu.grid(npieces as u32)) });
-        stages.push(Stage { pipeline: finish_pipeline.clone(), bindings, grid: Grid::Direct(gpu.grid(batch.len() as u32)) });
+        let partials = Binding::Owned(Arc::new(gpu.storage_zeroed(
+            "long-row partials",
+            (npieces * std::mem::size_of::<T>()) as u64,
+            wgpu::BufferUsages::empty(),
+        )?));
+        let bindings = vec![
+            upload(gpu, "long-row pieces", &desc)?,
+            upload(gpu, "long-row columns", &cols)?,
+            upload(gpu, "long-row values", &vals)?,
+            Binding::X,
+            Binding::Y,
+            Binding::Coeffs,
+            partials,
+        ];
+        stages.push(Stage {
+            pipeline: pieces_pipeline.clone(),
+            bindings: bindings.clone(),
+            grid: Grid::Direct(gpu.grid(npieces as u32)),
+        });
+        stages.push(Stage {
+            pipeline: finish_pipeline.clone(),
+            bindings,
+            grid: Grid::Direct(gpu.grid(batch.len() as u32)),
+        });
         batch_start = batch_end;
     }
     Ok(stages)
@@ -135,7 +165,9 @@ mod tests {
     #[test]
     fn wgsl_constants_match() {
         let common = include_str!("../../shaders/common.wgsl");
-        assert!(common.contains(&format!("const LONG_ROW_ITERATIONS: u32 = {LANE_ITERATIONS}u;")));
+        assert!(common.contains(&format!(
+            "const LONG_ROW_ITERATIONS: u32 = {LANE_ITERATIONS}u;"
+        )));
         let pass = include_str!("../../shaders/long_rows.wgsl");
         assert!(pass.contains(&format!("const PER_LANE: u32 = {PER_LANE}u;")));
     }

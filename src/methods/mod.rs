@@ -1,13 +1,13 @@
 //! The SpMV methods. Each has a host-side format build (pure CPU) and a GPU plan builder that
 //! turns it into dispatch stages.
 
-pub(crate) mod common;
 pub mod bccoo;
 pub mod cmrs;
+pub(crate) mod common;
 pub mod csr;
 pub(crate) mod long_rows;
-pub(crate) mod stored_zeros;
 pub mod speculative;
+pub(crate) mod stored_zeros;
 pub mod suraa;
 
 use crate::{Error, Result};
@@ -41,7 +41,16 @@ pub enum Method {
 
 impl Method {
     /// Every concrete method, in report order.
-    pub const ALL: &'static [Method] = &[Method::CsrScalar, Method::CsrVector, Method::Cmrs, Method::CmrsPadded, Method::Speculative, Method::Suraa, Method::Bccoo, Method::BccooPlus];
+    pub const ALL: &'static [Method] = &[
+        Method::CsrScalar,
+        Method::CsrVector,
+        Method::Cmrs,
+        Method::CmrsPadded,
+        Method::Speculative,
+        Method::Suraa,
+        Method::Bccoo,
+        Method::BccooPlus,
+    ];
 
     /// The name used on command lines and in reports.
     pub fn name(self) -> &'static str {
@@ -60,11 +69,21 @@ impl Method {
 
     /// Looks a method up by [`name`](Self::name).
     pub fn from_name(name: &str) -> Result<Self> {
-        Self::ALL.iter().copied().chain([Method::Auto]).find(|m| m.name() == name).ok_or_else(|| Error::UnknownName {
-            what: "method",
-            name: name.to_owned(),
-            expected: Self::ALL.iter().chain(&[Method::Auto]).map(|m| m.name()).collect::<Vec<_>>().join(", "),
-        })
+        Self::ALL
+            .iter()
+            .copied()
+            .chain([Method::Auto])
+            .find(|m| m.name() == name)
+            .ok_or_else(|| Error::UnknownName {
+                what: "method",
+                name: name.to_owned(),
+                expected: Self::ALL
+                    .iter()
+                    .chain(&[Method::Auto])
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
     }
 }
 

@@ -26,9 +26,14 @@ pub(crate) fn stage<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Result<Option<Sta
     zeros[0] = count;
     let wg = workgroup_size(gpu, None, 256, 1)?;
     let kernel = shader::STORED_ZEROS;
-    let pipeline = gpu.pipeline(PipelineKey { kernel: kernel.name, variant: kernel.variant(T::WGSL, shader::LaneMode::Workgroup), overrides: vec![("WG_SIZE", wg)] }, || {
-        kernel.source(T::WGSL, shader::LaneMode::Workgroup)
-    })?;
+    let pipeline = gpu.pipeline(
+        PipelineKey {
+            kernel: kernel.name,
+            variant: kernel.variant(T::WGSL, shader::LaneMode::Workgroup),
+            overrides: vec![("WG_SIZE", wg)],
+        },
+        || kernel.source(T::WGSL, shader::LaneMode::Workgroup),
+    )?;
     Ok(Some(Stage {
         pipeline,
         bindings: vec![upload(gpu, "stored zeros", &zeros)?, Binding::X, Binding::Y],

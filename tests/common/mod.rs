@@ -6,10 +6,15 @@ use std::sync::OnceLock;
 use wgspmv::{reference, CsrMatrix, Gpu, GpuOptions, GpuVector, Method, PlanOptions, Scalar};
 
 fn open(disabled: wgpu::Features) -> Option<Gpu> {
-    let opts = GpuOptions { disabled_features: disabled, ..Default::default() };
+    let opts = GpuOptions {
+        disabled_features: disabled,
+        ..Default::default()
+    };
     match pollster::block_on(Gpu::with_options(opts)) {
         Ok(g) => Some(g),
-        Err(e) if std::env::var_os("CI").is_some() => panic!("CI is set but no GPU adapter could be opened: {e}"),
+        Err(e) if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but no GPU adapter could be opened: {e}")
+        }
         Err(e) => {
             eprintln!("SKIPPED: no GPU adapter ({e})");
             None
@@ -33,7 +38,11 @@ pub fn gpu_without_subgroups() -> Option<Gpu> {
 pub fn gpus() -> Vec<(&'static str, Gpu)> {
     let mut v = Vec::new();
     if let Some(g) = gpu() {
-        let label = if g.info().has(wgpu::Features::SUBGROUP) { "subgroups" } else { "no subgroups (adapter lacks them)" };
+        let label = if g.info().has(wgpu::Features::SUBGROUP) {
+            "subgroups"
+        } else {
+            "no subgroups (adapter lacks them)"
+        };
         v.push((label, g));
     }
     if let Some(g) = gpu_without_subgroups() {
@@ -48,26 +57,53 @@ pub fn has_f64(gpu: &Gpu) -> bool {
 
 /// Runs `y = A·x` and `y = α·A·x + β·y` with `method` and compares both with the f64 reference.
 /// Outputs are poisoned with NaN first, so an element the kernel never writes fails the check.
-pub fn check_method<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions, label: &str) {
-    let plan = gpu.prepare_with(a, method, opts).unwrap_or_else(|e| panic!("{label}: prepare failed: {e}"));
-    let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 11).into_iter().map(T::from_f64).collect();
+pub fn check_method<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+    label: &str,
+) {
+    let plan = gpu
+        .prepare_with(a, method, opts)
+        .unwrap_or_else(|e| panic!("{label}: prepare failed: {e}"));
+    let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 11)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
     let gx = GpuVector::from_slice(gpu, &x).unwrap();
 
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN).unwrap();
-    plan.run(&gx, &mut gy).unwrap_or_else(|e| panic!("{label}: run failed: {e}"));
+    plan.run(&gx, &mut gy)
+        .unwrap_or_else(|e| panic!("{label}: run failed: {e}"));
     let y = gy.read().unwrap();
     let y_ref = reference::spmv_par(a, &x).unwrap();
     let c = reference::check(1.0, a, &x, 0.0, None, &y, &y_ref);
-    assert!(c.ok, "{label} [{}]: y = A·x wrong: worst row {:?}, rel_err {:e}", plan.details(), c.worst_row, c.rel_err);
+    assert!(
+        c.ok,
+        "{label} [{}]: y = A·x wrong: worst row {:?}, rel_err {:e}",
+        plan.details(),
+        c.worst_row,
+        c.rel_err
+    );
 
-    let y0: Vec<T> = wgspmv::suite::random_vector(a.nrows(), 13).into_iter().map(T::from_f64).collect();
+    let y0: Vec<T> = wgspmv::suite::random_vector(a.nrows(), 13)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
     let (alpha, beta) = (T::from_f64(-1.5), T::from_f64(0.75));
     gy.write(&y0).unwrap();
     plan.run_axpby(alpha, &gx, beta, &mut gy).unwrap();
     let y = gy.read().unwrap();
     let y_ref = reference::spmv_axpby(-1.5, a, &x, 0.75, &y0).unwrap();
     let c = reference::check(-1.5, a, &x, 0.75, Some(&y0), &y, &y_ref);
-    assert!(c.ok, "{label} [{}]: y = αAx + βy wrong: worst row {:?}, rel_err {:e}", plan.details(), c.worst_row, c.rel_err);
+    assert!(
+        c.ok,
+        "{label} [{}]: y = αAx + βy wrong: worst row {:?}, rel_err {:e}",
+        plan.details(),
+        c.worst_row,
+        c.rel_err
+    );
 }
 
 /// Checks every concrete method on `a`, in f32 and (where the adapter has it) f64, on both
@@ -91,7 +127,11 @@ pub fn rows_of_lengths(lens: &[usize], ncols: usize) -> CsrMatrix<f64> {
     let mut t = Vec::new();
     for (r, &len) in lens.iter().enumerate() {
         for c in 0..len {
-            t.push((r, (c * 13 + r * 7) % ncols, 0.5 + ((r * 31 + c * 17) % 11) as f64 / 3.0));
+            t.push((
+                r,
+                (c * 13 + r * 7) % ncols,
+                0.5 + ((r * 31 + c * 17) % 11) as f64 / 3.0,
+            ));
         }
     }
     CsrMatrix::from_triplets(lens.len(), ncols, t).unwrap()
@@ -100,8 +140,12 @@ pub fn rows_of_lengths(lens: &[usize], ncols: usize) -> CsrMatrix<f64> {
 /// Matrices that break careless kernels.
 pub fn edge_cases() -> Vec<(&'static str, CsrMatrix<f64>)> {
     let tri = |m, n, t: Vec<(usize, usize, f64)>| CsrMatrix::from_triplets(m, n, t).unwrap();
-    let long_row: Vec<_> = (0..5000).map(|c| (3, c, 1.0 + (c % 7) as f64 * 0.25)).collect();
-    let mut ragged: Vec<_> = (0..1001).map(|r| (r, (r * 7) % 50, 0.5 + (r % 3) as f64)).collect();
+    let long_row: Vec<_> = (0..5000)
+        .map(|c| (3, c, 1.0 + (c % 7) as f64 * 0.25))
+        .collect();
+    let mut ragged: Vec<_> = (0..1001)
+        .map(|r| (r, (r * 7) % 50, 0.5 + (r % 3) as f64))
+        .collect();
     ragged.push((1000, 49, -2.0));
     vec![
         ("0x0", CsrMatrix::zeros(0, 0).unwrap()),
@@ -111,7 +155,13 @@ pub fn edge_cases() -> Vec<(&'static str, CsrMatrix<f64>)> {
         ("single entry", tri(1, 1, vec![(0, 0, -3.5)])),
         ("one long row among empty ones", tri(7, 5000, long_row)),
         ("ragged tail of 1001 rows", tri(1001, 50, ragged)),
-        ("rows of length 1, last row only", tri(513, 513, vec![(512, 0, 2.5)])),
-        ("first row only", tri(257, 3, vec![(0, 0, 1.5), (0, 2, -0.5)])),
+        (
+            "rows of length 1, last row only",
+            tri(513, 513, vec![(512, 0, 2.5)]),
+        ),
+        (
+            "first row only",
+            tri(257, 3, vec![(0, 0, 1.5), (0, 2, -0.5)]),
+        ),
     ]
 }

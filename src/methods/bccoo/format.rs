@@ -114,7 +114,14 @@ pub struct BccooLayout {
 
 impl Default for BccooLayout {
     fn default() -> Self {
-        Self { block_height: 1, block_width: 1, tile: 16, workgroup: 256, slices: 1, columns: ColumnCoding::Auto }
+        Self {
+            block_height: 1,
+            block_width: 1,
+            tile: 16,
+            workgroup: 256,
+            slices: 1,
+            columns: ColumnCoding::Auto,
+        }
     }
 }
 
@@ -126,19 +133,39 @@ impl BccooLayout {
 
     fn validate(&self) -> Result<()> {
         if !BLOCK_HEIGHTS.contains(&self.block_height) {
-            return Err(bad("block_height", self.block_height, format!("must be one of {BLOCK_HEIGHTS:?}")));
+            return Err(bad(
+                "block_height",
+                self.block_height,
+                format!("must be one of {BLOCK_HEIGHTS:?}"),
+            ));
         }
         if !BLOCK_WIDTHS.contains(&self.block_width) {
-            return Err(bad("block_width", self.block_width, format!("must be one of {BLOCK_WIDTHS:?}")));
+            return Err(bad(
+                "block_width",
+                self.block_width,
+                format!("must be one of {BLOCK_WIDTHS:?}"),
+            ));
         }
         if self.tile == 0 || self.tile > MAX_TILE {
-            return Err(bad("tile", self.tile, format!("must be 1 to {MAX_TILE} blocks per thread")));
+            return Err(bad(
+                "tile",
+                self.tile,
+                format!("must be 1 to {MAX_TILE} blocks per thread"),
+            ));
         }
         if !self.workgroup.is_power_of_two() || self.workgroup < 4 {
-            return Err(bad("workgroup", self.workgroup, "must be a power of two of at least 4"));
+            return Err(bad(
+                "workgroup",
+                self.workgroup,
+                "must be a power of two of at least 4",
+            ));
         }
         if !SLICE_COUNTS.contains(&self.slices) {
-            return Err(bad("slices", self.slices, format!("must be one of {SLICE_COUNTS:?}")));
+            return Err(bad(
+                "slices",
+                self.slices,
+                format!("must be one of {SLICE_COUNTS:?}"),
+            ));
         }
         Ok(())
     }
@@ -233,9 +260,18 @@ impl Geometry {
             let (slice, row) = (stacked / self.nrows, stacked % self.nrows);
             let (cols, vals) = a.row(row);
             let (lo_c, hi_c) = (slice * self.slice_width, (slice + 1) * self.slice_width);
-            let lo = if slice == 0 { 0 } else { cols.partition_point(|&c| (c as usize) < lo_c) };
+            let lo = if slice == 0 {
+                0
+            } else {
+                cols.partition_point(|&c| (c as usize) < lo_c)
+            };
             let hi = cols.partition_point(|&c| (c as usize) < hi_c);
-            out.extend(cols[lo..hi].iter().zip(&vals[lo..hi]).map(|(&c, &v)| (c, r as u32, v)));
+            out.extend(
+                cols[lo..hi]
+                    .iter()
+                    .zip(&vals[lo..hi])
+                    .map(|(&c, &v)| (c, r as u32, v)),
+            );
         }
         if self.h > 1 {
             let w = self.w as u32;
@@ -269,7 +305,13 @@ impl<T: Scalar> BccooMatrix<T> {
         check_u32("rows times slices", stacked_rows)?;
         // Slice width: a whole number of blocks.
         let slice_width = a.ncols().div_ceil(slices).div_ceil(w).max(1) * w;
-        let geo = Geometry { h, w, nrows: nrows.max(1), stacked_rows, slice_width };
+        let geo = Geometry {
+            h,
+            w,
+            nrows: nrows.max(1),
+            stacked_rows,
+            slice_width,
+        };
         let block_rows = stacked_rows.div_ceil(h);
         let wu = w as u32;
 
@@ -292,8 +334,15 @@ impl<T: Scalar> BccooMatrix<T> {
             .collect();
         let empty_block_rows = counts.par_iter().filter(|&&n| n == 0).count();
         let nonempty_blocks: usize = counts.par_iter().map(|&n| n as usize).sum();
-        let compact = slices > 1 && empty_block_rows as u64 * COMPACT_EMPTY_ROWS > nonempty_blocks as u64;
-        let stored = move |n: u32| if compact { n as usize } else { n.max(1) as usize };
+        let compact =
+            slices > 1 && empty_block_rows as u64 * COMPACT_EMPTY_ROWS > nonempty_blocks as u64;
+        let stored = move |n: u32| {
+            if compact {
+                n as usize
+            } else {
+                n.max(1) as usize
+            }
+        };
         let empty_row_blocks = if compact { 0 } else { empty_block_rows };
         let blocks: usize = counts.par_iter().map(|&n| stored(n)).sum();
         let group_blocks = layout.group_blocks() as usize;
@@ -314,38 +363,51 @@ impl<T: Scalar> BccooMatrix<T> {
             // range per block row would take 3 slice descriptors per block row: with many slices
             // most block rows are empty, and the descriptors cost more than the blocks).
             const ROWS_PER_TASK: usize = 4096;
-            let run_blocks: Vec<usize> = counts.par_chunks(ROWS_PER_TASK).map(|run| run.iter().map(|&n| stored(n)).sum()).collect();
+            let run_blocks: Vec<usize> = counts
+                .par_chunks(ROWS_PER_TASK)
+                .map(|run| run.iter().map(|&n| stored(n)).sum())
+                .collect();
             let c = split_by(&mut cols_nat[..blocks], run_blocks.iter().copied());
             let st = split_by(&mut stop[..blocks], run_blocks.iter().copied());
-            let v = split_by(&mut vals_nat[..blocks * hw], run_blocks.iter().map(|&n| n * hw));
-            c.into_par_iter().zip(st).zip(v).enumerate().for_each_init(Vec::new, |scratch, (run, ((c, st), v))| {
-                let mut at = 0usize;
-                for (i, &n) in counts[run * ROWS_PER_TASK..].iter().take(ROWS_PER_TASK).enumerate() {
-                    let n = stored(n);
-                    if n == 0 {
-                        // An empty block row BCCOO+ leaves out.
-                        continue;
-                    }
-                    geo.entries(a, run * ROWS_PER_TASK + i, scratch);
-                    let (c, v) = (&mut c[at..at + n], &mut v[at * hw..(at + n) * hw]);
-                    let mut k = usize::MAX;
-                    let mut last = u32::MAX;
-                    for &(col, r, val) in scratch.iter() {
-                        if col / wu != last {
-                            k = k.wrapping_add(1);
-                            last = col / wu;
-                            c[k] = last;
+            let v = split_by(
+                &mut vals_nat[..blocks * hw],
+                run_blocks.iter().map(|&n| n * hw),
+            );
+            c.into_par_iter().zip(st).zip(v).enumerate().for_each_init(
+                Vec::new,
+                |scratch, (run, ((c, st), v))| {
+                    let mut at = 0usize;
+                    for (i, &n) in counts[run * ROWS_PER_TASK..]
+                        .iter()
+                        .take(ROWS_PER_TASK)
+                        .enumerate()
+                    {
+                        let n = stored(n);
+                        if n == 0 {
+                            // An empty block row BCCOO+ leaves out.
+                            continue;
                         }
-                        v[k * hw + r as usize * w + (col % wu) as usize] = val;
+                        geo.entries(a, run * ROWS_PER_TASK + i, scratch);
+                        let (c, v) = (&mut c[at..at + n], &mut v[at * hw..(at + n) * hw]);
+                        let mut k = usize::MAX;
+                        let mut last = u32::MAX;
+                        for &(col, r, val) in scratch.iter() {
+                            if col / wu != last {
+                                k = k.wrapping_add(1);
+                                last = col / wu;
+                                c[k] = last;
+                            }
+                            v[k * hw + r as usize * w + (col % wu) as usize] = val;
+                        }
+                        if scratch.is_empty() {
+                            // An empty block row: one zero block, its column filled in below.
+                            c[0] = u32::MAX;
+                        }
+                        at += n;
+                        st[at - 1] = true;
                     }
-                    if scratch.is_empty() {
-                        // An empty block row: one zero block, its column filled in below.
-                        c[0] = u32::MAX;
-                    }
-                    at += n;
-                    st[at - 1] = true;
-                }
-            });
+                },
+            );
         }
         // Empty-row blocks take the previous block's column; padding the last one's.
         let mut prev = 0;
@@ -356,7 +418,10 @@ impl<T: Scalar> BccooMatrix<T> {
             prev = *c;
         }
         cols_nat[blocks..].fill(prev);
-        let block_zeros = vals_nat[..blocks * hw].par_iter().filter(|v| **v == T::default()).count() as u64;
+        let block_zeros = vals_nat[..blocks * hw]
+            .par_iter()
+            .filter(|v| **v == T::default())
+            .count() as u64;
 
         // Flags: bit set = "not a row stop" (padding is all 1s).
         let flags: Vec<u32> = stop
@@ -377,17 +442,24 @@ impl<T: Scalar> BccooMatrix<T> {
         let natural = move |within: usize| (within % wg) * tile + within / wg;
         let mut values = vec![T::default(); padded_blocks * hw];
         for (r, plane) in values.chunks_mut(padded_blocks * w).enumerate() {
-            plane.par_chunks_mut(group_blocks * w).enumerate().for_each(|(g, out)| {
-                for within in 0..group_blocks {
-                    let n = g * group_blocks + natural(within);
-                    out[within * w..(within + 1) * w].copy_from_slice(&vals_nat[n * hw + r * w..n * hw + r * w + w]);
-                }
-            });
+            plane
+                .par_chunks_mut(group_blocks * w)
+                .enumerate()
+                .for_each(|(g, out)| {
+                    for within in 0..group_blocks {
+                        let n = g * group_blocks + natural(within);
+                        out[within * w..(within + 1) * w]
+                            .copy_from_slice(&vals_nat[n * hw + r * w..n * hw + r * w + w]);
+                    }
+                });
         }
         drop(vals_nat);
 
         // Per-thread first rows: the number of stops before the thread's tile.
-        let thread_stops: Vec<u32> = stop.par_chunks(tile).map(|s| s.iter().filter(|&&s| s).count() as u32).collect();
+        let thread_stops: Vec<u32> = stop
+            .par_chunks(tile)
+            .map(|s| s.iter().filter(|&&s| s).count() as u32)
+            .collect();
         let mut thread_row = Vec::with_capacity(threads + 1);
         let mut seen = 0u32;
         for &s in &thread_stops {
@@ -395,9 +467,17 @@ impl<T: Scalar> BccooMatrix<T> {
             seen += s;
         }
         thread_row.push(seen);
-        let result_block_rows = if compact { block_rows - empty_block_rows } else { block_rows };
+        let result_block_rows = if compact {
+            block_rows - empty_block_rows
+        } else {
+            block_rows
+        };
         debug_assert_eq!(seen as usize, result_block_rows);
-        let result_rows = if compact { result_block_rows * h } else { stacked_rows };
+        let result_rows = if compact {
+            result_block_rows * h
+        } else {
+            stacked_rows
+        };
         let mut row_map = Vec::new();
         if compact {
             row_map = vec![0u32; 2 * block_rows.div_ceil(32)];
@@ -421,9 +501,16 @@ impl<T: Scalar> BccooMatrix<T> {
             let all = ts.iter().all(|&s| s > 0);
             let continues = g > 0 && !stop[g * group_blocks - 1];
             let needs = has && continues;
-            let chain = if needs { (g - last_with_stop) as u32 } else { 0 };
+            let chain = if needs {
+                (g - last_with_stop) as u32
+            } else {
+                0
+            };
             let bit = |on: bool, flag: u32| if on { flag } else { 0 };
-            let info = bit(has, GROUP_HAS_STOP) | bit(all, GROUP_ALL_STOP) | bit(needs, GROUP_NEEDS_CARRY) | (chain << GROUP_CHAIN_SHIFT);
+            let info = bit(has, GROUP_HAS_STOP)
+                | bit(all, GROUP_ALL_STOP)
+                | bit(needs, GROUP_NEEDS_CARRY)
+                | (chain << GROUP_CHAIN_SHIFT);
             group_info.push(info);
             if needs {
                 carry_groups.push(g as u32);
@@ -434,7 +521,12 @@ impl<T: Scalar> BccooMatrix<T> {
         }
 
         let max_col = cols_nat.par_iter().copied().max().unwrap_or(0);
-        let escapes_per_thread = || -> Vec<u32> { cols_nat.par_chunks(tile).map(|t| delta_codes(t).filter(|c| c.is_none()).count() as u32).collect() };
+        let escapes_per_thread = || -> Vec<u32> {
+            cols_nat
+                .par_chunks(tile)
+                .map(|t| delta_codes(t).filter(|c| c.is_none()).count() as u32)
+                .collect()
+        };
         let coding = match layout.columns {
             ColumnCoding::Auto if max_col < 65536 => ColumnCoding::U16,
             ColumnCoding::Auto => {
@@ -446,7 +538,11 @@ impl<T: Scalar> BccooMatrix<T> {
                 }
             }
             ColumnCoding::U16 if max_col >= 65536 => {
-                return Err(bad("columns", "u16", format!("block column {max_col} does not fit 16 bits; use u32 or delta16")));
+                return Err(bad(
+                    "columns",
+                    "u16",
+                    format!("block column {max_col} does not fit 16 bits; use u32 or delta16"),
+                ));
             }
             c => c,
         };
@@ -454,13 +550,15 @@ impl<T: Scalar> BccooMatrix<T> {
         // (a tile holds an even number of blocks: the workgroup is a power of two of at least 4).
         let pack16 = |code: &(dyn Fn(usize) -> u16 + Sync)| -> Vec<u32> {
             let mut c = vec![0u32; padded_blocks / 2];
-            c.par_chunks_mut(group_blocks / 2).enumerate().for_each(|(g, out)| {
-                for (i, word) in out.iter_mut().enumerate() {
-                    let n0 = g * group_blocks + natural(2 * i);
-                    let n1 = g * group_blocks + natural(2 * i + 1);
-                    *word = code(n0) as u32 | (code(n1) as u32) << 16;
-                }
-            });
+            c.par_chunks_mut(group_blocks / 2)
+                .enumerate()
+                .for_each(|(g, out)| {
+                    for (i, word) in out.iter_mut().enumerate() {
+                        let n0 = g * group_blocks + natural(2 * i);
+                        let n1 = g * group_blocks + natural(2 * i + 1);
+                        *word = code(n0) as u32 | (code(n1) as u32) << 16;
+                    }
+                });
             c
         };
         let mut escapes = Vec::new();
@@ -468,11 +566,13 @@ impl<T: Scalar> BccooMatrix<T> {
         let columns = match coding {
             ColumnCoding::U32 | ColumnCoding::Auto => {
                 let mut c = vec![0u32; padded_blocks];
-                c.par_chunks_mut(group_blocks).enumerate().for_each(|(g, out)| {
-                    for (within, col) in out.iter_mut().enumerate() {
-                        *col = cols_nat[g * group_blocks + natural(within)];
-                    }
-                });
+                c.par_chunks_mut(group_blocks)
+                    .enumerate()
+                    .for_each(|(g, out)| {
+                        for (within, col) in out.iter_mut().enumerate() {
+                            *col = cols_nat[g * group_blocks + natural(within)];
+                        }
+                    });
                 c
             }
             ColumnCoding::U16 => pack16(&|n| cols_nat[n] as u16),
@@ -491,15 +591,26 @@ impl<T: Scalar> BccooMatrix<T> {
                     .into_par_iter()
                     .zip(cols_nat.par_chunks(tile))
                     .for_each(|(out, t)| {
-                        for (slot, col) in out.iter_mut().zip(t.iter().zip(delta_codes(t)).filter(|(_, c)| c.is_none()).map(|(&col, _)| col)) {
+                        for (slot, col) in out.iter_mut().zip(
+                            t.iter()
+                                .zip(delta_codes(t))
+                                .filter(|(_, c)| c.is_none())
+                                .map(|(&col, _)| col),
+                        ) {
                             *slot = col;
                         }
                     });
-                let codes: Vec<u16> = cols_nat.par_chunks(tile).flat_map_iter(|t| delta_codes(t).map(|c| c.unwrap_or(DELTA_ESCAPE))).collect();
+                let codes: Vec<u16> = cols_nat
+                    .par_chunks(tile)
+                    .flat_map_iter(|t| delta_codes(t).map(|c| c.unwrap_or(DELTA_ESCAPE)))
+                    .collect();
                 pack16(&|n| codes[n])
             }
         };
-        let layout = BccooLayout { columns: coding, ..*layout };
+        let layout = BccooLayout {
+            columns: coding,
+            ..*layout
+        };
         Ok(Self {
             layout,
             nrows,
@@ -533,7 +644,11 @@ impl<T: Scalar> BccooMatrix<T> {
             flags: w4(&self.flags),
             columns: w4(&self.columns) + w4(&self.escapes),
             values: self.values.len() as u64 * s,
-            auxiliary: w4(&self.thread_row) + w4(&self.thread_escape) + w4(&self.group_info) + w4(&self.carry_groups) + w4(&self.row_map),
+            auxiliary: w4(&self.thread_row)
+                + w4(&self.thread_escape)
+                + w4(&self.group_info)
+                + w4(&self.carry_groups)
+                + w4(&self.row_map),
             empty_row_blocks: self.empty_row_blocks as u64,
             stored_zeros: self.block_zeros + (self.padded_blocks - self.blocks) as u64 * hw,
             csr: nnz as u64 * (s + 4) + (self.nrows as u64 + 1) * 4,
@@ -552,7 +667,8 @@ impl<T: Scalar> BccooMatrix<T> {
         let (br, r) = (q / h, q % h);
         let (word, before) = (self.row_map[2 * (br / 32)], self.row_map[2 * (br / 32) + 1]);
         let bit = br % 32;
-        (word >> bit & 1 == 1).then(|| (before + (word & ((1u32 << bit) - 1)).count_ones()) as usize * h + r)
+        (word >> bit & 1 == 1)
+            .then(|| (before + (word & ((1u32 << bit) - 1)).count_ones()) as usize * h + r)
     }
 
     /// The block column of natural block `n` (decoding the stored coding; for tests and the twin).
@@ -586,7 +702,10 @@ impl<T: Scalar> BccooMatrix<T> {
     /// (per-thread sequential segmented sums, a workgroup segmented scan of the threads' last
     /// partial sums, carries summed over each workgroup's chain), in f64, slices combined.
     pub fn spmv_twin(&self, x: &[T]) -> Vec<f64> {
-        let (h, w) = (self.layout.block_height as usize, self.layout.block_width as usize);
+        let (h, w) = (
+            self.layout.block_height as usize,
+            self.layout.block_width as usize,
+        );
         let (tile, wg) = (self.layout.tile as usize, self.layout.workgroup as usize);
         let gb = tile * wg;
         let pb = self.padded_blocks;
@@ -607,7 +726,8 @@ impl<T: Scalar> BccooMatrix<T> {
                         for j in 0..w {
                             let c = col * w + j;
                             if c < self.ncols {
-                                sum[r] += self.values[(r * pb + p) * w + j].to_f64() * x[c].to_f64();
+                                sum[r] +=
+                                    self.values[(r * pb + p) * w + j].to_f64() * x[c].to_f64();
                             }
                         }
                     }
@@ -655,7 +775,14 @@ impl<T: Scalar> BccooMatrix<T> {
             slots.push(run);
         }
         let nrows = self.nrows;
-        (0..nrows).map(|i| (0..self.layout.slices as usize).filter_map(|s| self.result_index(s * nrows + i)).map(|k| out[k]).sum()).collect()
+        (0..nrows)
+            .map(|i| {
+                (0..self.layout.slices as usize)
+                    .filter_map(|s| self.result_index(s * nrows + i))
+                    .map(|k| out[k])
+                    .sum()
+            })
+            .collect()
     }
 }
 
@@ -715,7 +842,12 @@ mod tests {
 
     /// The paper's matrix A (Eq. 1), with a = 1, b = 2, ...
     fn matrix_a() -> CsrMatrix<f64> {
-        let pattern = [[0, 0, 1, 0, 0, 0, 1, 1], [0, 0, 1, 1, 0, 0, 1, 0], [0, 0, 0, 0, 1, 1, 1, 1], [1, 1, 0, 0, 1, 1, 1, 1]];
+        let pattern = [
+            [0, 0, 1, 0, 0, 0, 1, 1],
+            [0, 0, 1, 1, 0, 0, 1, 0],
+            [0, 0, 0, 0, 1, 1, 1, 1],
+            [1, 1, 0, 0, 1, 1, 1, 1],
+        ];
         let mut t = Vec::new();
         let mut v = 1.0;
         for (r, row) in pattern.iter().enumerate() {
@@ -734,12 +866,21 @@ mod tests {
     }
 
     fn natural_flags<T: Scalar>(m: &BccooMatrix<T>) -> Vec<u32> {
-        (0..m.blocks).map(|n| m.flags[n / 32] >> (n % 32) & 1).collect()
+        (0..m.blocks)
+            .map(|n| m.flags[n / 32] >> (n % 32) & 1)
+            .collect()
     }
 
     #[test]
     fn paper_figure_3_bccoo_2x2() {
-        let layout = BccooLayout { block_height: 2, block_width: 2, tile: 2, workgroup: 4, columns: ColumnCoding::U32, ..Default::default() };
+        let layout = BccooLayout {
+            block_height: 2,
+            block_width: 2,
+            tile: 2,
+            workgroup: 4,
+            columns: ColumnCoding::U32,
+            ..Default::default()
+        };
         let m = BccooMatrix::from_csr(&matrix_a(), &layout).unwrap();
         assert_eq!(natural_flags(&m), vec![1, 0, 1, 1, 0]);
         assert_eq!(natural_cols(&m), vec![1, 3, 0, 2, 3]);
@@ -750,7 +891,14 @@ mod tests {
 
     #[test]
     fn paper_figure_4_bccoo_plus() {
-        let layout = BccooLayout { block_height: 2, block_width: 2, tile: 2, workgroup: 4, slices: 2, columns: ColumnCoding::U32 };
+        let layout = BccooLayout {
+            block_height: 2,
+            block_width: 2,
+            tile: 2,
+            workgroup: 4,
+            slices: 2,
+            columns: ColumnCoding::U32,
+        };
         let m = BccooMatrix::from_csr(&matrix_a(), &layout).unwrap();
         assert_eq!(natural_flags(&m), vec![0, 0, 0, 1, 0]);
         assert_eq!(natural_cols(&m), vec![1, 0, 3, 2, 3]);
@@ -763,14 +911,29 @@ mod tests {
     fn paper_figure_6_first_result_rows() {
         // Matrix C (Eq. 2), blocks n x 1: 16 blocks, 4 threads of 4 blocks.
         let rows: [&[usize]; 4] = [&[0, 2, 4, 6, 7], &[3, 6], &[1, 3, 5], &[1, 2, 3, 5, 6, 7]];
-        let t: Vec<_> = rows.iter().enumerate().flat_map(|(r, cs)| cs.iter().map(move |&c| (r, c, 1.0 + c as f64))).collect();
+        let t: Vec<_> = rows
+            .iter()
+            .enumerate()
+            .flat_map(|(r, cs)| cs.iter().map(move |&c| (r, c, 1.0 + c as f64)))
+            .collect();
         let c = CsrMatrix::from_triplets(4, 8, t).unwrap();
-        let layout = BccooLayout { tile: 4, workgroup: 4, columns: ColumnCoding::U32, ..Default::default() };
+        let layout = BccooLayout {
+            tile: 4,
+            workgroup: 4,
+            columns: ColumnCoding::U32,
+            ..Default::default()
+        };
         let m = BccooMatrix::from_csr(&c, &layout).unwrap();
-        assert_eq!(natural_flags(&m), vec![1, 1, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0]);
+        assert_eq!(
+            natural_flags(&m),
+            vec![1, 1, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0]
+        );
         assert_eq!(&m.thread_row[..4], &[0, 0, 2, 3]);
         // Every thread but the first holds a stop: not all, so the scan runs.
-        assert_eq!(m.group_info[0] & (GROUP_ALL_STOP | GROUP_HAS_STOP), GROUP_HAS_STOP);
+        assert_eq!(
+            m.group_info[0] & (GROUP_ALL_STOP | GROUP_HAS_STOP),
+            GROUP_HAS_STOP
+        );
     }
 
     #[test]
@@ -784,27 +947,51 @@ mod tests {
             }
         }
         let a = CsrMatrix::from_triplets(lens.len(), 90_000, t).unwrap();
-        let x: Vec<f64> = (0..a.ncols()).map(|i| 1.0 + (i % 13) as f64 * 0.1).collect();
+        let x: Vec<f64> = (0..a.ncols())
+            .map(|i| 1.0 + (i % 13) as f64 * 0.1)
+            .collect();
         let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
         let mut modes = std::collections::HashSet::new();
         for &h in BLOCK_HEIGHTS {
             for &w in BLOCK_WIDTHS {
                 for columns in [ColumnCoding::U32, ColumnCoding::Delta16, ColumnCoding::Auto] {
                     for slices in [1, 4] {
-                        let layout = BccooLayout { block_height: h, block_width: w, tile: 3, workgroup: 4, slices, columns };
+                        let layout = BccooLayout {
+                            block_height: h,
+                            block_width: w,
+                            tile: 3,
+                            workgroup: 4,
+                            slices,
+                            columns,
+                        };
                         let m = BccooMatrix::from_csr(&a, &layout).unwrap();
                         if slices > 1 {
                             // BCCOO+ either keeps zero blocks (few empty block rows) or stores no
                             // empty block row, and the row map finds every stored one.
-                            assert!(m.row_map.is_empty() == (m.empty_row_blocks > 0), "{layout:?}");
+                            assert!(
+                                m.row_map.is_empty() == (m.empty_row_blocks > 0),
+                                "{layout:?}"
+                            );
                             modes.insert(m.row_map.is_empty());
-                            let stored: Vec<usize> = (0..m.stacked_rows).filter_map(|q| m.result_index(q)).collect();
-                            assert_eq!(stored.len().div_ceil(h as usize), m.result_rows / h as usize, "{layout:?}");
-                            assert!(stored.windows(2).all(|p| p[0] < p[1]) && stored.iter().all(|&k| k < m.result_rows));
+                            let stored: Vec<usize> = (0..m.stacked_rows)
+                                .filter_map(|q| m.result_index(q))
+                                .collect();
+                            assert_eq!(
+                                stored.len().div_ceil(h as usize),
+                                m.result_rows / h as usize,
+                                "{layout:?}"
+                            );
+                            assert!(
+                                stored.windows(2).all(|p| p[0] < p[1])
+                                    && stored.iter().all(|&k| k < m.result_rows)
+                            );
                         }
                         let y = m.spmv_twin(&x);
                         for (r, (a, b)) in y.iter().zip(&y_ref).enumerate() {
-                            assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{layout:?} row {r}: {a} vs {b}");
+                            assert!(
+                                (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                                "{layout:?} row {r}: {a} vs {b}"
+                            );
                         }
                     }
                 }
@@ -818,14 +1005,25 @@ mod tests {
     fn twin_matches_reference_across_many_runs_of_block_rows() {
         // Tens of thousands of stacked block rows: pass 2 fills them in runs of 4096.
         let a = crate::SuiteClass::EmptyRows.generate(120_000, 5);
-        let x: Vec<f64> = (0..a.ncols()).map(|i| 0.5 + (i % 7) as f64 * 0.25).collect();
+        let x: Vec<f64> = (0..a.ncols())
+            .map(|i| 0.5 + (i % 7) as f64 * 0.25)
+            .collect();
         let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
         for (h, slices) in [(1, 1), (2, 1), (1, 4), (3, 8)] {
-            let layout = BccooLayout { block_height: h, tile: 8, workgroup: 64, slices, ..Default::default() };
+            let layout = BccooLayout {
+                block_height: h,
+                tile: 8,
+                workgroup: 64,
+                slices,
+                ..Default::default()
+            };
             let m = BccooMatrix::from_csr(&a, &layout).unwrap();
             assert!(m.block_rows > 2 * 4096, "{layout:?}");
             for (r, (a, b)) in m.spmv_twin(&x).iter().zip(&y_ref).enumerate() {
-                assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{layout:?} row {r}: {a} vs {b}");
+                assert!(
+                    (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                    "{layout:?} row {r}: {a} vs {b}"
+                );
             }
         }
     }
@@ -836,10 +1034,24 @@ mod tests {
         // rows (one per slice) against 800 blocks, under 1 in COMPACT_EMPTY_ROWS.
         let mut t = Vec::new();
         for r in (0..201).filter(|&r| r != 77) {
-            t.extend([(r, r % 7, 1.0), (r, 10 + r % 5, 2.0), (r, 100 + r % 9, 0.5), (r, 150 + r % 3, 1.5)]);
+            t.extend([
+                (r, r % 7, 1.0),
+                (r, 10 + r % 5, 2.0),
+                (r, 100 + r % 9, 0.5),
+                (r, 150 + r % 3, 1.5),
+            ]);
         }
         let a = CsrMatrix::from_triplets(201, 200, t).unwrap();
-        let m = BccooMatrix::from_csr(&a, &BccooLayout { slices: 2, tile: 4, workgroup: 4, ..Default::default() }).unwrap();
+        let m = BccooMatrix::from_csr(
+            &a,
+            &BccooLayout {
+                slices: 2,
+                tile: 4,
+                workgroup: 4,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(m.empty_row_blocks, 2);
         assert!(m.row_map.is_empty());
         assert_eq!(m.result_rows, m.stacked_rows);
@@ -852,12 +1064,35 @@ mod tests {
 
     #[test]
     fn delta_coding_escapes_and_footprint() {
-        let a = CsrMatrix::from_triplets(2, 100_000, vec![(0, 5, 1.0), (0, 99_000, 2.0), (1, 7, 3.0)]).unwrap();
-        let m = BccooMatrix::from_csr(&a, &BccooLayout { tile: 4, workgroup: 4, columns: ColumnCoding::Delta16, ..Default::default() }).unwrap();
-        assert_eq!((0..3).map(|n| m.block_col(n)).collect::<Vec<_>>(), vec![5, 99_000, 7]);
+        let a =
+            CsrMatrix::from_triplets(2, 100_000, vec![(0, 5, 1.0), (0, 99_000, 2.0), (1, 7, 3.0)])
+                .unwrap();
+        let m = BccooMatrix::from_csr(
+            &a,
+            &BccooLayout {
+                tile: 4,
+                workgroup: 4,
+                columns: ColumnCoding::Delta16,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (0..3).map(|n| m.block_col(n)).collect::<Vec<_>>(),
+            vec![5, 99_000, 7]
+        );
         // Both jumps beyond ±32767 escape (up to 99 000, and back down to 7); 5 is a difference.
         assert_eq!(m.escapes, vec![99_000, 7]);
-        assert!(matches!(BccooMatrix::from_csr(&a, &BccooLayout { columns: ColumnCoding::U16, ..Default::default() }), Err(crate::Error::InvalidParameter { .. })));
+        assert!(matches!(
+            BccooMatrix::from_csr(
+                &a,
+                &BccooLayout {
+                    columns: ColumnCoding::U16,
+                    ..Default::default()
+                }
+            ),
+            Err(crate::Error::InvalidParameter { .. })
+        ));
         let f = m.footprint(a.nnz());
         assert_eq!(f.empty_row_blocks, 0);
         assert_eq!(f.total(), f.flags + f.columns + f.values + f.auxiliary);
@@ -866,21 +1101,57 @@ mod tests {
     #[test]
     fn all_rows_empty_and_bad_layouts() {
         let a = CsrMatrix::<f32>::zeros(5, 3).unwrap();
-        let m = BccooMatrix::from_csr(&a, &BccooLayout { block_height: 2, ..Default::default() }).unwrap();
+        let m = BccooMatrix::from_csr(
+            &a,
+            &BccooLayout {
+                block_height: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!((m.blocks, m.empty_row_blocks, m.block_rows), (3, 3, 3));
         assert_eq!(m.spmv_twin(&[1.0, 2.0, 3.0]), vec![0.0; 5]);
         // BCCOO+ stores nothing at all: no block, no result row.
-        let m = BccooMatrix::from_csr(&a, &BccooLayout { block_height: 2, slices: 2, ..Default::default() }).unwrap();
+        let m = BccooMatrix::from_csr(
+            &a,
+            &BccooLayout {
+                block_height: 2,
+                slices: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!((m.blocks, m.empty_row_blocks, m.result_rows), (0, 0, 0));
         assert_eq!(m.spmv_twin(&[1.0, 2.0, 3.0]), vec![0.0; 5]);
         for bad in [
-            BccooLayout { block_height: 5, ..Default::default() },
-            BccooLayout { block_width: 3, ..Default::default() },
-            BccooLayout { tile: 0, ..Default::default() },
-            BccooLayout { workgroup: 96, ..Default::default() },
-            BccooLayout { slices: 3, ..Default::default() },
+            BccooLayout {
+                block_height: 5,
+                ..Default::default()
+            },
+            BccooLayout {
+                block_width: 3,
+                ..Default::default()
+            },
+            BccooLayout {
+                tile: 0,
+                ..Default::default()
+            },
+            BccooLayout {
+                workgroup: 96,
+                ..Default::default()
+            },
+            BccooLayout {
+                slices: 3,
+                ..Default::default()
+            },
         ] {
-            assert!(matches!(BccooMatrix::from_csr(&a, &bad), Err(crate::Error::InvalidParameter { .. })), "{bad:?}");
+            assert!(
+                matches!(
+                    BccooMatrix::from_csr(&a, &bad),
+                    Err(crate::Error::InvalidParameter { .. })
+                ),
+                "{bad:?}"
+            );
         }
     }
 
@@ -890,7 +1161,15 @@ mod tests {
         for &h in BLOCK_HEIGHTS {
             let counts = block_counts(&a, h);
             for (i, &w) in BLOCK_WIDTHS.iter().enumerate() {
-                let m = BccooMatrix::from_csr(&a, &BccooLayout { block_height: h, block_width: w, ..Default::default() }).unwrap();
+                let m = BccooMatrix::from_csr(
+                    &a,
+                    &BccooLayout {
+                        block_height: h,
+                        block_width: w,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
                 assert_eq!(counts[i], (m.blocks - m.empty_row_blocks) as u64, "{h}x{w}");
             }
         }

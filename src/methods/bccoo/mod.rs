@@ -25,7 +25,9 @@ pub use format::{BccooLayout, BccooMatrix, ColumnCoding, Footprint};
 
 use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, GpuInfo, PipelineKey};
-use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, upload, workgroup_size};
+use crate::methods::common::{
+    bad, check_workgroup_memory, chunk_limit, lane_mode, upload, workgroup_size,
+};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
@@ -200,7 +202,12 @@ pub fn smallest_footprints<T: Scalar>(a: &CsrMatrix<T>) -> Vec<(u32, u32)> {
     sizes.into_iter().take(4).map(|(_, h, w)| (h, w)).collect()
 }
 
-pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
     let info = gpu.info();
     if T::NEEDS_F64 && !info.has(wgpu::Features::SHADER_INT64) {
         return Err(Error::MissingFeature {
@@ -218,36 +225,66 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
 }
 
 /// Builds the plan for fully or partly given options (no timing).
-pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+pub(crate) fn build<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
     let info = gpu.info();
     let o = &opts.bccoo;
     let s = std::mem::size_of::<T>() as u64;
     let lanes = lane_mode(gpu, opts.lanes)?;
-    let at_least = if lanes == LaneMode::Subgroup { info.subgroup_max_size } else { 1 };
+    let at_least = if lanes == LaneMode::Subgroup {
+        info.subgroup_max_size
+    } else {
+        1
+    };
     let tile = o.tile.unwrap_or(16);
     if !shader::BCCOO_TILES.contains(&tile) {
-        return Err(bad("bccoo.tile", tile, format!("must be one of {:?}", shader::BCCOO_TILES)));
+        return Err(bad(
+            "bccoo.tile",
+            tile,
+            format!("must be one of {:?}", shader::BCCOO_TILES),
+        ));
     }
     let (h, w) = match (o.block_height, o.block_width) {
         (Some(h), Some(w)) => (h, w),
         (h, w) => {
-            let best = smallest_footprints(a).into_iter().find(|&(bh, bw)| h.is_none_or(|h| h == bh) && w.is_none_or(|w| w == bw));
+            let best = smallest_footprints(a)
+                .into_iter()
+                .find(|&(bh, bw)| h.is_none_or(|h| h == bh) && w.is_none_or(|w| w == bw));
             best.unwrap_or((h.unwrap_or(1), w.unwrap_or(1)))
         }
     };
     // Checked before they size anything (workgroup memory below grows with the height).
     if !format::BLOCK_HEIGHTS.contains(&h) {
-        return Err(bad("bccoo.block_height", h, format!("must be one of {:?}", format::BLOCK_HEIGHTS)));
+        return Err(bad(
+            "bccoo.block_height",
+            h,
+            format!("must be one of {:?}", format::BLOCK_HEIGHTS),
+        ));
     }
     if !format::BLOCK_WIDTHS.contains(&w) {
-        return Err(bad("bccoo.block_width", w, format!("must be one of {:?}", format::BLOCK_WIDTHS)));
+        return Err(bad(
+            "bccoo.block_width",
+            w,
+            format!("must be one of {:?}", format::BLOCK_WIDTHS),
+        ));
     }
     let slices = match method {
         Method::BccooPlus => {
-            let s_def = (a.ncols() as u64 * s).div_ceil(1 << 20).next_power_of_two().clamp(2, 32) as u32;
+            let s_def = (a.ncols() as u64 * s)
+                .div_ceil(1 << 20)
+                .next_power_of_two()
+                .clamp(2, 32) as u32;
             let slices = o.slices.unwrap_or(s_def);
             if slices < 2 {
-                return Err(bad("bccoo.slices", slices, "bccoo-plus needs at least 2 vertical slices (bccoo is the 1-slice format)"));
+                return Err(bad(
+                    "bccoo.slices",
+                    slices,
+                    "bccoo-plus needs at least 2 vertical slices (bccoo is the 1-slice format)",
+                ));
             }
             slices
         }
@@ -266,16 +303,34 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     let have = info.limits.max_compute_workgroup_storage_size as u64;
     let cache_factor_ok = |f: u32| shader::BCCOO_CACHE_FACTORS.contains(&f);
     if let Some(f) = o.cache_factor.filter(|&f| !cache_factor_ok(f)) {
-        return Err(bad("bccoo.cache_factor", f, format!("must be one of {:?}", shader::BCCOO_CACHE_FACTORS)));
+        return Err(bad(
+            "bccoo.cache_factor",
+            f,
+            format!("must be one of {:?}", shader::BCCOO_CACHE_FACTORS),
+        ));
     }
     let needs = |wg: u32, f: u32| {
-        let fixed = wg as u64 * (4 * s + 4) + if lanes == LaneMode::Workgroup { wg as u64 * s } else { 0 } + 16;
-        fixed + if strategy == Strategy::ResultCache { f as u64 * wg as u64 * h as u64 * s } else { 0 }
+        let fixed = wg as u64 * (4 * s + 4)
+            + if lanes == LaneMode::Workgroup {
+                wg as u64 * s
+            } else {
+                0
+            }
+            + 16;
+        fixed
+            + if strategy == Strategy::ResultCache {
+                f as u64 * wg as u64 * h as u64 * s
+            } else {
+                0
+            }
     };
     // 512 invocations by default (the largest that fits): on an H100 single-pass carries ran
     // 2.5-3x slower with 256 invocations than with 128 or 512 on a power-law matrix (the tuner
     // also times both carry paths).
-    let default_wg = [512, 256, 128, 64].into_iter().find(|&wg| needs(wg, o.cache_factor.unwrap_or(1)) <= have).unwrap_or(64);
+    let default_wg = [512, 256, 128, 64]
+        .into_iter()
+        .find(|&wg| needs(wg, o.cache_factor.unwrap_or(1)) <= have)
+        .unwrap_or(64);
     let wg = workgroup_size(gpu, opts.workgroup_size, default_wg, at_least)?;
     let cache_factor = match o.cache_factor {
         Some(f) => f,
@@ -285,7 +340,14 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     check_workgroup_memory(gpu, "workgroup_size", wg, needs(wg, cache_factor))?;
     let spin = o.spin_limit.unwrap_or(DEFAULT_SPIN_LIMIT);
 
-    let layout = BccooLayout { block_height: h, block_width: w, tile, workgroup: wg, slices, columns: o.columns };
+    let layout = BccooLayout {
+        block_height: h,
+        block_width: w,
+        tile,
+        workgroup: wg,
+        slices,
+        columns: o.columns,
+    };
     let m = BccooMatrix::from_csr(a, &layout)?;
     let limit = chunk_limit(gpu, opts);
     let values_bytes = m.values.len() as u64 * s;
@@ -325,9 +387,16 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     };
 
     let single = carry == Carry::SinglePass;
-    let key = |kernel: &shader::Kernel, overrides: Vec<(&'static str, u32)>| PipelineKey { kernel: kernel.name, variant: kernel.variant(T::WGSL, lanes), overrides };
+    let key = |kernel: &shader::Kernel, overrides: Vec<(&'static str, u32)>| PipelineKey {
+        kernel: kernel.name,
+        variant: kernel.variant(T::WGSL, lanes),
+        overrides,
+    };
     // The main and carry kernels are assembled per block height; the height joins their variant.
-    let rows_key = |kernel: &shader::Kernel, overrides| PipelineKey { variant: format!("{},h{h}", kernel.variant(T::WGSL, lanes)), ..key(kernel, overrides) };
+    let rows_key = |kernel: &shader::Kernel, overrides| PipelineKey {
+        variant: format!("{},h{h}", kernel.variant(T::WGSL, lanes)),
+        ..key(kernel, overrides)
+    };
     let main = gpu.pipeline(
         rows_key(
             &shader::BCCOO,
@@ -335,7 +404,14 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
                 ("WG_SIZE", wg),
                 ("WIDTH", w),
                 ("COLS", m.layout.columns.shader_code()),
-                ("STRATEGY", if strategy == Strategy::PerThread { 1 } else { 2 }),
+                (
+                    "STRATEGY",
+                    if strategy == Strategy::PerThread {
+                        1
+                    } else {
+                        2
+                    },
+                ),
                 ("CACHE_FACTOR", cache_factor),
                 ("SINGLE_PASS", single as u32),
                 ("SPIN_LIMIT", spin),
@@ -360,19 +436,38 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
 
     // Slots (and pending rows) and the repair list start at the sentinel (all ones); the state
     // header (ticket, done, repair count, stalls) at zero.
-    let slots = upload(gpu, "bccoo slots", &vec![u32::MAX; 2 * m.groups * 4 * (s as usize / 4)])?;
+    let slots = upload(
+        gpu,
+        "bccoo slots",
+        &vec![u32::MAX; 2 * m.groups * 4 * (s as usize / 4)],
+    )?;
     let mut state_init = vec![u32::MAX; STATE_HEADER + m.groups];
     state_init[..STATE_HEADER].fill(0);
     // COPY_SRC: `stalls()` reads the counter back.
-    let state = Arc::new(gpu.storage_buffer("bccoo state", bytemuck::cast_slice(&state_init), wgpu::BufferUsages::COPY_SRC)?);
-    let params_buf = Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo params", bytemuck::bytes_of(&params))));
+    let state = Arc::new(gpu.storage_buffer(
+        "bccoo state",
+        bytemuck::cast_slice(&state_init),
+        wgpu::BufferUsages::COPY_SRC,
+    )?);
+    let params_buf = Binding::Owned(Arc::new(
+        gpu.uniform_buffer("bccoo params", bytemuck::bytes_of(&params)),
+    ));
     let aux = upload(gpu, "bccoo aux", &aux)?;
 
     // BCCOO+ multiplies into one partial result per slice, combined by a second pass.
     let (out, out_coeffs) = if slices > 1 {
-        let partial = Arc::new(gpu.storage_zeroed("bccoo+ partial results", m.result_rows as u64 * s, wgpu::BufferUsages::empty())?);
+        let partial = Arc::new(gpu.storage_zeroed(
+            "bccoo+ partial results",
+            m.result_rows as u64 * s,
+            wgpu::BufferUsages::empty(),
+        )?);
         let unit = [T::from_f64(1.0), T::from_f64(0.0)];
-        (Binding::Owned(partial), Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo+ unit coeffs", bytemuck::cast_slice(&unit)))))
+        (
+            Binding::Owned(partial),
+            Binding::Owned(Arc::new(
+                gpu.uniform_buffer("bccoo+ unit coeffs", bytemuck::cast_slice(&unit)),
+            )),
+        )
     } else {
         (Binding::Y, Binding::Coeffs)
     };
@@ -386,22 +481,44 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
         upload(gpu, "bccoo values", &m.values)?,
         Binding::X,
     ]);
-    let mut stages = vec![Stage { pipeline: main, bindings: main_bindings, grid: Grid::Direct(grid) }];
+    let mut stages = vec![Stage {
+        pipeline: main,
+        bindings: main_bindings,
+        grid: Grid::Direct(grid),
+    }];
     if !single && !m.carry_groups.is_empty() {
-        let carry_pipeline = gpu.pipeline(rows_key(&shader::BCCOO_CARRY, vec![("WG_SIZE", wg)]), || shader::BCCOO_CARRY.source_for_height(T::WGSL, lanes, h))?;
-        stages.push(Stage { pipeline: carry_pipeline, bindings: common, grid: Grid::Direct(gpu.grid(m.carry_groups.len() as u32)) });
+        let carry_pipeline = gpu.pipeline(
+            rows_key(&shader::BCCOO_CARRY, vec![("WG_SIZE", wg)]),
+            || shader::BCCOO_CARRY.source_for_height(T::WGSL, lanes, h),
+        )?;
+        stages.push(Stage {
+            pipeline: carry_pipeline,
+            bindings: common,
+            grid: Grid::Direct(gpu.grid(m.carry_groups.len() as u32)),
+        });
     }
     if slices > 1 {
-        let overrides = vec![("WG_SIZE", 256), ("HEIGHT", h), ("SLICES", slices), ("MAPPED", !m.row_map.is_empty() as u32)];
-        let combine = gpu.pipeline(key(&shader::BCCOO_COMBINE, overrides), || shader::BCCOO_COMBINE.source(T::WGSL, LaneMode::Workgroup))?;
-        let cp = CombineParams { nrows: a.nrows() as u32 };
+        let overrides = vec![
+            ("WG_SIZE", 256),
+            ("HEIGHT", h),
+            ("SLICES", slices),
+            ("MAPPED", !m.row_map.is_empty() as u32),
+        ];
+        let combine = gpu.pipeline(key(&shader::BCCOO_COMBINE, overrides), || {
+            shader::BCCOO_COMBINE.source(T::WGSL, LaneMode::Workgroup)
+        })?;
+        let cp = CombineParams {
+            nrows: a.nrows() as u32,
+        };
         stages.push(Stage {
             pipeline: combine,
             bindings: vec![
                 out,
                 Binding::Y,
                 Binding::Coeffs,
-                Binding::Owned(Arc::new(gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp)))),
+                Binding::Owned(Arc::new(
+                    gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp)),
+                )),
                 upload(gpu, "bccoo+ row map", &m.row_map)?,
             ],
             grid: Grid::Direct(gpu.grid((a.nrows() as u32).div_ceil(256))),
@@ -411,7 +528,12 @@ pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts
     // The kernels skip zero values (fill and padding among them); stored zeros get their own pass.
     stages.extend(crate::methods::stored_zeros::stage(gpu, a)?);
 
-    let longest_chain = m.group_info.iter().map(|i| i >> format::GROUP_CHAIN_SHIFT).max().unwrap_or(0);
+    let longest_chain = m
+        .group_info
+        .iter()
+        .map(|i| i >> format::GROUP_CHAIN_SHIFT)
+        .max()
+        .unwrap_or(0);
     let report = BccooReport {
         layout: m.layout,
         strategy,

@@ -10,7 +10,9 @@
 //! value type: in this process, or, when [`BccooOptions::tune_file`] names one, in a tuning file
 //! shared across processes (one line per choice, appended).
 
-use super::{build, single_pass_is_safe, smallest_footprints, BccooOptions, Carry, ColumnCoding, Strategy};
+use super::{
+    build, single_pass_is_safe, smallest_footprints, BccooOptions, Carry, ColumnCoding, Strategy,
+};
 use crate::gpu::{Gpu, GpuVector};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::SpmvPlan;
@@ -74,9 +76,18 @@ fn lookup(text: &str, key: &str) -> Option<(BccooOptions, u32)> {
             return None;
         }
         let f: Vec<&str> = v.split(' ').collect();
-        let [h, w, tile, slices, columns, strategy, cache, carry, wg] = f.as_slice() else { return None };
+        let [h, w, tile, slices, columns, strategy, cache, carry, wg] = f.as_slice() else {
+            return None;
+        };
         let num = |s: &str| s.parse::<u32>().ok();
-        let columns = [ColumnCoding::Auto, ColumnCoding::U32, ColumnCoding::U16, ColumnCoding::Delta16].into_iter().find(|c| c.name() == *columns)?;
+        let columns = [
+            ColumnCoding::Auto,
+            ColumnCoding::U32,
+            ColumnCoding::U16,
+            ColumnCoding::Delta16,
+        ]
+        .into_iter()
+        .find(|c| c.name() == *columns)?;
         let strategy = match *strategy {
             "per-thread" => Strategy::PerThread,
             "cache" => Strategy::ResultCache,
@@ -130,16 +141,38 @@ fn pinned<T: Scalar>(plan: &SpmvPlan<T>, o: &BccooOptions) -> BccooOptions {
 }
 
 /// Tunes and returns the plan built with the chosen parameters.
-pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<(SpmvPlan<T>, TuneReport)> {
+pub(crate) fn tune<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<(SpmvPlan<T>, TuneReport)> {
     let info = gpu.info();
     let file = opts.bccoo.tune_file.clone();
-    let given = BccooOptions { tune: false, tune_file: None, ..opts.bccoo.clone() };
-    let key: Key = format!("{} {:?} {} {:?} {:?} {} {} {:016x}", info.name, info.backend, info.driver, opts.lanes, given, method.name(), T::NAME, fingerprint(a))
-        .replace(['\t', '\n'], " ");
+    let given = BccooOptions {
+        tune: false,
+        tune_file: None,
+        ..opts.bccoo.clone()
+    };
+    let key: Key = format!(
+        "{} {:?} {} {:?} {:?} {} {} {:016x}",
+        info.name,
+        info.backend,
+        info.driver,
+        opts.lanes,
+        given,
+        method.name(),
+        T::NAME,
+        fingerprint(a)
+    )
+    .replace(['\t', '\n'], " ");
     let read_file = |path: &std::path::Path| match std::fs::read_to_string(path) {
         Ok(text) => Ok(lookup(&text, &key)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(crate::Error::Io { path: path.to_owned(), source }),
+        Err(source) => Err(crate::Error::Io {
+            path: path.to_owned(),
+            source,
+        }),
     };
     // With a tuning file, the file is the memory (what another process tuned counts too).
     let remembered = match &file {
@@ -147,21 +180,48 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
         None => memory().lock().unwrap().get(&key).cloned(),
     };
     if let Some((chosen, wg)) = remembered {
-        let plan = build(gpu, a, method, &PlanOptions { bccoo: chosen.clone(), workgroup_size: Some(wg), ..opts.clone() })?;
-        return Ok((plan, TuneReport { candidates: Vec::new(), chosen, workgroup_size: wg, time: Duration::ZERO, remembered: true }));
+        let plan = build(
+            gpu,
+            a,
+            method,
+            &PlanOptions {
+                bccoo: chosen.clone(),
+                workgroup_size: Some(wg),
+                ..opts.clone()
+            },
+        )?;
+        return Ok((
+            plan,
+            TuneReport {
+                candidates: Vec::new(),
+                chosen,
+                workgroup_size: wg,
+                time: Duration::ZERO,
+                remembered: true,
+            },
+        ));
     }
     let start = Instant::now();
-    let x: Vec<T> = crate::suite::random_vector(a.ncols(), 3).into_iter().map(T::from_f64).collect();
+    let x: Vec<T> = crate::suite::random_vector(a.ncols(), 3)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
     let mut candidates = Vec::new();
     // Builds and times a candidate, returning the plan so that the winner is not built again.
     let mut time = |o: &BccooOptions, wg: Option<u32>| -> Result<Option<(f64, SpmvPlan<T>)>> {
-        let po = PlanOptions { bccoo: o.clone(), workgroup_size: wg, ..opts.clone() };
+        let po = PlanOptions {
+            bccoo: o.clone(),
+            workgroup_size: wg,
+            ..opts.clone()
+        };
         // A candidate this adapter cannot hold (workgroup memory, binding size) is skipped.
         let plan = match build(gpu, a, method, &po) {
             Ok(p) => p,
-            Err(crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. }) => return Ok(None),
+            Err(
+                crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
+            ) => return Ok(None),
             Err(e) => return Err(e),
         };
         let ms = plan.time(&gx, &mut gy, 10)?.ms;
@@ -193,7 +253,13 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
                     continue;
                 }
                 if let Some((ms, plan)) = time(&o, wg)? {
-                    let key = (BccooOptions { columns: given.columns, ..pinned(&plan, &best) }, plan.bccoo().map(|r| r.layout.workgroup));
+                    let key = (
+                        BccooOptions {
+                            columns: given.columns,
+                            ..pinned(&plan, &best)
+                        },
+                        plan.bccoo().map(|r| r.layout.workgroup),
+                    );
                     timed.insert(key.clone());
                     if ms < best_ms {
                         best_ms = ms;
@@ -214,7 +280,13 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
     // Slices narrower than 256 columns only add partial results.
     let max_slices = (a.ncols() / 256).max(2) as u32;
     let fewest_slices = if method == Method::BccooPlus { 2 } else { 1 };
-    let slice_counts = |counts: &[u32]| -> Vec<u32> { counts.iter().copied().filter(|&s| s >= fewest_slices && (s == fewest_slices || s <= max_slices)).collect() };
+    let slice_counts = |counts: &[u32]| -> Vec<u32> {
+        counts
+            .iter()
+            .copied()
+            .filter(|&s| s >= fewest_slices && (s == fewest_slices || s <= max_slices))
+            .collect()
+    };
     let set_slices = |o: &mut BccooOptions, _: &mut Option<u32>, s: u32| o.slices = Some(s);
     if given.slices.is_none() {
         stage!(slice_counts(&[1, 2, 4, 8, 16, 32]), set_slices, true);
@@ -222,7 +294,10 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
     if given.block_height.is_none() || given.block_width.is_none() {
         let sizes: Vec<(u32, u32)> = smallest_footprints(a)
             .into_iter()
-            .filter(|&(h, w)| given.block_height.is_none_or(|g| g == h) && given.block_width.is_none_or(|g| g == w))
+            .filter(|&(h, w)| {
+                given.block_height.is_none_or(|g| g == h)
+                    && given.block_width.is_none_or(|g| g == w)
+            })
             .collect();
         // Each size at the slice count chosen so far and, when that is several, at one slice too:
         // blocks that pair rows can win without slices where single entries won with them (on an
@@ -231,24 +306,43 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
         if given.slices.is_none() && best.slices.is_some_and(|s| s > fewest_slices) {
             slice_choices.push(Some(fewest_slices));
         }
-        let candidates: Vec<((u32, u32), Option<u32>)> = slice_choices.iter().flat_map(|&s| sizes.iter().map(move |&hw| (hw, s))).collect();
-        stage!(candidates, |o: &mut BccooOptions, _: &mut Option<u32>, ((h, w), s): ((u32, u32), Option<u32>)| {
-            o.block_height = Some(h);
-            o.block_width = Some(w);
-            o.slices = s;
-        });
+        let candidates: Vec<((u32, u32), Option<u32>)> = slice_choices
+            .iter()
+            .flat_map(|&s| sizes.iter().map(move |&hw| (hw, s)))
+            .collect();
+        stage!(
+            candidates,
+            |o: &mut BccooOptions, _: &mut Option<u32>, ((h, w), s): ((u32, u32), Option<u32>)| {
+                o.block_height = Some(h);
+                o.block_width = Some(w);
+                o.slices = s;
+            }
+        );
     }
     if given.tile.is_none() {
         // Small tiles pay where gathers of x limit (on an H100, tile 8 ran permutation 19% and
         // empty_rows 6% faster than 16), large ones where blocks are dense (banded: 32).
-        stage!([4u32, 8, 16, 32, 64], |o: &mut BccooOptions, _: &mut Option<u32>, t| o.tile = Some(t));
+        stage!(
+            [4u32, 8, 16, 32, 64],
+            |o: &mut BccooOptions, _: &mut Option<u32>, t| o.tile = Some(t)
+        );
     }
     if opts.workgroup_size.is_none() {
-        stage!([128u32, 256, 512], |_: &mut BccooOptions, wg: &mut Option<u32>, w| *wg = Some(w));
+        stage!([128u32, 256, 512], |_: &mut BccooOptions,
+                                    wg: &mut Option<u32>,
+                                    w| {
+            *wg = Some(w)
+        });
     }
     if given.strategy == Strategy::Auto && given.cache_factor.is_none() {
-        let choices = [(Strategy::PerThread, 1u32), (Strategy::ResultCache, 1), (Strategy::ResultCache, 2)];
-        stage!(choices, |o: &mut BccooOptions, _: &mut Option<u32>, (s, f)| {
+        let choices = [
+            (Strategy::PerThread, 1u32),
+            (Strategy::ResultCache, 1),
+            (Strategy::ResultCache, 2),
+        ];
+        stage!(choices, |o: &mut BccooOptions,
+                         _: &mut Option<u32>,
+                         (s, f)| {
             o.strategy = s;
             o.cache_factor = Some(f);
         });
@@ -257,7 +351,10 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
     // workgroups of 128 and 512 invocations, but single pass was 2.5-3x slower at 256 on a
     // power-law matrix.
     if given.carry == Carry::Auto && single_pass_is_safe(info) {
-        stage!([Carry::SinglePass, Carry::TwoPass], |o: &mut BccooOptions, _: &mut Option<u32>, c| o.carry = c);
+        stage!(
+            [Carry::SinglePass, Carry::TwoPass],
+            |o: &mut BccooOptions, _: &mut Option<u32>, c| o.carry = c
+        );
     }
     // The slice counts next to the chosen one, once more on the final layout: the first round ran
     // on the default tile and workgroup (on an H100, 2 slices lost to 1 there on a matrix with one
@@ -269,11 +366,24 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
         Some(p) => p,
         // Nothing could be built (or nothing was left to search): the plain build reports why,
         // or is the plan.
-        None => build(gpu, a, method, &PlanOptions { bccoo: best.clone(), workgroup_size: best_wg, ..opts.clone() })?,
+        None => build(
+            gpu,
+            a,
+            method,
+            &PlanOptions {
+                bccoo: best.clone(),
+                workgroup_size: best_wg,
+                ..opts.clone()
+            },
+        )?,
     };
     // Pin every remaining choice to what the best candidate used.
     let chosen = pinned(&plan, &best);
-    let wg = plan.bccoo().expect("a bccoo plan has a bccoo report").layout.workgroup;
+    let wg = plan
+        .bccoo()
+        .expect("a bccoo plan has a bccoo report")
+        .layout
+        .workgroup;
     if let Some(path) = &file {
         use std::io::Write;
         let line = encode(&key, &chosen, wg);
@@ -282,8 +392,20 @@ pub(crate) fn tune<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts:
             .append(true)
             .open(path)
             .and_then(|mut f| writeln!(f, "{line}"))
-            .map_err(|source| crate::Error::Io { path: path.clone(), source })?;
+            .map_err(|source| crate::Error::Io {
+                path: path.clone(),
+                source,
+            })?;
     }
     memory().lock().unwrap().insert(key, (chosen.clone(), wg));
-    Ok((plan, TuneReport { candidates, chosen, workgroup_size: wg, time: start.elapsed(), remembered: false }))
+    Ok((
+        plan,
+        TuneReport {
+            candidates,
+            chosen,
+            workgroup_size: wg,
+            time: start.elapsed(),
+            remembered: false,
+        },
+    ))
 }

@@ -41,7 +41,12 @@ pub struct CmrsLayout {
 
 impl Default for CmrsLayout {
     fn default() -> Self {
-        Self { height: 8, sort_by_column: true, force_separate: false, small_buffer: None }
+        Self {
+            height: 8,
+            sort_by_column: true,
+            force_separate: false,
+            small_buffer: None,
+        }
     }
 }
 
@@ -64,20 +69,36 @@ pub struct CmrsMatrix<T> {
 }
 
 fn invalid(name: &'static str, value: impl ToString, reason: impl Into<String>) -> Error {
-    Error::InvalidParameter { name, value: value.to_string(), reason: reason.into() }
+    Error::InvalidParameter {
+        name,
+        value: value.to_string(),
+        reason: reason.into(),
+    }
 }
 
 impl CmrsLayout {
     pub fn validate(&self) -> Result<()> {
         if !(1..=MAX_HEIGHT).contains(&self.height) {
-            return Err(invalid("height", self.height, "strip height must be 1..=16 (4 bits of row-in-strip)"));
+            return Err(invalid(
+                "height",
+                self.height,
+                "strip height must be 1..=16 (4 bits of row-in-strip)",
+            ));
         }
         if let Some((w, m)) = self.small_buffer {
             if !w.is_power_of_two() || !(4..=128).contains(&w) {
-                return Err(invalid("team width", w, "must be a power of two in 4..=128"));
+                return Err(invalid(
+                    "team width",
+                    w,
+                    "must be a power of two in 4..=128",
+                ));
             }
             if !m.is_power_of_two() || m == 0 || m > w {
-                return Err(invalid("buffer columns (M)", m, format!("must be a power of two no larger than the team width {w}")));
+                return Err(invalid(
+                    "buffer columns (M)",
+                    m,
+                    format!("must be a power of two no larger than the team width {w}"),
+                ));
             }
         }
         Ok(())
@@ -95,11 +116,19 @@ impl<T: Scalar> CmrsMatrix<T> {
 
     /// Converts from CSR with the rows in `left_out` (ascending) stored as empty rows: the plan
     /// adds those rows by other passes.
-    pub fn from_csr_without(a: &CsrMatrix<T>, layout: &CmrsLayout, left_out: &[u32]) -> Result<Self> {
+    pub fn from_csr_without(
+        a: &CsrMatrix<T>,
+        layout: &CmrsLayout,
+        left_out: &[u32],
+    ) -> Result<Self> {
         layout.validate()?;
         let h = layout.height as usize;
         let strips = a.nrows().div_ceil(h);
-        let rows = if a.ncols() < MAX_PACKED_COLS && !layout.force_separate { RowLayout::Packed } else { RowLayout::Separate };
+        let rows = if a.ncols() < MAX_PACKED_COLS && !layout.force_separate {
+            RowLayout::Packed
+        } else {
+            RowLayout::Separate
+        };
         let per_strip: Vec<Vec<Item<T>>> = (0..strips)
             .into_par_iter()
             .map(|s| {
@@ -108,7 +137,9 @@ impl<T: Scalar> CmrsMatrix<T> {
                     .filter(|&r| left_out.binary_search(&(r as u32)).is_err())
                     .flat_map(|r| {
                         let (cols, vals) = a.row(r);
-                        cols.iter().zip(vals).map(move |(&c, &v)| ((r - r0) as u32, c, v))
+                        cols.iter()
+                            .zip(vals)
+                            .map(move |(&c, &v)| ((r - r0) as u32, c, v))
                     })
                     .collect();
                 if layout.sort_by_column {
@@ -140,10 +171,28 @@ impl<T: Scalar> CmrsMatrix<T> {
             .collect();
         let row_in_strip = match rows {
             RowLayout::Packed => Vec::new(),
-            RowLayout::Separate => pack_nibbles(&items.iter().map(|it| it.map_or(0, |(r, _, _)| r)).collect::<Vec<_>>()),
+            RowLayout::Separate => pack_nibbles(
+                &items
+                    .iter()
+                    .map(|it| it.map_or(0, |(r, _, _)| r))
+                    .collect::<Vec<_>>(),
+            ),
         };
-        let values = items.par_iter().map(|it| it.map_or(T::default(), |(_, _, v)| v)).collect();
-        Ok(Self { nrows: a.nrows(), ncols: a.ncols(), layout: layout.clone(), rows, strip_ptr, col_words, row_in_strip, values, padding })
+        let values = items
+            .par_iter()
+            .map(|it| it.map_or(T::default(), |(_, _, v)| v))
+            .collect();
+        Ok(Self {
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            layout: layout.clone(),
+            rows,
+            strip_ptr,
+            col_words,
+            row_in_strip,
+            values,
+            padding,
+        })
     }
 
     pub fn strips(&self) -> usize {
@@ -168,8 +217,12 @@ impl<T: Scalar> CmrsMatrix<T> {
         let strips: Vec<Vec<(usize, u32, T)>> = (0..self.strips())
             .into_par_iter()
             .map(|s| {
-                let mut items: Vec<(usize, u32, T)> = (self.strip_ptr[s] as usize..self.strip_ptr[s + 1] as usize)
-                    .filter_map(|j| self.item(j).map(|(r, c)| (s * h + r as usize, c, self.values[j])))
+                let mut items: Vec<(usize, u32, T)> = (self.strip_ptr[s] as usize
+                    ..self.strip_ptr[s + 1] as usize)
+                    .filter_map(|j| {
+                        self.item(j)
+                            .map(|(r, c)| (s * h + r as usize, c, self.values[j]))
+                    })
                     .collect();
                 items.sort_by_key(|&(r, c, _)| (r, c));
                 items
@@ -192,8 +245,11 @@ impl<T: Scalar> CmrsMatrix<T> {
     /// shorter than `row_ptr`).
     pub fn overhead_bytes_vs_csr(&self) -> i64 {
         let s = std::mem::size_of::<T>() as i64;
-        let cmrs = self.col_words.len() as i64 * (4 + s) + self.strip_ptr.len() as i64 * 4 + self.row_in_strip.len() as i64 * 4;
-        let csr = (self.col_words.len() - self.padding) as i64 * (4 + s) + (self.nrows as i64 + 1) * 4;
+        let cmrs = self.col_words.len() as i64 * (4 + s)
+            + self.strip_ptr.len() as i64 * 4
+            + self.row_in_strip.len() as i64 * 4;
+        let csr =
+            (self.col_words.len() - self.padding) as i64 * (4 + s) + (self.nrows as i64 + 1) * 4;
         cmrs - csr
     }
 }
@@ -206,7 +262,12 @@ impl<T: Scalar> CmrsMatrix<T> {
 /// form `w / m` groups of `m` consecutive lanes, each row is given to one group (longest rows
 /// first, to the least loaded group), and a group's rows are laid out contiguously over its lanes,
 /// pass after pass. Groups that run out of items are padded, as is the strip to whole passes.
-fn arrange_for_small_buffer<T: Scalar>(items: Vec<(u32, u32, T)>, h: usize, w: usize, m: usize) -> Vec<Item<T>> {
+fn arrange_for_small_buffer<T: Scalar>(
+    items: Vec<(u32, u32, T)>,
+    h: usize,
+    w: usize,
+    m: usize,
+) -> Vec<Item<T>> {
     if items.is_empty() {
         return Vec::new();
     }
@@ -237,7 +298,13 @@ fn arrange_for_small_buffer<T: Scalar>(items: Vec<(u32, u32, T)>, h: usize, w: u
 
 /// Packs 4-bit numbers eight to a word, little end first.
 fn pack_nibbles(v: &[u32]) -> Vec<u32> {
-    v.chunks(8).map(|c| c.iter().enumerate().fold(0u32, |w, (i, &r)| w | (r & 15) << (4 * i))).collect()
+    v.chunks(8)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .fold(0u32, |w, (i, &r)| w | (r & 15) << (4 * i))
+        })
+        .collect()
 }
 
 /// The paper's traffic model (eq. 5.1): bytes moved per byte requested when a team reads `h·μ`
@@ -258,12 +325,23 @@ mod tests {
 
     fn paper_example() -> CsrMatrix<f64> {
         // The 5x5 matrix of the paper, eq. (2.1).
-        CsrMatrix::try_new(5, 5, vec![0, 2, 4, 6, 9, 10], vec![0, 3, 1, 4, 2, 4, 2, 3, 4, 4], (1..=10).map(f64::from).collect()).unwrap()
+        CsrMatrix::try_new(
+            5,
+            5,
+            vec![0, 2, 4, 6, 9, 10],
+            vec![0, 3, 1, 4, 2, 4, 2, 3, 4, 4],
+            (1..=10).map(f64::from).collect(),
+        )
+        .unwrap()
     }
 
     #[test]
     fn paper_example_height_2() {
-        let layout = CmrsLayout { height: 2, sort_by_column: false, ..Default::default() };
+        let layout = CmrsLayout {
+            height: 2,
+            sort_by_column: false,
+            ..Default::default()
+        };
         let m = CmrsMatrix::from_csr(&paper_example(), &layout).unwrap();
         assert_eq!(m.strip_ptr, vec![0, 4, 9, 10]);
         let ris: Vec<u32> = (0..10).map(|j| m.item(j).unwrap().0).collect();
@@ -273,9 +351,19 @@ mod tests {
 
     #[test]
     fn paper_example_sorted_by_column() {
-        let m = CmrsMatrix::from_csr(&paper_example(), &CmrsLayout { height: 2, ..Default::default() }).unwrap();
+        let m = CmrsMatrix::from_csr(
+            &paper_example(),
+            &CmrsLayout {
+                height: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         // Section 4: Val = [1 3 2 4 5 7 8 6 9 10], ColInd = [0 1 3 4 2 2 3 4 4 4].
-        assert_eq!(m.values, vec![1.0, 3.0, 2.0, 4.0, 5.0, 7.0, 8.0, 6.0, 9.0, 10.0]);
+        assert_eq!(
+            m.values,
+            vec![1.0, 3.0, 2.0, 4.0, 5.0, 7.0, 8.0, 6.0, 9.0, 10.0]
+        );
         let cols: Vec<u32> = (0..10).map(|j| m.item(j).unwrap().1).collect();
         assert_eq!(cols, vec![0, 1, 3, 4, 2, 2, 3, 4, 4, 4]);
         assert_eq!(m.to_csr().unwrap(), paper_example());
@@ -285,7 +373,11 @@ mod tests {
     fn small_buffer_cells_have_one_owner_and_passes_are_whole() {
         let a = crate::SuiteClass::PowerLaw.generate(4000, 3);
         for (w, mm) in [(32, 8), (8, 2), (16, 16), (8, 1)] {
-            let layout = CmrsLayout { height: 16, small_buffer: Some((w, mm)), ..Default::default() };
+            let layout = CmrsLayout {
+                height: 16,
+                small_buffer: Some((w, mm)),
+                ..Default::default()
+            };
             let m = CmrsMatrix::from_csr(&a, &layout).unwrap();
             assert_eq!(m.to_csr().unwrap(), a);
             for s in 0..m.strips() {
@@ -296,7 +388,11 @@ mod tests {
                     if let Some((r, _)) = m.item(j) {
                         let lane = (j - b) % w as usize;
                         let prev = owner.insert((r, lane % mm as usize), lane);
-                        assert!(prev.is_none() || prev == Some(lane), "cell ({r}, {}) shared by lanes {prev:?} and {lane}", lane % mm as usize);
+                        assert!(
+                            prev.is_none() || prev == Some(lane),
+                            "cell ({r}, {}) shared by lanes {prev:?} and {lane}",
+                            lane % mm as usize
+                        );
                     }
                 }
             }
@@ -307,7 +403,11 @@ mod tests {
     fn separate_layout_round_trips() {
         let a = crate::SuiteClass::EmptyRows.generate(3000, 1);
         for h in 1..=16 {
-            let layout = CmrsLayout { height: h, force_separate: true, ..Default::default() };
+            let layout = CmrsLayout {
+                height: h,
+                force_separate: true,
+                ..Default::default()
+            };
             let m = CmrsMatrix::from_csr(&a, &layout).unwrap();
             assert_eq!(m.rows, RowLayout::Separate);
             assert_eq!(m.to_csr().unwrap(), a, "height {h}");
@@ -317,8 +417,14 @@ mod tests {
     #[test]
     fn bad_heights_are_errors() {
         for h in [0, 17] {
-            let l = CmrsLayout { height: h, ..Default::default() };
-            assert!(matches!(CmrsMatrix::from_csr(&paper_example(), &l), Err(Error::InvalidParameter { name: "height", .. })));
+            let l = CmrsLayout {
+                height: h,
+                ..Default::default()
+            };
+            assert!(matches!(
+                CmrsMatrix::from_csr(&paper_example(), &l),
+                Err(Error::InvalidParameter { name: "height", .. })
+            ));
         }
     }
 

@@ -7,7 +7,10 @@ pub use format::{predicted_speedup, traffic_ratio, CmrsLayout, CmrsMatrix, RowLa
 
 use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, GpuInfo, PipelineKey};
-use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
+use crate::methods::common::{
+    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
+    workgroup_size, ChunkUniform,
+};
 use crate::methods::{long_rows, LanePolicy, Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
@@ -50,12 +53,20 @@ fn workgroup_bytes_per_invocation(info: &GpuInfo) -> u64 {
 /// wastes at most 10% of the bytes moved, capped by the occupancy bound.
 pub fn default_height(info: &GpuInfo, mean_row_len: f64, value_bytes: usize) -> u32 {
     let b = value_bytes as f64;
-    let occupancy_cap = (workgroup_bytes_per_invocation(info) / value_bytes as u64).clamp(1, 16) as u32;
-    let model = (10.0 * (SEGMENT_BYTES - b) / (mean_row_len.max(1e-3) * b)).ceil().clamp(1.0, 16.0) as u32;
+    let occupancy_cap =
+        (workgroup_bytes_per_invocation(info) / value_bytes as u64).clamp(1, 16) as u32;
+    let model = (10.0 * (SEGMENT_BYTES - b) / (mean_row_len.max(1e-3) * b))
+        .ceil()
+        .clamp(1.0, 16.0) as u32;
     model.min(occupancy_cap)
 }
 
-pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
     let info = gpu.info();
     let padded = method == Method::CmrsPadded;
     let mut lanes = lane_mode(gpu, opts.lanes)?;
@@ -63,7 +74,11 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
     // dispatches would break it, so such adapters use the workgroup-memory teams.
     if padded && lanes == LaneMode::Subgroup && info.subgroup_min_size != info.subgroup_max_size {
         if opts.lanes == LanePolicy::Subgroup {
-            return Err(bad("lanes", "subgroup", "cmrs-padded needs a fixed subgroup size; this adapter's varies"));
+            return Err(bad(
+                "lanes",
+                "subgroup",
+                "cmrs-padded needs a fixed subgroup size; this adapter's varies",
+            ));
         }
         lanes = LaneMode::Workgroup;
     }
@@ -78,12 +93,23 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
     if height == 1 && !padded && !opts.cmrs.force_separate_rows {
         // With one row per strip CMRS is CSR and Algorithm 1 is the vector kernel (paper,
         // section 3): run that, without the strip buffer and its reduction.
-        CmrsLayout { height, ..Default::default() }.validate()?;
+        CmrsLayout {
+            height,
+            ..Default::default()
+        }
+        .validate()?;
         let plan = crate::methods::csr::prepare(gpu, a, Method::CsrVector, opts)?;
-        let details = format!("cmrs: height 1, run as the CSR vector kernel ({})", plan.details());
+        let details = format!(
+            "cmrs: height 1, run as the CSR vector kernel ({})",
+            plan.details()
+        );
         return Ok(plan.relabel(method, details));
     }
-    let buf_cols = if padded { opts.cmrs.buffer_columns.unwrap_or(8.min(team)) } else { 0 };
+    let buf_cols = if padded {
+        opts.cmrs.buffer_columns.unwrap_or(8.min(team))
+    } else {
+        0
+    };
     let layout = CmrsLayout {
         height,
         sort_by_column: !opts.cmrs.keep_csr_order,
@@ -97,33 +123,66 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
     // `buf_cols` lanes); strips beyond the loop budget hand their longest rows to the long-row
     // passes.
     let per_pass = if padded { buf_cols } else { team } as u64;
-    let long = long_rows::rows_to_split(a.row_ptr(), height as usize, long_rows::LANE_ITERATIONS as u64 * per_pass);
+    let long = long_rows::rows_to_split(
+        a.row_ptr(),
+        height as usize,
+        long_rows::LANE_ITERATIONS as u64 * per_pass,
+    );
     let m = CmrsMatrix::from_csr_without(a, &layout, &long)?;
 
     let kernel = shader::CMRS;
     let packed = (m.rows == RowLayout::Packed) as u32;
-    let overrides = vec![("WG_SIZE", wg), ("LANES", team), ("HEIGHT", height), ("BUF_COLS", buf_cols), ("PACKED", packed), ("CELLS", cells)];
-    let pipeline = gpu.pipeline(PipelineKey { kernel: kernel.name, variant: kernel.variant(T::WGSL, lanes), overrides }, || {
-        kernel.source(T::WGSL, lanes)
-    })?;
+    let overrides = vec![
+        ("WG_SIZE", wg),
+        ("LANES", team),
+        ("HEIGHT", height),
+        ("BUF_COLS", buf_cols),
+        ("PACKED", packed),
+        ("CELLS", cells),
+    ];
+    let pipeline = gpu.pipeline(
+        PipelineKey {
+            kernel: kernel.name,
+            variant: kernel.variant(T::WGSL, lanes),
+            overrides,
+        },
+        || kernel.source(T::WGSL, lanes),
+    )?;
 
     let h = height as usize;
     let strips_per_group = wg / team;
-    let chunks = ptr_chunks(&m.strip_ptr, elem.max(4) as u64, chunk_limit(gpu, opts), "strip")?;
+    let chunks = ptr_chunks(
+        &m.strip_ptr,
+        elem.max(4) as u64,
+        chunk_limit(gpu, opts),
+        "strip",
+    )?;
     let mut stages = Vec::with_capacity(chunks.len());
     for strips in &chunks {
-        let (s, e) = (m.strip_ptr[strips.start] as usize, m.strip_ptr[strips.end] as usize);
-        let strip_ptr: Vec<u32> = m.strip_ptr[strips.clone()].iter().chain([&m.strip_ptr[strips.end]]).map(|p| p - s as u32).collect();
+        let (s, e) = (
+            m.strip_ptr[strips.start] as usize,
+            m.strip_ptr[strips.end] as usize,
+        );
+        let strip_ptr: Vec<u32> = m.strip_ptr[strips.clone()]
+            .iter()
+            .chain([&m.strip_ptr[strips.end]])
+            .map(|p| p - s as u32)
+            .collect();
         // Row-in-strip nibbles re-packed from the chunk's first item (a dummy word when packed).
         let rows: Vec<u32> = match m.rows {
             RowLayout::Packed => vec![0],
             RowLayout::Separate => {
                 let nib: Vec<u32> = (s..e).map(|j| m.item(j).map_or(0, |(r, _)| r)).collect();
-                nib.chunks(8).map(|c| c.iter().enumerate().fold(0, |w, (i, &r)| w | r << (4 * i))).collect()
+                nib.chunks(8)
+                    .map(|c| c.iter().enumerate().fold(0, |w, (i, &r)| w | r << (4 * i)))
+                    .collect()
             }
         };
         let row_begin = strips.start * h;
-        let params = ChunkUniform { row_begin: row_begin as u32, nrows: ((strips.end * h).min(a.nrows()) - row_begin) as u32 };
+        let params = ChunkUniform {
+            row_begin: row_begin as u32,
+            nrows: ((strips.end * h).min(a.nrows()) - row_begin) as u32,
+        };
         stages.push(Stage {
             pipeline: pipeline.clone(),
             bindings: vec![
@@ -133,7 +192,9 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
                 Binding::X,
                 Binding::Y,
                 Binding::Coeffs,
-                Binding::Owned(Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)))),
+                Binding::Owned(Arc::new(
+                    gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)),
+                )),
                 upload(gpu, "row_in_strip", &rows)?,
             ],
             grid: Grid::Direct(gpu.grid((strips.len() as u32).div_ceil(strips_per_group))),

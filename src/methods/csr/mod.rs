@@ -3,13 +3,20 @@
 
 use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, PipelineKey};
-use crate::methods::common::{check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
+use crate::methods::common::{
+    check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform,
+};
 use crate::methods::{long_rows, Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
 
-pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
     let (kernel, lanes, wg, team, rows_per_group) = match method {
         Method::CsrScalar => {
             let wg = workgroup_size(gpu, opts.workgroup_size, 256, 1)?;
@@ -20,15 +27,28 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
             let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
             let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least)?;
             if lanes == LaneMode::Workgroup {
-                check_workgroup_memory(gpu, "workgroup_size", wg, wg as u64 * std::mem::size_of::<T>() as u64)?;
+                check_workgroup_memory(
+                    gpu,
+                    "workgroup_size",
+                    wg,
+                    wg as u64 * std::mem::size_of::<T>() as u64,
+                )?;
             }
             (shader::CSR_VECTOR, lanes, wg, team, wg / team)
         }
         _ => unreachable!("csr::prepare only builds the CSR baselines"),
     };
-    let overrides = if kernel.name == shader::CSR_VECTOR.name { vec![("WG_SIZE", wg), ("LANES", team)] } else { vec![("WG_SIZE", wg)] };
+    let overrides = if kernel.name == shader::CSR_VECTOR.name {
+        vec![("WG_SIZE", wg), ("LANES", team)]
+    } else {
+        vec![("WG_SIZE", wg)]
+    };
     let pipeline = gpu.pipeline(
-        PipelineKey { kernel: kernel.name, variant: kernel.variant(T::WGSL, lanes), overrides },
+        PipelineKey {
+            kernel: kernel.name,
+            variant: kernel.variant(T::WGSL, lanes),
+            overrides,
+        },
         || kernel.source(T::WGSL, lanes),
     )?;
 
@@ -37,10 +57,19 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
     let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes, "row")?;
     let mut stages = Vec::with_capacity(chunks.len());
     for rows in &chunks {
-        let (s, e) = (a.row_ptr()[rows.start] as usize, a.row_ptr()[rows.end] as usize);
+        let (s, e) = (
+            a.row_ptr()[rows.start] as usize,
+            a.row_ptr()[rows.end] as usize,
+        );
         let base = a.row_ptr()[rows.start];
-        let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end].iter().map(|p| p - base).collect();
-        let params = ChunkUniform { row_begin: rows.start as u32, nrows: rows.len() as u32 };
+        let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end]
+            .iter()
+            .map(|p| p - base)
+            .collect();
+        let params = ChunkUniform {
+            row_begin: rows.start as u32,
+            nrows: rows.len() as u32,
+        };
         stages.push(Stage {
             pipeline: pipeline.clone(),
             bindings: vec![
@@ -50,7 +79,9 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
                 Binding::X,
                 Binding::Y,
                 Binding::Coeffs,
-                Binding::Owned(Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)))),
+                Binding::Owned(Arc::new(
+                    gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)),
+                )),
             ],
             grid: Grid::Direct(gpu.grid((rows.len() as u32).div_ceil(rows_per_group))),
         });
@@ -60,9 +91,17 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, method: Method, op
         _ => format!("{} lanes per row via {} reduction", team, lanes.name()),
     };
     // Rows longer than one invocation may loop over are skipped by the kernel and added here.
-    let long = long_rows::rows_to_split(a.row_ptr(), 1, long_rows::LANE_ITERATIONS as u64 * team as u64);
+    let long = long_rows::rows_to_split(
+        a.row_ptr(),
+        1,
+        long_rows::LANE_ITERATIONS as u64 * team as u64,
+    );
     stages.extend(long_rows::stages(gpu, a, &long, max_bytes)?);
-    let details = format!("{}: {lanes_text}, workgroup {wg}, {} row chunk(s), {} long row(s)", method.name(), chunks.len(), long.len());
+    let details = format!(
+        "{}: {lanes_text}, workgroup {wg}, {} row chunk(s), {} long row(s)",
+        method.name(),
+        chunks.len(),
+        long.len()
+    );
     Ok(SpmvPlan::new(gpu, method, a, stages, details))
 }
-

@@ -15,7 +15,10 @@ pub use tiles::{Speculation, TileGeometry};
 
 use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::{Gpu, GpuVector, PipelineKey};
-use crate::methods::common::{bad, chunk_limit, check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform};
+use crate::methods::common::{
+    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
+    workgroup_size, ChunkUniform,
+};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::{Binding, Grid, HostPath, HostStage, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
@@ -205,7 +208,11 @@ struct Part {
     shadow: Arc<wgpu::Buffer>,
 }
 
-pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
     let info = gpu.info();
     let so = &opts.speculative;
     let lanes = lane_mode(gpu, opts.lanes)?;
@@ -214,10 +221,21 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     // lane's array sits in local memory; see MAX_LANE_WORK in the shader), while f32 per-lane
     // loads beat staging on every class.
     let staged = so.staged_products.unwrap_or(T::NEEDS_F64);
-    let wg = workgroup_size(gpu, opts.workgroup_size, if staged { 256 } else { 128 }, at_least)?;
-    let work = so.work_per_lane.unwrap_or(if T::NEEDS_F64 || !staged { 4 } else { 8 });
+    let wg = workgroup_size(
+        gpu,
+        opts.workgroup_size,
+        if staged { 256 } else { 128 },
+        at_least,
+    )?;
+    let work = so
+        .work_per_lane
+        .unwrap_or(if T::NEEDS_F64 || !staged { 4 } else { 8 });
     if !shader::SPECULATIVE_WORK.contains(&work) {
-        return Err(bad("work_per_lane", work, format!("must be one of {:?}", shader::SPECULATIVE_WORK)));
+        return Err(bad(
+            "work_per_lane",
+            work,
+            format!("must be one of {:?}", shader::SPECULATIVE_WORK),
+        ));
     }
     if !staged && work > MAX_LANE_WORK {
         return Err(bad("work_per_lane", work, format!("at most {MAX_LANE_WORK} with products loaded per lane (more needs staged_products)")));
@@ -234,17 +252,34 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         }
     });
     if !shader::SPECULATIVE_TILES.contains(&tiles_per_team) {
-        return Err(bad("tiles_per_team", tiles_per_team, format!("must be one of {:?}", shader::SPECULATIVE_TILES)));
+        return Err(bad(
+            "tiles_per_team",
+            tiles_per_team,
+            format!("must be one of {:?}", shader::SPECULATIVE_TILES),
+        ));
     }
-    let geom = TileGeometry { lanes: team, work, tiles_per_team, teams_per_group: wg / team };
+    let geom = TileGeometry {
+        lanes: team,
+        work,
+        tiles_per_team,
+        teams_per_group: wg / team,
+    };
     let s = std::mem::size_of::<T>() as u64;
     let (w, teams) = (wg as u64, geom.teams_per_group as u64);
     let tile = geom.tile_len();
     // Descriptor and transmitter are double-buffered, products staged once.
     let pad_run = PAD_BYTES / s;
-    let products = if staged { teams * (tile + tile.div_ceil(pad_run)) * s } else { s };
+    let products = if staged {
+        teams * (tile + tile.div_ceil(pad_run)) * s
+    } else {
+        s
+    };
     // Bounds, then the per-team dirty masks and record offsets.
-    let mut wg_bytes = products + 2 * (w * 4 + teams * s) + teams * (tiles_per_team as u64 + 1) * 4 + teams * 8 + 8;
+    let mut wg_bytes = products
+        + 2 * (w * 4 + teams * s)
+        + teams * (tiles_per_team as u64 + 1) * 4
+        + teams * 8
+        + 8;
     if lanes == LaneMode::Workgroup {
         // Team scans, and the lane module's reduction buffer.
         wg_bytes += w * (8 + s) + w * s;
@@ -279,20 +314,37 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let max_bytes = chunk_limit(gpu, opts);
     let entry_bytes = s.max(4);
     // Less one quad: values and columns are padded to whole quads of 4 (see `quad_padded`).
-    let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes.saturating_sub(4 * entry_bytes) / (s / 4).max(1), "row")?;
+    let chunks = ptr_chunks(
+        a.row_ptr(),
+        entry_bytes,
+        max_bytes.saturating_sub(4 * entry_bytes) / (s / 4).max(1),
+        "row",
+    )?;
     // An empty matrix still gets one (empty) chunk, so the plan has a stage.
-    let chunks = if chunks.is_empty() { std::iter::once(0..0).collect() } else { chunks };
+    let chunks = if chunks.is_empty() {
+        std::iter::once(0..0).collect()
+    } else {
+        chunks
+    };
     // Each chunk's rebased row pointers and what its structure makes the GPU stage do.
     let analysed: Vec<(Vec<u32>, Speculation)> = chunks
         .iter()
         .map(|rows| {
             let begin = a.row_ptr()[rows.start];
-            let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end].iter().map(|p| p - begin).collect();
+            let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end]
+                .iter()
+                .map(|p| p - begin)
+                .collect();
             let spec_info = tiles::analyse(&row_ptr, &geom);
             (row_ptr, spec_info)
         })
         .collect();
-    let mut total = Speculation { tiles: 0, dirty_tiles: 0, leading_empty_rows: 0, synchronized: 0 };
+    let mut total = Speculation {
+        tiles: 0,
+        dirty_tiles: 0,
+        leading_empty_rows: 0,
+        synchronized: 0,
+    };
     for (_, i) in &analysed {
         total.tiles += i.tiles;
         total.dirty_tiles += i.dirty_tiles;
@@ -304,7 +356,9 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let row_ends = 2 * w * work as u64 * 4;
     let fits = wg_bytes + row_ends <= info.limits.max_compute_workgroup_storage_size as u64;
     let many_dirty = total.dirty_tiles as f64 >= RESOLVE_DIRTY_FRACTION * total.tiles as f64;
-    let resolve = so.resolve_dirty_tiles.unwrap_or(!on_host && fits && many_dirty);
+    let resolve = so
+        .resolve_dirty_tiles
+        .unwrap_or(!on_host && fits && many_dirty);
     if resolve && !fits {
         let have = info.limits.max_compute_workgroup_storage_size;
         return Err(bad("resolve_dirty_tiles", true, format!("needs {} bytes of workgroup memory with W = {work} and {wg} invocations, the adapter has {have}", wg_bytes + row_ends)));
@@ -314,7 +368,16 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         PipelineKey {
             kernel: shader::SPECULATIVE.name,
             variant: shader::SPECULATIVE.variant(T::WGSL, lanes),
-            overrides: vec![("WG_SIZE", wg), ("LANES", team), ("WORK", work), ("TILES", tiles_per_team), ("STAGED", staged as u32), ("RESOLVE", resolve as u32), ("TILE_ROWS", given_rows as u32), ("PAD_RUN", pad_run as u32)],
+            overrides: vec![
+                ("WG_SIZE", wg),
+                ("LANES", team),
+                ("WORK", work),
+                ("TILES", tiles_per_team),
+                ("STAGED", staged as u32),
+                ("RESOLVE", resolve as u32),
+                ("TILE_ROWS", given_rows as u32),
+                ("PAD_RUN", pad_run as u32),
+            ],
         },
         || shader::SPECULATIVE.source(T::WGSL, lanes),
     )?;
@@ -331,24 +394,45 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let mut host_stages = Vec::new();
     let mut parts = Vec::new();
     for (rows, (row_ptr, spec_info)) in chunks.iter().zip(analysed) {
-        let (begin, end) = (a.row_ptr()[rows.start] as usize, a.row_ptr()[rows.end] as usize);
+        let (begin, end) = (
+            a.row_ptr()[rows.start] as usize,
+            a.row_ptr()[rows.end] as usize,
+        );
         let nnz = (end - begin) as u64;
         let team_count = geom.teams(nnz);
         let leading = (spec_info.leading_empty_rows > 0) as u64;
-        let (records, max_records) = if resolve { (leading, 1) } else { (spec_info.dirty_tiles + leading, geom.max_records(nnz)) };
-        let zeroed = |label: &str, bytes: u64| gpu.storage_buffer(label, &vec![0u8; bytes as usize], aux_usage).map(Arc::new);
+        let (records, max_records) = if resolve {
+            (leading, 1)
+        } else {
+            (spec_info.dirty_tiles + leading, geom.max_records(nnz))
+        };
+        let zeroed = |label: &str, bytes: u64| {
+            gpu.storage_buffer(label, &vec![0u8; bytes as usize], aux_usage)
+                .map(Arc::new)
+        };
         // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
         let sync = zeroed("speculative synchronizer", team_count * 2 * s)?;
         let spec = zeroed("speculative speculator", (2 + 2 * max_records) * 4)?;
         // Resolving, only the leading empty rows are recorded (and read no shadow sums).
-        let shadow_rows = if resolve { spec_info.leading_empty_rows as usize } else { rows.len() };
+        let shadow_rows = if resolve {
+            spec_info.leading_empty_rows as usize
+        } else {
+            rows.len()
+        };
         let shadow = zeroed("speculative shadow", shadow_rows.max(1) as u64 * s)?;
-        let chunk_params = ChunkUniform { row_begin: rows.start as u32, nrows: rows.len() as u32 };
+        let chunk_params = ChunkUniform {
+            row_begin: rows.start as u32,
+            nrows: rows.len() as u32,
+        };
         let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
         let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
         let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
         let values = upload(gpu, "values", &quad_padded(&a.values()[begin..end]))?;
-        let tile_rows = if given_rows { tiles::tile_rows(&row_ptr, &geom) } else { vec![0] };
+        let tile_rows = if given_rows {
+            tiles::tile_rows(&row_ptr, &geom)
+        } else {
+            vec![0]
+        };
         let main_stage = Stage {
             pipeline: main.clone(),
             bindings: vec![
@@ -396,16 +480,33 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
                     Binding::Owned(spec.clone()),
                     Binding::Owned(shadow.clone()),
                     upload(gpu, "speculative runs", &runs)?,
-                    Binding::Owned(Arc::new(gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)))),
+                    Binding::Owned(Arc::new(
+                        gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)),
+                    )),
                 ],
                 grid: Grid::Direct(gpu.grid(groups)),
             });
         }
-        parts.push(Part { row_begin: rows.start, row_ptr, teams: team_count, needs_check, sync, spec, shadow });
+        parts.push(Part {
+            row_begin: rows.start,
+            row_ptr,
+            teams: team_count,
+            needs_check,
+            sync,
+            spec,
+            shadow,
+        });
     }
 
     let transfer = on_host.then_some(if map { "map" } else { "copy" });
-    let report = Arc::new(Report { geometry: geom, speculation: total.clone(), finish_on_host: on_host, dirty_tiles_resolved: resolve, transfer, last: Mutex::new(None) });
+    let report = Arc::new(Report {
+        geometry: geom,
+        speculation: total.clone(),
+        finish_on_host: on_host,
+        dirty_tiles_resolved: resolve,
+        transfer,
+        last: Mutex::new(None),
+    });
     let details = format!(
         "speculative: tiles of {}x{} (T x W), {} tiles per team, {} teams per workgroup ({} lanes via {}), products {}, {} row chunk(s), hit rate {:.1}% ({} of {} tiles dirty, {}), check on the {}",
         geom.lanes,
@@ -425,9 +526,19 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
             None => "GPU".into(),
         }
     );
-    let plan = SpmvPlan::new(gpu, Method::Speculative, a, gpu_stages, details).with_speculative_report(report.clone());
+    let plan = SpmvPlan::new(gpu, Method::Speculative, a, gpu_stages, details)
+        .with_speculative_report(report.clone());
     Ok(if on_host {
-        plan.with_host_path(HostPath { stages: host_stages, stage: Box::new(HostCheck::<T> { parts, map, report, _t: PhantomData }), turn: Default::default() })
+        plan.with_host_path(HostPath {
+            stages: host_stages,
+            stage: Box::new(HostCheck::<T> {
+                parts,
+                map,
+                report,
+                _t: PhantomData,
+            }),
+            turn: Default::default(),
+        })
     } else {
         plan
     })
@@ -493,7 +604,13 @@ impl<T: Scalar> HostCheck<T> {
             let mut enc = gpu.device().create_command_encoder(&Default::default());
             for (r, offs) in reqs.iter().zip(&at) {
                 for (range, &o) in r.ranges.iter().zip(offs) {
-                    enc.copy_buffer_to_buffer(r.buffer, range.start, &staging, o, range.end - range.start);
+                    enc.copy_buffer_to_buffer(
+                        r.buffer,
+                        range.start,
+                        &staging,
+                        o,
+                        range.end - range.start,
+                    );
                 }
             }
             gpu.queue().submit([enc.finish()]);
@@ -519,13 +636,22 @@ impl<T: Scalar> HostCheck<T> {
         }
         let mut waited = Ok(());
         for rx in pending {
-            if let Err(e) = gpu.wait_for_callback(rx).and_then(|r| r.map_err(|e| Error::Map(e.to_string()))) {
+            if let Err(e) = gpu
+                .wait_for_callback(rx)
+                .and_then(|r| r.map_err(|e| Error::Map(e.to_string())))
+            {
                 waited = waited.and(Err(e));
             }
         }
         if let Err(e) = waited {
             // Leave no buffer mapped or pending: the plan must stay usable after an error.
-            let mut touched: Vec<&wgpu::Buffer> = reqs.iter().filter(|r| self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) && !r.ranges.is_empty()).map(|r| r.buffer).collect();
+            let mut touched: Vec<&wgpu::Buffer> = reqs
+                .iter()
+                .filter(|r| {
+                    self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) && !r.ranges.is_empty()
+                })
+                .map(|r| r.buffer)
+                .collect();
             touched.extend(staging.as_ref());
             for b in touched {
                 let _ = gpu.scoped("unmapping after a failed map", || b.unmap());
@@ -534,13 +660,19 @@ impl<T: Scalar> HostCheck<T> {
         }
         let mut out = Vec::new();
         let staging_view = match &staging {
-            Some(s) => Some(s.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?),
+            Some(s) => Some(
+                s.get_mapped_range(..)
+                    .map_err(|e| Error::Map(e.to_string()))?,
+            ),
             None => None,
         };
         for (r, offs) in reqs.iter().zip(&at) {
             let mut got = Vec::new();
             if offs.is_empty() && !r.ranges.is_empty() {
-                let view = r.buffer.get_mapped_range(..).map_err(|e| Error::Map(e.to_string()))?;
+                let view = r
+                    .buffer
+                    .get_mapped_range(..)
+                    .map_err(|e| Error::Map(e.to_string()))?;
                 for range in &r.ranges {
                     got.push(view[range.start as usize..range.end as usize].to_vec());
                 }
@@ -563,7 +695,13 @@ impl<T: Scalar> HostCheck<T> {
 
     /// Writes byte ranges into `buffer`: through a write mapping of the span they cover where the
     /// buffer maps, else as queued writes (ordered before the next submission).
-    fn store(&self, gpu: &Gpu, buffer: &wgpu::Buffer, writes: &[(u64, Vec<u8>)], bytes_written: &mut u64) -> Result<()> {
+    fn store(
+        &self,
+        gpu: &Gpu,
+        buffer: &wgpu::Buffer,
+        writes: &[(u64, Vec<u8>)],
+        bytes_written: &mut u64,
+    ) -> Result<()> {
         if writes.is_empty() {
             return Ok(());
         }
@@ -574,15 +712,25 @@ impl<T: Scalar> HostCheck<T> {
             }
             return Ok(());
         }
-        let lo = writes.iter().map(|w| w.0).min().unwrap() / wgpu::MAP_ALIGNMENT * wgpu::MAP_ALIGNMENT;
-        let hi = writes.iter().map(|w| w.0 + w.1.len() as u64).max().unwrap().next_multiple_of(4).min(buffer.size());
+        let lo =
+            writes.iter().map(|w| w.0).min().unwrap() / wgpu::MAP_ALIGNMENT * wgpu::MAP_ALIGNMENT;
+        let hi = writes
+            .iter()
+            .map(|w| w.0 + w.1.len() as u64)
+            .max()
+            .unwrap()
+            .next_multiple_of(4)
+            .min(buffer.size());
         let (tx, rx) = futures::channel::oneshot::channel();
         buffer.map_async(wgpu::MapMode::Write, lo..hi, move |r| {
             let _ = tx.send(r);
         });
-        gpu.wait_for_callback(rx)?.map_err(|e| Error::Map(e.to_string()))?;
+        gpu.wait_for_callback(rx)?
+            .map_err(|e| Error::Map(e.to_string()))?;
         {
-            let mut view = buffer.get_mapped_range_mut(lo..hi).map_err(|e| Error::Map(e.to_string()))?;
+            let mut view = buffer
+                .get_mapped_range_mut(lo..hi)
+                .map_err(|e| Error::Map(e.to_string()))?;
             for (off, bytes) in writes {
                 let o = (off - lo) as usize;
                 view.slice(o..o + bytes.len()).copy_from_slice(bytes);
@@ -633,7 +781,8 @@ impl<T: Scalar> HostStage<T> for HostCheck<T> {
         if out.is_err() {
             // The next product must not inherit this one's dirty records.
             for p in self.parts.iter().filter(|p| p.needs_check) {
-                gpu.queue().write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
+                gpu.queue()
+                    .write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
             }
         }
         out
@@ -644,8 +793,13 @@ impl<T: Scalar> HostCheck<T> {
     /// The check stage proper (the paper's host part): carries between teams, dirty tiles.
     fn check(&self, gpu: &Gpu, alpha: T, beta: T, y: &mut GpuVector<T>) -> Result<()> {
         if !self.parts.iter().any(|p| p.needs_check) {
-            *self.report.last.lock().unwrap() =
-                Some(HostRun { dirty_records: 0, synchronized_rows: 0, host_stage: Duration::ZERO, bytes_read: 0, bytes_written: 0 });
+            *self.report.last.lock().unwrap() = Some(HostRun {
+                dirty_records: 0,
+                synchronized_rows: 0,
+                host_stage: Duration::ZERO,
+                bytes_read: 0,
+                bytes_written: 0,
+            });
             return Ok(());
         }
         gpu.wait()?;
@@ -657,7 +811,18 @@ impl<T: Scalar> HostCheck<T> {
         // Round 1: each part's dirty counter and synchronizer.
         let reqs: Vec<Fetch> = parts
             .iter()
-            .flat_map(|p| [Fetch { buffer: &p.spec, ranges: vec![0..4] }, Fetch { buffer: &p.sync, ranges: vec![0..p.teams * 2 * s] }])
+            .flat_map(|p| {
+                [
+                    Fetch {
+                        buffer: &p.spec,
+                        ranges: vec![0..4],
+                    },
+                    Fetch {
+                        buffer: &p.sync,
+                        ranges: vec![0..p.teams * 2 * s],
+                    },
+                ]
+            })
             .collect();
         let got = self.fetch(gpu, &reqs, &mut bytes_read)?;
         let mut counts = Vec::new();
@@ -667,17 +832,39 @@ impl<T: Scalar> HostCheck<T> {
             // SyncEntry: the row's u32, then the value at the scalar's alignment.
             let entries: Vec<(u32, T)> = got[2 * i + 1][0]
                 .chunks_exact(2 * s as usize)
-                .map(|e| (u32::from_le_bytes(e[..4].try_into().unwrap()), scalars::<T>(&e[s as usize..])[0]))
+                .map(|e| {
+                    (
+                        u32::from_le_bytes(e[..4].try_into().unwrap()),
+                        scalars::<T>(&e[s as usize..])[0],
+                    )
+                })
                 .collect();
             debug_assert_eq!(entries.len() as u64, p.teams);
             syncs.push(tiles::sync_runs(&entries));
         }
 
         // Round 2: the records of the parts with dirty tiles.
-        let reqs: Vec<Fetch> = parts.iter().zip(&counts).map(|(p, &c)| Fetch { buffer: &p.spec, ranges: if c > 0 { vec![8..8 + 8 * c as u64] } else { vec![] } }).collect();
+        let reqs: Vec<Fetch> = parts
+            .iter()
+            .zip(&counts)
+            .map(|(p, &c)| Fetch {
+                buffer: &p.spec,
+                ranges: if c > 0 {
+                    vec![8..8 + 8 * c as u64]
+                } else {
+                    vec![]
+                },
+            })
+            .collect();
         let got = self.fetch(gpu, &reqs, &mut bytes_read)?;
-        let records: Vec<Vec<Range<u32>>> =
-            got.iter().map(|g| g.first().map(|b| u32s(b).chunks_exact(2).map(|r| r[0]..r[1]).collect()).unwrap_or_default()).collect();
+        let records: Vec<Vec<Range<u32>>> = got
+            .iter()
+            .map(|g| {
+                g.first()
+                    .map(|b| u32s(b).chunks_exact(2).map(|r| r[0]..r[1]).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
 
         // Round 3: the rows of y read (synchronized rows; dirty rows when β·y counts) and the
         // shadow of the dirty rows.
@@ -691,13 +878,29 @@ impl<T: Scalar> HostCheck<T> {
                 y_rows.extend(records[i].iter().map(|r| base + r.start..base + r.end));
             }
             let shadow_rows = merge(records[i].clone(), 0);
-            shadow_reqs.push(Fetch { buffer: &p.shadow, ranges: shadow_rows.iter().map(|r| r.start as u64 * s..r.end as u64 * s).collect() });
+            shadow_reqs.push(Fetch {
+                buffer: &p.shadow,
+                ranges: shadow_rows
+                    .iter()
+                    .map(|r| r.start as u64 * s..r.end as u64 * s)
+                    .collect(),
+            });
         }
         let y_rows = merge(y_rows, 64);
-        let mut reqs = vec![Fetch { buffer: &y.buffer, ranges: y_rows.iter().map(|r| r.start as u64 * s..r.end as u64 * s).collect() }];
+        let mut reqs = vec![Fetch {
+            buffer: &y.buffer,
+            ranges: y_rows
+                .iter()
+                .map(|r| r.start as u64 * s..r.end as u64 * s)
+                .collect(),
+        }];
         reqs.extend(shadow_reqs);
         let got = self.fetch(gpu, &reqs, &mut bytes_read)?;
-        let y_read: Vec<(u32, Vec<T>)> = y_rows.iter().zip(&got[0]).map(|(r, b)| (r.start, scalars::<T>(b))).collect();
+        let y_read: Vec<(u32, Vec<T>)> = y_rows
+            .iter()
+            .zip(&got[0])
+            .map(|(r, b)| (r.start, scalars::<T>(b)))
+            .collect();
         let y_old = |row: u32| -> T {
             let k = y_read.partition_point(|(start, _)| *start <= row) - 1;
             y_read[k].1[(row - y_read[k].0) as usize]
@@ -707,17 +910,28 @@ impl<T: Scalar> HostCheck<T> {
         for (i, p) in parts.iter().enumerate() {
             let base = p.row_begin as u32;
             for &(r, sum) in &syncs[i] {
-                out.push((base + r, vec![T::from_f64(y_old(base + r).to_f64() + alpha.to_f64() * sum)]));
+                out.push((
+                    base + r,
+                    vec![T::from_f64(y_old(base + r).to_f64() + alpha.to_f64() * sum)],
+                ));
             }
             synchronized_rows += syncs[i].len() as u64;
-            let shadow: Vec<(u32, Vec<T>)> = merge(records[i].clone(), 0).iter().zip(&got[1 + i]).map(|(r, b)| (r.start, scalars::<T>(b))).collect();
+            let shadow: Vec<(u32, Vec<T>)> = merge(records[i].clone(), 0)
+                .iter()
+                .zip(&got[1 + i])
+                .map(|(r, b)| (r.start, scalars::<T>(b)))
+                .collect();
             let rearranged: Vec<(u32, Vec<T>)> = records[i]
                 .par_iter()
                 .filter(|r| !r.is_empty())
                 .map(|r| {
                     let k = shadow.partition_point(|(start, _)| *start <= r.start) - 1;
                     let sh = &shadow[k].1[(r.start - shadow[k].0) as usize..];
-                    let mut ys: Vec<T> = if read_old { (r.start..r.end).map(|row| y_old(base + row)).collect() } else { vec![T::from_f64(0.0); r.len()] };
+                    let mut ys: Vec<T> = if read_old {
+                        (r.start..r.end).map(|row| y_old(base + row)).collect()
+                    } else {
+                        vec![T::from_f64(0.0); r.len()]
+                    };
                     tiles::rearrange(&p.row_ptr, r.clone(), sh, alpha, beta, &mut ys);
                     (base + r.start, ys)
                 })
@@ -726,16 +940,26 @@ impl<T: Scalar> HostCheck<T> {
         }
 
         // Write back only the rows changed, and reset the dirty counters.
-        let writes: Vec<(u64, Vec<u8>)> = coalesce(out).into_iter().map(|(r, v)| (r as u64 * s, bytemuck::cast_slice(&v).to_vec())).collect();
+        let writes: Vec<(u64, Vec<u8>)> = coalesce(out)
+            .into_iter()
+            .map(|(r, v)| (r as u64 * s, bytemuck::cast_slice(&v).to_vec()))
+            .collect();
         self.store(gpu, &y.buffer, &writes, &mut bytes_written)?;
         for (p, &c) in parts.iter().zip(&counts) {
             if c > 0 {
-                gpu.queue().write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
+                gpu.queue()
+                    .write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
                 bytes_written += 4;
             }
         }
         let dirty_records = counts.iter().map(|&c| c as u64).sum();
-        *self.report.last.lock().unwrap() = Some(HostRun { dirty_records, synchronized_rows, host_stage: start.elapsed(), bytes_read, bytes_written });
+        *self.report.last.lock().unwrap() = Some(HostRun {
+            dirty_records,
+            synchronized_rows,
+            host_stage: start.elapsed(),
+            bytes_read,
+            bytes_written,
+        });
         Ok(())
     }
 }
@@ -747,8 +971,19 @@ mod tests {
 
     #[test]
     fn scattered_columns_tell_random_gathers_from_local_ones() {
-        for (class, scattered) in [(SuiteClass::Wide, true), (SuiteClass::Tall, true), (SuiteClass::PowerLaw, true), (SuiteClass::Banded, false), (SuiteClass::Dense, false)] {
-            assert_eq!(scattered_columns(&class.generate(200_000, 3)), scattered, "{}", class.name());
+        for (class, scattered) in [
+            (SuiteClass::Wide, true),
+            (SuiteClass::Tall, true),
+            (SuiteClass::PowerLaw, true),
+            (SuiteClass::Banded, false),
+            (SuiteClass::Dense, false),
+        ] {
+            assert_eq!(
+                scattered_columns(&class.generate(200_000, 3)),
+                scattered,
+                "{}",
+                class.name()
+            );
         }
         assert!(!scattered_columns(&CsrMatrix::<f32>::zeros(0, 0).unwrap()));
     }

@@ -62,7 +62,9 @@ impl TileGeometry {
     }
     /// Workgroups of the GPU stage.
     pub fn groups(&self, nnz: u64) -> u64 {
-        nnz.div_ceil(self.team_len()).max(1).div_ceil(self.teams_per_group as u64)
+        nnz.div_ceil(self.team_len())
+            .max(1)
+            .div_ceil(self.teams_per_group as u64)
     }
     /// Teams launched (the synchronizer has one entry per team).
     pub fn teams(&self, nnz: u64) -> u64 {
@@ -121,7 +123,9 @@ impl Speculation {
     /// Whether the check stage has anything to do (with dirty tiles resolved in the GPU stage,
     /// only the leading empty rows and the synchronizer are left to it).
     pub fn needs_check(&self, dirty_tiles_resolved: bool) -> bool {
-        (self.dirty_tiles > 0 && !dirty_tiles_resolved) || self.leading_empty_rows > 0 || self.synchronized > 0
+        (self.dirty_tiles > 0 && !dirty_tiles_resolved)
+            || self.leading_empty_rows > 0
+            || self.synchronized > 0
     }
 }
 
@@ -147,17 +151,32 @@ fn tile(row_ptr: &[u32], g: &TileGeometry, t: u64) -> Tile {
     let cont = live && row_ptr[start as usize] < begin;
     let carries_on = live && (end as u64) < nnz && row_ptr[stop as usize] < end;
     // Distinct head positions inside the tile; an empty row shares its position with the next.
-    let mut heads: Vec<u32> = (start..=stop).map(|j| row_ptr[j as usize]).filter(|&p| p >= begin && p < end).collect();
+    let mut heads: Vec<u32> = (start..=stop)
+        .map(|j| row_ptr[j as usize])
+        .filter(|&p| p >= begin && p < end)
+        .collect();
     heads.dedup();
-    let dirty = live && heads.len() as u64 + cont as u64 != (stop - start) as u64 + carries_on as u64;
-    Tile { begin, end, start, stop, cont, carries_on, dirty }
+    let dirty =
+        live && heads.len() as u64 + cont as u64 != (stop - start) as u64 + carries_on as u64;
+    Tile {
+        begin,
+        end,
+        start,
+        stop,
+        cont,
+        carries_on,
+        dirty,
+    }
 }
 
 /// The structure analysis of [`Speculation`].
 pub fn analyse(row_ptr: &[u32], g: &TileGeometry) -> Speculation {
     let nnz = *row_ptr.last().unwrap() as u64;
     let tiles = g.tiles(nnz);
-    let dirty_tiles = (0..tiles).into_par_iter().filter(|&t| tile(row_ptr, g, t).dirty).count() as u64;
+    let dirty_tiles = (0..tiles)
+        .into_par_iter()
+        .filter(|&t| tile(row_ptr, g, t).dirty)
+        .count() as u64;
     let synchronized = (0..g.teams(nnz))
         .into_par_iter()
         .filter(|&b| {
@@ -165,7 +184,12 @@ pub fn analyse(row_ptr: &[u32], g: &TileGeometry) -> Speculation {
             begin < nnz && row_ptr[rightmost_row(row_ptr, begin as u32) as usize] < begin as u32
         })
         .count() as u64;
-    Speculation { tiles, dirty_tiles, leading_empty_rows: rightmost_row(row_ptr, 0), synchronized }
+    Speculation {
+        tiles,
+        dirty_tiles,
+        leading_empty_rows: rightmost_row(row_ptr, 0),
+        synchronized,
+    }
 }
 
 /// The runs of synchronizer entries that add to one row, as `(first team, teams)`, in team
@@ -206,12 +230,30 @@ pub struct StageOutput<T> {
 /// tiles and with the same transmitter, and returns what it leaves for the check stage.
 /// `resolve`: dirty tiles resolved in the GPU stage ([`super::SpeculativeOptions::resolve_dirty_tiles`]).
 #[allow(clippy::too_many_arguments)]
-pub fn gpu_stage_twin<T: Scalar>(row_ptr: &[u32], col_idx: &[u32], values: &[T], x: &[T], alpha: T, beta: T, y: &mut [T], g: &TileGeometry, resolve: bool) -> StageOutput<T> {
+pub fn gpu_stage_twin<T: Scalar>(
+    row_ptr: &[u32],
+    col_idx: &[u32],
+    values: &[T],
+    x: &[T],
+    alpha: T,
+    beta: T,
+    y: &mut [T],
+    g: &TileGeometry,
+    resolve: bool,
+) -> StageOutput<T> {
     let nnz = *row_ptr.last().unwrap() as u64;
     let nrows = row_ptr.len() - 1;
-    let mut out = StageOutput { sync: Vec::new(), records: Vec::new(), shadow: vec![T::from_f64(0.0); nrows] };
+    let mut out = StageOutput {
+        sync: Vec::new(),
+        records: Vec::new(),
+        shadow: vec![T::from_f64(0.0); nrows],
+    };
     let write_y = |y: &mut [T], r: u32, v: f64| {
-        let old = if beta.to_f64() == 0.0 { 0.0 } else { beta.to_f64() * y[r as usize].to_f64() };
+        let old = if beta.to_f64() == 0.0 {
+            0.0
+        } else {
+            beta.to_f64() * y[r as usize].to_f64()
+        };
         y[r as usize] = T::from_f64(alpha.to_f64() * v + old);
     };
     let first_row = rightmost_row(row_ptr, 0);
@@ -284,12 +326,22 @@ pub fn gpu_stage_twin<T: Scalar>(row_ptr: &[u32], col_idx: &[u32], values: &[T],
 /// Sums of each run of synchronizer entries with the same row, in row order (runs are
 /// contiguous: teams are in nonzero order). Rayon splits the entries; a run is never split.
 pub fn sync_runs<T: Scalar>(sync: &[(u32, T)]) -> Vec<(u32, f64)> {
-    sync.par_chunk_by(|a, b| a.0 == b.0).filter(|run| run[0].0 != NONE).map(|run| (run[0].0, run.iter().map(|e| e.1.to_f64()).sum())).collect()
+    sync.par_chunk_by(|a, b| a.0 == b.0)
+        .filter(|run| run[0].0 != NONE)
+        .map(|run| (run[0].0, run.iter().map(|e| e.1.to_f64()).sum()))
+        .collect()
 }
 
 /// Re-arranges one speculator record: the rows `rows` of `y` (given as `y_rows`) receive, in
 /// order, the sums `shadow_rows[0..]` if non-empty and nothing if empty, so `y = α·sum + β·y`.
-pub fn rearrange<T: Scalar>(row_ptr: &[u32], rows: Range<u32>, shadow_rows: &[T], alpha: T, beta: T, y_rows: &mut [T]) {
+pub fn rearrange<T: Scalar>(
+    row_ptr: &[u32],
+    rows: Range<u32>,
+    shadow_rows: &[T],
+    alpha: T,
+    beta: T,
+    y_rows: &mut [T],
+) {
     let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
     let mut next = 0;
     for (i, r) in rows.enumerate() {
@@ -299,14 +351,24 @@ pub fn rearrange<T: Scalar>(row_ptr: &[u32], rows: Range<u32>, shadow_rows: &[T]
         } else {
             0.0
         };
-        let old = if beta == 0.0 { 0.0 } else { beta * y_rows[i].to_f64() };
+        let old = if beta == 0.0 {
+            0.0
+        } else {
+            beta * y_rows[i].to_f64()
+        };
         y_rows[i] = T::from_f64(alpha * sum + old);
     }
 }
 
 /// The check stage on whole host arrays (what the host stage does over mapped buffers): adds
 /// the synchronizer into `y` and re-arranges every dirty record, in parallel.
-pub fn check_stage<T: Scalar>(row_ptr: &[u32], out: &StageOutput<T>, alpha: T, beta: T, y: &mut [T]) {
+pub fn check_stage<T: Scalar>(
+    row_ptr: &[u32],
+    out: &StageOutput<T>,
+    alpha: T,
+    beta: T,
+    y: &mut [T],
+) {
     for (r, s) in sync_runs(&out.sync) {
         y[r as usize] = T::from_f64(y[r as usize].to_f64() + alpha.to_f64() * s);
     }
@@ -317,7 +379,11 @@ pub fn check_stage<T: Scalar>(row_ptr: &[u32], out: &StageOutput<T>, alpha: T, b
 }
 
 /// Runs `f` on each record's rows of `y` in parallel (records never overlap).
-pub fn for_each_record<T: Send>(records: &[Range<u32>], y: &mut [T], f: impl Fn(Range<u32>, &mut [T]) + Sync) {
+pub fn for_each_record<T: Send>(
+    records: &[Range<u32>],
+    y: &mut [T],
+    f: impl Fn(Range<u32>, &mut [T]) + Sync,
+) {
     let mut sorted: Vec<Range<u32>> = records.iter().filter(|r| !r.is_empty()).cloned().collect();
     sorted.sort_by_key(|r| r.start);
     let mut parts = Vec::with_capacity(sorted.len());
@@ -338,12 +404,32 @@ mod tests {
     use super::*;
     use crate::{reference, suite, CsrMatrix};
 
-    fn twin_spmv(a: &CsrMatrix<f64>, g: &TileGeometry, alpha: f64, beta: f64, y0: &[f64], resolve: bool) -> Vec<f64> {
+    fn twin_spmv(
+        a: &CsrMatrix<f64>,
+        g: &TileGeometry,
+        alpha: f64,
+        beta: f64,
+        y0: &[f64],
+        resolve: bool,
+    ) -> Vec<f64> {
         let x = suite::random_vector(a.ncols(), 3);
         let mut y = y0.to_vec();
-        let out = gpu_stage_twin(a.row_ptr(), a.col_idx(), a.values(), &x, alpha, beta, &mut y, g, resolve);
+        let out = gpu_stage_twin(
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            &x,
+            alpha,
+            beta,
+            &mut y,
+            g,
+            resolve,
+        );
         if resolve {
-            assert!(out.records.len() <= 1, "resolving, only leading empty rows are recorded");
+            assert!(
+                out.records.len() <= 1,
+                "resolving, only leading empty rows are recorded"
+            );
         }
         check_stage(a.row_ptr(), &out, alpha, beta, &mut y);
         y
@@ -351,8 +437,15 @@ mod tests {
 
     fn geometries() -> Vec<TileGeometry> {
         let mut v = Vec::new();
-        for (lanes, work, tiles_per_team) in [(4, 2, 1), (4, 2, 3), (8, 4, 2), (2, 1, 5), (32, 8, 7)] {
-            v.push(TileGeometry { lanes, work, tiles_per_team, teams_per_group: 2 });
+        for (lanes, work, tiles_per_team) in
+            [(4, 2, 1), (4, 2, 3), (8, 4, 2), (2, 1, 5), (32, 8, 7)]
+        {
+            v.push(TileGeometry {
+                lanes,
+                work,
+                tiles_per_team,
+                teams_per_group: 2,
+            });
         }
         v
     }
@@ -366,7 +459,11 @@ mod tests {
                     let y = twin_spmv(a, &g, alpha, beta, &y0, resolve);
                     let want = reference::spmv_axpby(alpha, a, &x, beta, &y0).unwrap();
                     let c = reference::check(alpha, a, &x, beta, Some(&y0), &y, &want);
-                    assert!(c.ok, "{label} {g:?} α={alpha} β={beta} resolve={resolve}: worst row {:?}", c.worst_row);
+                    assert!(
+                        c.ok,
+                        "{label} {g:?} α={alpha} β={beta} resolve={resolve}: worst row {:?}",
+                        c.worst_row
+                    );
                 }
             }
         }
@@ -387,7 +484,10 @@ mod tests {
         check(&csr(12, &[3, 3, 2, 0, 1, 3, 0, 0, 7, 4, 0, 25]), "mixed");
         check(&csr(5, &[0, 0, 0, 0, 0]), "all empty");
         check(&csr(0, &[]), "no rows");
-        check(&csr(6, &[0, 0, 40, 0, 0, 0]), "one long row among empty ones");
+        check(
+            &csr(6, &[0, 0, 40, 0, 0, 0]),
+            "one long row among empty ones",
+        );
         check(&csr(40, &[1; 40]), "rows of one");
         check(&csr(3, &[200, 0, 1]), "a row across many teams");
         for class in suite::SuiteClass::ALL {
@@ -402,10 +502,24 @@ mod tests {
             let s = analyse(a.row_ptr(), &g);
             let x = vec![1.0; a.ncols()];
             let mut y = vec![0.0; a.nrows()];
-            let out = gpu_stage_twin(a.row_ptr(), a.col_idx(), a.values(), &x, 1.0, 0.0, &mut y, &g, false);
+            let out = gpu_stage_twin(
+                a.row_ptr(),
+                a.col_idx(),
+                a.values(),
+                &x,
+                1.0,
+                0.0,
+                &mut y,
+                &g,
+                false,
+            );
             let dirty = out.records.len() as u64 - (s.leading_empty_rows > 0) as u64;
             assert_eq!(dirty, s.dirty_tiles, "{g:?}");
-            assert_eq!(out.sync.iter().filter(|e| e.0 != NONE).count() as u64, s.synchronized, "{g:?}");
+            assert_eq!(
+                out.sync.iter().filter(|e| e.0 != NONE).count() as u64,
+                s.synchronized,
+                "{g:?}"
+            );
             let runs = sync_run_bounds(a.row_ptr(), &g);
             assert_eq!(runs.iter().map(|r| r.1 as u64).sum::<u64>(), s.synchronized);
             for (first, len) in runs {
@@ -423,10 +537,19 @@ mod tests {
 
     #[test]
     fn tile_rows_are_the_binary_search_results() {
-        for a in [csr(12, &[3, 3, 2, 0, 1, 3, 0, 0, 7, 4, 0, 25]), csr(5, &[0; 5]), csr(0, &[]), csr(4, &[0, 9, 0, 0])] {
+        for a in [
+            csr(12, &[3, 3, 2, 0, 1, 3, 0, 0, 7, 4, 0, 25]),
+            csr(5, &[0; 5]),
+            csr(0, &[]),
+            csr(4, &[0, 9, 0, 0]),
+        ] {
             for g in geometries() {
                 let tiles = g.teams(a.nnz() as u64) * g.tiles_per_team as u64;
-                let want: Vec<u32> = (0..=tiles).map(|t| rightmost_row(a.row_ptr(), (t * g.tile_len()).min(a.nnz() as u64) as u32)).collect();
+                let want: Vec<u32> = (0..=tiles)
+                    .map(|t| {
+                        rightmost_row(a.row_ptr(), (t * g.tile_len()).min(a.nnz() as u64) as u32)
+                    })
+                    .collect();
                 assert_eq!(tile_rows(a.row_ptr(), &g), want, "{g:?}");
             }
         }

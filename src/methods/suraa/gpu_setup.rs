@@ -81,15 +81,30 @@ struct Recorder<'a> {
 }
 
 impl Recorder<'_> {
-    fn dispatch(&mut self, kernel: Kernel, overrides: Vec<(&'static str, u32)>, buffers: &[&wgpu::Buffer], groups: u32) -> Result<()> {
+    fn dispatch(
+        &mut self,
+        kernel: Kernel,
+        overrides: Vec<(&'static str, u32)>,
+        buffers: &[&wgpu::Buffer],
+        groups: u32,
+    ) -> Result<()> {
         let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
-        let entries: Vec<wgpu::BindGroupEntry> =
-            buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
-        let group = self.gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(kernel.name),
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        let group = self
+            .gpu
+            .device()
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(kernel.name),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
         let [x, y] = self.gpu.grid(groups);
         self.pass.set_pipeline(&pipeline);
         self.pass.set_bind_group(0, &group, &[]);
@@ -100,14 +115,38 @@ impl Recorder<'_> {
     /// Exclusive scan of the first `n` entries of `data` in place.
     fn scan(&mut self, data: &wgpu::Buffer, block_sums: &wgpu::Buffer, n: u32) -> Result<()> {
         let blocks = n.div_ceil(SCAN_BLOCK);
-        let params = self.gpu.uniform_buffer("suraa scan params", bytemuck::bytes_of(&ScanParams { n, blocks }));
-        self.dispatch(shader::SCAN_U32_REDUCE, vec![], &[data, block_sums, &params], blocks)?;
-        self.dispatch(shader::SCAN_U32_DOWN, vec![], &[data, block_sums, &params], blocks)
+        let params = self.gpu.uniform_buffer(
+            "suraa scan params",
+            bytemuck::bytes_of(&ScanParams { n, blocks }),
+        );
+        self.dispatch(
+            shader::SCAN_U32_REDUCE,
+            vec![],
+            &[data, block_sums, &params],
+            blocks,
+        )?;
+        self.dispatch(
+            shader::SCAN_U32_DOWN,
+            vec![],
+            &[data, block_sums, &params],
+            blocks,
+        )
     }
 }
 
-fn pipeline_of(gpu: &Gpu, kernel: Kernel, overrides: Vec<(&'static str, u32)>) -> Result<Arc<wgpu::ComputePipeline>> {
-    gpu.pipeline(PipelineKey { kernel: kernel.name, variant: kernel.variant("u32", LaneMode::Workgroup), overrides }, || kernel.source("u32", LaneMode::Workgroup))
+fn pipeline_of(
+    gpu: &Gpu,
+    kernel: Kernel,
+    overrides: Vec<(&'static str, u32)>,
+) -> Result<Arc<wgpu::ComputePipeline>> {
+    gpu.pipeline(
+        PipelineKey {
+            kernel: kernel.name,
+            variant: kernel.variant("u32", LaneMode::Workgroup),
+            overrides,
+        },
+        || kernel.source("u32", LaneMode::Workgroup),
+    )
 }
 
 fn val_words<T: Scalar>() -> Vec<(&'static str, u32)> {
@@ -138,29 +177,69 @@ pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
 /// Runs the setup on the GPU (submitted, not waited for) from the CSR arrays `[row_ptr,
 /// col_idx, values]`, which it leaves as they were. Also returns the time spent allocating its
 /// buffers (the rearranged matrix among them) before recording.
-pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams, writes: ScalarWrites, csr: &[wgpu::Buffer; 3]) -> Result<(Built, std::time::Duration)> {
+pub(crate) fn run<T: Scalar>(
+    gpu: &Gpu,
+    a: &crate::CsrMatrix<T>,
+    p: &SetupParams,
+    writes: ScalarWrites,
+    csr: &[wgpu::Buffer; 3],
+) -> Result<(Built, std::time::Duration)> {
     let start = std::time::Instant::now();
     let [row_ptr, col_idx, vals] = csr;
-    let m = u32::try_from(a.nrows()).map_err(|_| Error::InvalidParameter { name: "nrows", value: a.nrows().to_string(), reason: "suraa needs fewer than 2^32 rows".into() })?;
+    let m = u32::try_from(a.nrows()).map_err(|_| Error::InvalidParameter {
+        name: "nrows",
+        value: a.nrows().to_string(),
+        reason: "suraa needs fewer than 2^32 rows".into(),
+    })?;
     let none = wgpu::BufferUsages::empty();
     let u32s = |label: &str, n: u64| gpu.storage_zeroed(label, n * 4, none);
-    let (lo_a, hi_a, rows_a) = (u32s("suraa keys lo", m as u64)?, u32s("suraa keys hi", m as u64)?, u32s("suraa rows", m as u64)?);
-    let (lo_b, hi_b, rows_b) = (u32s("suraa keys lo'", m as u64)?, u32s("suraa keys hi'", m as u64)?, u32s("suraa rows'", m as u64)?);
+    let (lo_a, hi_a, rows_a) = (
+        u32s("suraa keys lo", m as u64)?,
+        u32s("suraa keys hi", m as u64)?,
+        u32s("suraa rows", m as u64)?,
+    );
+    let (lo_b, hi_b, rows_b) = (
+        u32s("suraa keys lo'", m as u64)?,
+        u32s("suraa keys hi'", m as u64)?,
+        u32s("suraa rows'", m as u64)?,
+    );
     let tiles = m.div_ceil(RADIX_TILE);
     let counts = u32s("suraa digit counts", 256 * tiles as u64)?;
-    let block_sums = u32s("suraa block sums", (256 * tiles as u64).max(m as u64 + 1).div_ceil(SCAN_BLOCK as u64))?;
+    let block_sums = u32s(
+        "suraa block sums",
+        (256 * tiles as u64)
+            .max(m as u64 + 1)
+            .div_ceil(SCAN_BLOCK as u64),
+    )?;
     // The sorted lengths, scanned in place: the sorted matrix's row pointers.
     let lengths = Arc::new(u32s("suraa row_ptr", m as u64 + 1)?);
     let nnz = a.nnz() as u32;
     let cols_out = Arc::new(u32s("suraa col_idx", nnz as u64)?);
-    let vals_out = Arc::new(gpu.storage_zeroed("suraa values", nnz as u64 * std::mem::size_of::<T>() as u64, none)?);
-    let rearrange_params = gpu.uniform_buffer("suraa rearrange params", bytemuck::cast_slice(&[nnz, m]));
+    let vals_out = Arc::new(gpu.storage_zeroed(
+        "suraa values",
+        nnz as u64 * std::mem::size_of::<T>() as u64,
+        none,
+    )?);
+    let rearrange_params =
+        gpu.uniform_buffer("suraa rearrange params", bytemuck::cast_slice(&[nnz, m]));
     let g1_max = p.max_child.min(m) as u64;
     let dynamic_ptr = Arc::new(u32s("suraa dynamic_ptr", g1_max + 1)?);
     let partials_len = g1_max + a.nnz() as u64 / p.dynamic_chunk as u64;
-    let partials = Arc::new(gpu.storage_zeroed("suraa partials", partials_len * std::mem::size_of::<T>() as u64, none)?);
-    let schedule_out = Arc::new(gpu.storage_zeroed("suraa schedule (setup)", std::mem::size_of::<Schedule>() as u64, none)?);
-    let indirect = Arc::new(gpu.storage_zeroed("suraa indirect", INDIRECT_BYTES, wgpu::BufferUsages::INDIRECT)?);
+    let partials = Arc::new(gpu.storage_zeroed(
+        "suraa partials",
+        partials_len * std::mem::size_of::<T>() as u64,
+        none,
+    )?);
+    let schedule_out = Arc::new(gpu.storage_zeroed(
+        "suraa schedule (setup)",
+        std::mem::size_of::<Schedule>() as u64,
+        none,
+    )?);
+    let indirect = Arc::new(gpu.storage_zeroed(
+        "suraa indirect",
+        INDIRECT_BYTES,
+        wgpu::BufferUsages::INDIRECT,
+    )?);
     let schedule = Arc::new(gpu.scoped("allocating the suraa schedule", || {
         gpu.device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("suraa schedule"),
@@ -173,10 +252,32 @@ pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams
     // Key width: lengths never exceed the columns (nor the nonzeros), columns need bits(ncols - 1).
     let npr_bits = bits(a.ncols().min(a.nnz()) as u64);
     let col_bits = bits(a.ncols().saturating_sub(1) as u64);
-    let passes = if m > 1 { (npr_bits + col_bits).div_ceil(8) } else { 0 };
-    let key_params = gpu.uniform_buffer("suraa key params", bytemuck::bytes_of(&KeyParams { nrows: m, npr_bits, col_bits, pad: 0 }));
+    let passes = if m > 1 {
+        (npr_bits + col_bits).div_ceil(8)
+    } else {
+        0
+    };
+    let key_params = gpu.uniform_buffer(
+        "suraa key params",
+        bytemuck::bytes_of(&KeyParams {
+            nrows: m,
+            npr_bits,
+            col_bits,
+            pad: 0,
+        }),
+    );
     let radix_params: Vec<wgpu::Buffer> = (0..passes)
-        .map(|pass| gpu.uniform_buffer("suraa radix params", bytemuck::bytes_of(&RadixParams { n: m, shift: 8 * pass, tiles, pad: 0 })))
+        .map(|pass| {
+            gpu.uniform_buffer(
+                "suraa radix params",
+                bytemuck::bytes_of(&RadixParams {
+                    n: m,
+                    shift: 8 * pass,
+                    tiles,
+                    pad: 0,
+                }),
+            )
+        })
         .collect();
     let length_params = gpu.uniform_buffer("suraa length params", bytemuck::cast_slice(&[m, 0u32]));
     let plan_params = gpu.uniform_buffer(
@@ -189,41 +290,133 @@ pub(crate) fn run<T: Scalar>(gpu: &Gpu, a: &crate::CsrMatrix<T>, p: &SetupParams
             lanes: p.lanes,
             workgroup_size: p.workgroup_size,
             dynamic_chunk: p.dynamic_chunk,
-            max_dim: gpu.info().limits.max_compute_workgroups_per_dimension.max(1),
+            max_dim: gpu
+                .info()
+                .limits
+                .max_compute_workgroups_per_dimension
+                .max(1),
         }),
     );
 
     // The sort's other row buffer is free once it is done: it takes the inverse permutation.
-    let (perm, inv) = if passes % 2 == 0 { (&rows_a, &rows_b) } else { (&rows_b, &rows_a) };
-    let sorted_sums = Arc::new(gpu.storage_zeroed("suraa sorted sums", writes.sorted_sums_len(m) * std::mem::size_of::<T>() as u64, none)?);
+    let (perm, inv) = if passes % 2 == 0 {
+        (&rows_a, &rows_b)
+    } else {
+        (&rows_b, &rows_a)
+    };
+    let sorted_sums = Arc::new(gpu.storage_zeroed(
+        "suraa sorted sums",
+        writes.sorted_sums_len(m) * std::mem::size_of::<T>() as u64,
+        none,
+    )?);
     let allocating = start.elapsed();
     gpu.scoped("running the suraa setup", || -> Result<()> {
-        let mut enc = gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("suraa setup") });
+        let mut enc = gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("suraa setup"),
+            });
         {
-            let pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("suraa setup"), timestamp_writes: None }).forget_lifetime();
+            let pass = enc
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("suraa setup"),
+                    timestamp_writes: None,
+                })
+                .forget_lifetime();
             let mut r = Recorder { gpu, pass };
-            r.dispatch(shader::SURAA_KEYS, vec![], &[row_ptr, col_idx, &lo_a, &hi_a, &rows_a, &key_params], m.div_ceil(256))?;
+            r.dispatch(
+                shader::SURAA_KEYS,
+                vec![],
+                &[row_ptr, col_idx, &lo_a, &hi_a, &rows_a, &key_params],
+                m.div_ceil(256),
+            )?;
             for (pass, params) in radix_params.iter().enumerate() {
-                let ((lo, hi, rows), (lo2, hi2, rows2)) =
-                    if pass % 2 == 0 { ((&lo_a, &hi_a, &rows_a), (&lo_b, &hi_b, &rows_b)) } else { ((&lo_b, &hi_b, &rows_b), (&lo_a, &hi_a, &rows_a)) };
-                r.dispatch(shader::RADIX_COUNT, radix_items(), &[lo, hi, &counts, params], tiles)?;
+                let ((lo, hi, rows), (lo2, hi2, rows2)) = if pass % 2 == 0 {
+                    ((&lo_a, &hi_a, &rows_a), (&lo_b, &hi_b, &rows_b))
+                } else {
+                    ((&lo_b, &hi_b, &rows_b), (&lo_a, &hi_a, &rows_a))
+                };
+                r.dispatch(
+                    shader::RADIX_COUNT,
+                    radix_items(),
+                    &[lo, hi, &counts, params],
+                    tiles,
+                )?;
                 r.scan(&counts, &block_sums, 256 * tiles)?;
-                r.dispatch(shader::RADIX_SCATTER, radix_items(), &[lo, hi, rows, params, &counts, lo2, hi2, rows2], tiles)?;
+                r.dispatch(
+                    shader::RADIX_SCATTER,
+                    radix_items(),
+                    &[lo, hi, rows, params, &counts, lo2, hi2, rows2],
+                    tiles,
+                )?;
             }
-            r.dispatch(shader::SURAA_LENGTHS, vec![], &[row_ptr, perm, &lengths, &length_params, inv], (m + 1).div_ceil(256))?;
+            r.dispatch(
+                shader::SURAA_LENGTHS,
+                vec![],
+                &[row_ptr, perm, &lengths, &length_params, inv],
+                (m + 1).div_ceil(256),
+            )?;
             r.scan(&lengths, &block_sums, m + 1)?;
-            r.dispatch(shader::SURAA_PLAN, vec![], &[&lengths, &plan_params, &schedule_out, &dynamic_ptr, &indirect], 1)?;
+            r.dispatch(
+                shader::SURAA_PLAN,
+                vec![],
+                &[
+                    &lengths,
+                    &plan_params,
+                    &schedule_out,
+                    &dynamic_ptr,
+                    &indirect,
+                ],
+                1,
+            )?;
             let blocks = nnz.div_ceil(REARRANGE_BLOCK);
-            r.dispatch(shader::SURAA_REARRANGE, val_words::<T>(), &[row_ptr, col_idx, vals, perm, &lengths, &cols_out, &vals_out, &rearrange_params], blocks)?;
+            r.dispatch(
+                shader::SURAA_REARRANGE,
+                val_words::<T>(),
+                &[
+                    row_ptr,
+                    col_idx,
+                    vals,
+                    perm,
+                    &lengths,
+                    &cols_out,
+                    &vals_out,
+                    &rearrange_params,
+                ],
+                blocks,
+            )?;
         }
-        enc.copy_buffer_to_buffer(&schedule_out, 0, &schedule, 0, std::mem::size_of::<Schedule>() as u64);
+        enc.copy_buffer_to_buffer(
+            &schedule_out,
+            0,
+            &schedule,
+            0,
+            std::mem::size_of::<Schedule>() as u64,
+        );
         gpu.queue().submit([enc.finish()]);
         Ok(())
     })??;
-    let (perm, inv) = if passes % 2 == 0 { (rows_a, rows_b) } else { (rows_b, rows_a) };
+    let (perm, inv) = if passes % 2 == 0 {
+        (rows_a, rows_b)
+    } else {
+        (rows_b, rows_a)
+    };
     let (perm, inv) = (Arc::new(perm), Arc::new(inv));
     Ok((
-        Built { row_ptr: lengths, col_idx: cols_out, vals: vals_out, perm, inv, sorted_sums, dynamic_ptr, partials, schedule, schedule_storage: Some(schedule_out), indirect, schedule_value: Schedule::default() },
+        Built {
+            row_ptr: lengths,
+            col_idx: cols_out,
+            vals: vals_out,
+            perm,
+            inv,
+            sorted_sums,
+            dynamic_ptr,
+            partials,
+            schedule,
+            schedule_storage: Some(schedule_out),
+            indirect,
+            schedule_value: Schedule::default(),
+        },
         allocating,
     ))
 }
@@ -243,7 +436,11 @@ pub struct PlanData<T> {
 
 /// Reads a `suraa` plan's data back from the GPU.
 pub fn read_back<T: Scalar>(plan: &SpmvPlan<T>) -> Result<PlanData<T>> {
-    let r = plan.suraa().ok_or(Error::InvalidParameter { name: "plan", value: plan.method().to_string(), reason: "not a suraa plan".into() })?;
+    let r = plan.suraa().ok_or(Error::InvalidParameter {
+        name: "plan",
+        value: plan.method().to_string(),
+        reason: "not a suraa plan".into(),
+    })?;
     let gpu = plan.gpu();
     let b = &r.buffers;
     let schedule = read_schedule(gpu, b)?;

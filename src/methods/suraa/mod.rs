@@ -57,7 +57,11 @@ impl std::str::FromStr for ScalarWrites {
         match s {
             "gather" => Ok(ScalarWrites::Gather),
             "scatter" => Ok(ScalarWrites::Scatter),
-            other => Err(Error::UnknownName { what: "suraa scalar writes", name: other.into(), expected: "gather, scatter".into() }),
+            other => Err(Error::UnknownName {
+                what: "suraa scalar writes",
+                name: other.into(),
+                expected: "gather, scatter".into(),
+            }),
         }
     }
 }
@@ -122,7 +126,11 @@ const HOST_SETUP_ROWS: usize = 4096;
 /// Mirrors the nine u32 of the three indirect dispatches (`main`, `combine`, then `scalar`).
 pub(crate) const INDIRECT_BYTES: u64 = 36;
 
-pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> Result<SpmvPlan<T>> {
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
     let o = &opts.suraa;
     let lanes = lane_mode(gpu, opts.lanes)?;
     let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
@@ -135,7 +143,11 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     let stage_bytes = |items: u32| (wg * items).max(1) as u64 * scalar_bytes;
     let scalar_stage = match o.scalar_stage {
         Some(s) if !shader::SURAA_SCALAR_STAGE.contains(&s) => {
-            return Err(bad("suraa.scalar_stage", s, format!("must be one of {:?}", shader::SURAA_SCALAR_STAGE)));
+            return Err(bad(
+                "suraa.scalar_stage",
+                s,
+                format!("must be one of {:?}", shader::SURAA_SCALAR_STAGE),
+            ));
         }
         Some(s) => {
             check_workgroup_memory(gpu, "suraa.scalar_stage", s, stage_bytes(s))?;
@@ -143,12 +155,19 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         }
         None => {
             let have = gpu.info().limits.max_compute_workgroup_storage_size as u64;
-            [8, 4, 2, 1].into_iter().find(|&s| stage_bytes(s) <= have).unwrap_or(0)
+            [8, 4, 2, 1]
+                .into_iter()
+                .find(|&s| stage_bytes(s) <= have)
+                .unwrap_or(0)
         }
     };
     let items = o.dynamic_items.unwrap_or(16);
     if !shader::SURAA_DYNAMIC_ITEMS.contains(&items) {
-        return Err(bad("suraa.dynamic_items", items, format!("must be one of {:?}", shader::SURAA_DYNAMIC_ITEMS)));
+        return Err(bad(
+            "suraa.dynamic_items",
+            items,
+            format!("must be one of {:?}", shader::SURAA_DYNAMIC_ITEMS),
+        ));
     }
     let params = SetupParams {
         max_child: o.max_child.unwrap_or(DEFAULT_MAX_CHILD),
@@ -198,7 +217,13 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     } else {
         gpu.wait()?;
         let start = Instant::now();
-        let b = Built::upload(gpu, a, &setup::setup(a.row_ptr(), a.col_idx(), &params), o.scalar_writes, scalar_bytes)?;
+        let b = Built::upload(
+            gpu,
+            a,
+            &setup::setup(a.row_ptr(), a.col_idx(), &params),
+            o.scalar_writes,
+            scalar_bytes,
+        )?;
         gpu.wait()?;
         (b, start.elapsed(), Duration::ZERO)
     };
@@ -208,17 +233,51 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     // Every kernel takes WG_SIZE; `more` are its own overrides.
     let pipeline = |k: shader::Kernel, more: &[(&'static str, u32)]| {
         let overrides = [&[("WG_SIZE", wg)], more].concat();
-        gpu.pipeline(PipelineKey { kernel: k.name, variant: k.variant(T::WGSL, lanes), overrides }, || k.source(T::WGSL, lanes))
+        gpu.pipeline(
+            PipelineKey {
+                kernel: k.name,
+                variant: k.variant(T::WGSL, lanes),
+                overrides,
+            },
+            || k.source(T::WGSL, lanes),
+        )
     };
     let owned = |b: &Arc<wgpu::Buffer>| Binding::Owned(b.clone());
     let main = Stage {
         pipeline: pipeline(shader::SURAA, &[("LANES", team), ("DYNAMIC_ITEMS", items)])?,
-        bindings: vec![owned(&b.row_ptr), owned(&b.col_idx), owned(&b.vals), Binding::X, Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.dynamic_ptr), owned(&b.partials)],
+        bindings: vec![
+            owned(&b.row_ptr),
+            owned(&b.col_idx),
+            owned(&b.vals),
+            Binding::X,
+            Binding::Y,
+            Binding::Coeffs,
+            owned(&b.schedule),
+            owned(&b.perm),
+            owned(&b.dynamic_ptr),
+            owned(&b.partials),
+        ],
         grid: Grid::Indirect(b.indirect.clone(), 0),
     };
     let scalar = Stage {
-        pipeline: pipeline(shader::SURAA_SCALAR, &[("SCALAR_STAGE", scalar_stage), ("GATHER", (o.scalar_writes == ScalarWrites::Gather) as u32)])?,
-        bindings: vec![owned(&b.row_ptr), owned(&b.col_idx), owned(&b.vals), Binding::X, Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.sorted_sums)],
+        pipeline: pipeline(
+            shader::SURAA_SCALAR,
+            &[
+                ("SCALAR_STAGE", scalar_stage),
+                ("GATHER", (o.scalar_writes == ScalarWrites::Gather) as u32),
+            ],
+        )?,
+        bindings: vec![
+            owned(&b.row_ptr),
+            owned(&b.col_idx),
+            owned(&b.vals),
+            Binding::X,
+            Binding::Y,
+            Binding::Coeffs,
+            owned(&b.schedule),
+            owned(&b.perm),
+            owned(&b.sorted_sums),
+        ],
         grid: Grid::Indirect(b.indirect.clone(), 24),
     };
     let mut stages = vec![main, scalar];
@@ -226,16 +285,36 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
     if o.scalar_writes == ScalarWrites::Gather && schedule.scalar_rows() > 0 {
         stages.push(Stage {
             pipeline: pipeline(shader::SURAA_GATHER, &[])?,
-            bindings: vec![Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.inv), owned(&b.sorted_sums)],
+            bindings: vec![
+                Binding::Y,
+                Binding::Coeffs,
+                owned(&b.schedule),
+                owned(&b.inv),
+                owned(&b.sorted_sums),
+            ],
             grid: Grid::Direct(gpu.grid(a.nrows().div_ceil(wg as usize) as u32)),
         });
     }
     let combine = Stage {
         pipeline: pipeline(shader::SURAA_COMBINE, &[("LANES", team)])?,
-        bindings: vec![Binding::Y, Binding::Coeffs, owned(&b.schedule), owned(&b.perm), owned(&b.dynamic_ptr), owned(&b.partials)],
+        bindings: vec![
+            Binding::Y,
+            Binding::Coeffs,
+            owned(&b.schedule),
+            owned(&b.perm),
+            owned(&b.dynamic_ptr),
+            owned(&b.partials),
+        ],
         grid: Grid::Indirect(b.indirect.clone(), 12),
     };
-    let report = SuraaReport { params, schedule, setup_on: if on_gpu { "gpu" } else { "host" }, setup_time, setup_alloc_time, buffers: Arc::new(b) };
+    let report = SuraaReport {
+        params,
+        schedule,
+        setup_on: if on_gpu { "gpu" } else { "host" },
+        setup_time,
+        setup_alloc_time,
+        buffers: Arc::new(b),
+    };
     let details = format!(
         "suraa: {} rows per segment ({} segments), G1 {} rows in {} workgroups, G2 {} rows, G3 {} rows ({}); base width {team} via {}, workgroup {wg}, setup on the {}",
         schedule.segment_rows,
@@ -255,10 +334,17 @@ pub(crate) fn prepare<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions
         lanes.name(),
         report.setup_on,
     );
-    Ok(SpmvPlan::new(gpu, Method::Suraa, a, {
-        stages.push(combine);
-        stages
-    }, details).with_suraa_report(report))
+    Ok(SpmvPlan::new(
+        gpu,
+        Method::Suraa,
+        a,
+        {
+            stages.push(combine);
+            stages
+        },
+        details,
+    )
+    .with_suraa_report(report))
 }
 
 /// The setup's results on the GPU: the matrix in sorted row order and the schedule.
@@ -288,26 +374,58 @@ impl std::fmt::Debug for Built {
 }
 
 impl Built {
-    fn upload<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, s: &setup::Setup, writes: ScalarWrites, scalar_bytes: u64) -> Result<Self> {
+    fn upload<T: Scalar>(
+        gpu: &Gpu,
+        a: &CsrMatrix<T>,
+        s: &setup::Setup,
+        writes: ScalarWrites,
+        scalar_bytes: u64,
+    ) -> Result<Self> {
         let sc = &s.schedule;
         let (cols, vals) = setup::rearrange(a.row_ptr(), a.col_idx(), a.values(), s);
         let none = wgpu::BufferUsages::empty();
-        let storage = |label: &str, bytes: &[u8]| gpu.storage_buffer(label, bytes, none).map(Arc::new);
+        let storage =
+            |label: &str, bytes: &[u8]| gpu.storage_buffer(label, bytes, none).map(Arc::new);
         let main = gpu.grid(sc.main_groups);
         let combine = gpu.grid(sc.dynamic_rows);
         let scalar = gpu.grid(sc.scalar_groups);
-        let args = [main[0], main[1], 1, combine[0], combine[1], 1, scalar[0], scalar[1], 1];
+        let args = [
+            main[0], main[1], 1, combine[0], combine[1], 1, scalar[0], scalar[1], 1,
+        ];
         Ok(Self {
             row_ptr: storage("suraa row_ptr", bytemuck::cast_slice(&s.row_ptr))?,
             col_idx: storage("suraa col_idx", bytemuck::cast_slice(&cols))?,
             vals: storage("suraa values", bytemuck::cast_slice(&vals))?,
-            perm: Arc::new(gpu.storage_buffer("suraa perm", bytemuck::cast_slice(&s.perm), wgpu::BufferUsages::empty())?),
-            inv: storage("suraa inverse perm", bytemuck::cast_slice(&setup::inverse(&s.perm)))?,
-            sorted_sums: Arc::new(gpu.storage_zeroed("suraa sorted sums", writes.sorted_sums_len(sc.nrows) * scalar_bytes, wgpu::BufferUsages::empty())?),
-            dynamic_ptr: Arc::new(gpu.storage_buffer("suraa dynamic_ptr", bytemuck::cast_slice(&s.dynamic_ptr), wgpu::BufferUsages::empty())?),
-            partials: Arc::new(gpu.storage_zeroed("suraa partials", sc.dynamic_groups as u64 * scalar_bytes, wgpu::BufferUsages::empty())?),
+            perm: Arc::new(gpu.storage_buffer(
+                "suraa perm",
+                bytemuck::cast_slice(&s.perm),
+                wgpu::BufferUsages::empty(),
+            )?),
+            inv: storage(
+                "suraa inverse perm",
+                bytemuck::cast_slice(&setup::inverse(&s.perm)),
+            )?,
+            sorted_sums: Arc::new(gpu.storage_zeroed(
+                "suraa sorted sums",
+                writes.sorted_sums_len(sc.nrows) * scalar_bytes,
+                wgpu::BufferUsages::empty(),
+            )?),
+            dynamic_ptr: Arc::new(gpu.storage_buffer(
+                "suraa dynamic_ptr",
+                bytemuck::cast_slice(&s.dynamic_ptr),
+                wgpu::BufferUsages::empty(),
+            )?),
+            partials: Arc::new(gpu.storage_zeroed(
+                "suraa partials",
+                sc.dynamic_groups as u64 * scalar_bytes,
+                wgpu::BufferUsages::empty(),
+            )?),
             schedule: Arc::new(gpu.uniform_buffer("suraa schedule", bytemuck::bytes_of(sc))),
-            indirect: Arc::new(gpu.storage_buffer("suraa indirect", bytemuck::cast_slice(&args), wgpu::BufferUsages::INDIRECT)?),
+            indirect: Arc::new(gpu.storage_buffer(
+                "suraa indirect",
+                bytemuck::cast_slice(&args),
+                wgpu::BufferUsages::INDIRECT,
+            )?),
             schedule_storage: None,
             schedule_value: *sc,
         })

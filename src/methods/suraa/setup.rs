@@ -135,7 +135,10 @@ pub fn segment_rows(sorted_len: &[u32], max_child: u32) -> u32 {
         return 1;
     }
     // Sorted descending: the upper quartile sits at m/4, the lower at 3m/4.
-    let (q3, q1) = (sorted_len[(m / 4) as usize], sorted_len[(3 * m / 4) as usize]);
+    let (q3, q1) = (
+        sorted_len[(m / 4) as usize],
+        sorted_len[(3 * m / 4) as usize],
+    );
     let range = sorted_len[0] - sorted_len[m as usize - 1];
     let iqr = q3 - q1;
     let bins: u64 = if m < 8 || range == 0 {
@@ -225,13 +228,27 @@ pub fn schedule(prefix: &[u32], p: &SetupParams) -> (Schedule, Vec<u32>) {
         dynamic_ptr.push(acc);
     }
 
-    let mut s = Schedule { nrows: m, dynamic_rows, dynamic_groups: acc, scalar_begin, segment_rows: seg, segments: nseg, ..Default::default() };
+    let mut s = Schedule {
+        nrows: m,
+        dynamic_rows,
+        dynamic_groups: acc,
+        scalar_begin,
+        segment_rows: seg,
+        segments: nseg,
+        ..Default::default()
+    };
     // Classes are contiguous (segment means do not increase): class c holds the G2 segments
     // whose class is c, widest first in the grid.
     let mut group = acc;
     for c in (0..p.classes()).rev() {
         // Segments of G2 whose class is at least c, then at least c + 1.
-        let at_least = |c: usize| if c == 0 { vector_segs } else { count_while(vector_segs, |s| class_of(seg_mean(s), p) >= c) };
+        let at_least = |c: usize| {
+            if c == 0 {
+                vector_segs
+            } else {
+                count_while(vector_segs, |s| class_of(seg_mean(s), p) >= c)
+            }
+        };
         let b = rows_of(at_least(c + 1).max(g1_segs));
         let e = rows_of(at_least(c).max(g1_segs));
         let rows_per_group = p.workgroup_size / (p.lanes << c);
@@ -256,35 +273,66 @@ pub fn setup(row_ptr: &[u32], col_idx: &[u32], p: &SetupParams) -> Setup {
         prefix.push(acc);
     }
     let (schedule, dynamic_ptr) = schedule(&prefix, p);
-    Setup { perm, row_ptr: prefix, dynamic_ptr, schedule }
+    Setup {
+        perm,
+        row_ptr: prefix,
+        dynamic_ptr,
+        schedule,
+    }
 }
 
 /// The matrix's column indices and values in sorted row order (Algorithm 2, line 5), so that
 /// consecutive sorted rows sit in consecutive memory; `s.row_ptr` indexes them.
-pub fn rearrange<T: Copy + Send + Sync>(row_ptr: &[u32], col_idx: &[u32], vals: &[T], s: &Setup) -> (Vec<u32>, Vec<T>) {
-    let rows: Vec<(u32, u32)> = s.perm.iter().map(|&r| (row_ptr[r as usize], row_ptr[r as usize + 1])).collect();
-    let cols = rows.par_iter().flat_map_iter(|&(b, e)| col_idx[b as usize..e as usize].iter().copied()).collect();
-    let vals = rows.par_iter().flat_map_iter(|&(b, e)| vals[b as usize..e as usize].iter().copied()).collect();
+pub fn rearrange<T: Copy + Send + Sync>(
+    row_ptr: &[u32],
+    col_idx: &[u32],
+    vals: &[T],
+    s: &Setup,
+) -> (Vec<u32>, Vec<T>) {
+    let rows: Vec<(u32, u32)> = s
+        .perm
+        .iter()
+        .map(|&r| (row_ptr[r as usize], row_ptr[r as usize + 1]))
+        .collect();
+    let cols = rows
+        .par_iter()
+        .flat_map_iter(|&(b, e)| col_idx[b as usize..e as usize].iter().copied())
+        .collect();
+    let vals = rows
+        .par_iter()
+        .flat_map_iter(|&(b, e)| vals[b as usize..e as usize].iter().copied())
+        .collect();
     (cols, vals)
 }
 
 /// CPU twin of the main and combine kernels: `y = A·x` through the schedule, in f64, each row by
 /// the role the schedule gives it (dynamic rows as per-workgroup partial sums combined in order).
-pub fn twin_spmv(row_ptr: &[u32], col_idx: &[u32], vals: &[f64], x: &[f64], s: &Setup, p: &SetupParams) -> Vec<f64> {
+pub fn twin_spmv(
+    row_ptr: &[u32],
+    col_idx: &[u32],
+    vals: &[f64],
+    x: &[f64],
+    s: &Setup,
+    p: &SetupParams,
+) -> Vec<f64> {
     let m = s.schedule.nrows as usize;
     let mut y = vec![f64::NAN; m];
     let row_sum = |r: usize, range: std::ops::Range<usize>| -> f64 {
         let base = row_ptr[r] as usize;
-        range.map(|k| vals[base + k] * x[col_idx[base + k] as usize]).sum()
+        range
+            .map(|k| vals[base + k] * x[col_idx[base + k] as usize])
+            .sum()
     };
     for i in 0..s.schedule.dynamic_rows as usize {
         let r = s.perm[i] as usize;
         let len = (row_ptr[r + 1] - row_ptr[r]) as usize;
         let chunk = p.dynamic_chunk as usize;
-        let parts: Vec<f64> = (s.dynamic_ptr[i]..s.dynamic_ptr[i + 1]).map(|g| {
-            let k = (g - s.dynamic_ptr[i]) as usize * chunk;
-            row_sum(r, k.min(len)..(k + chunk).min(len))
-        }).collect();
+        let parts: Vec<f64> = (s.dynamic_ptr[i]..s.dynamic_ptr[i + 1])
+            .map(|g| {
+                let k = (g - s.dynamic_ptr[i]) as usize * chunk;
+                row_sum(r, k.min(len)..(k + chunk).min(len))
+            })
+            .collect();
         y[r] = parts.iter().sum();
     }
     for i in s.schedule.dynamic_rows as usize..m {
@@ -300,7 +348,14 @@ mod tests {
     use proptest::prelude::*;
 
     fn params() -> SetupParams {
-        SetupParams { max_child: 2048, dynamic_min_mean: 32, vector_min_mean: 32, lanes: 32, workgroup_size: 256, dynamic_chunk: 4096 }
+        SetupParams {
+            max_child: 2048,
+            dynamic_min_mean: 32,
+            vector_min_mean: 32,
+            lanes: 32,
+            workgroup_size: 256,
+            dynamic_chunk: 4096,
+        }
     }
 
     fn csr_of(lens: &[u32], ncols: u32) -> (Vec<u32>, Vec<u32>) {
@@ -361,7 +416,10 @@ mod tests {
         lens.extend([40; 400]);
         lens.extend([10_000, 9_000]);
         let (rp, ci) = csr_of(&lens, 50_000);
-        let p = SetupParams { max_child: 64, ..params() };
+        let p = SetupParams {
+            max_child: 64,
+            ..params()
+        };
         let s = setup(&rp, &ci, &p);
         let sc = s.schedule;
         assert_eq!(sc.nrows, lens.len() as u32);
@@ -376,9 +434,14 @@ mod tests {
         assert_eq!(s.dynamic_ptr[2], 6);
         // G2 ends where segment means fall below 32: every scalar row is short.
         assert!(sorted[sc.scalar_begin as usize..].iter().all(|&l| l < 40));
-        assert!(sorted[sc.dynamic_rows as usize..sc.scalar_begin as usize].iter().all(|&l| l >= 3));
+        assert!(sorted[sc.dynamic_rows as usize..sc.scalar_begin as usize]
+            .iter()
+            .all(|&l| l >= 3));
         // Classes tile G2 exactly, widest first in the grid, and the grid adds up.
-        let mut covered: Vec<(u32, u32)> = (0..p.classes()).filter(|&c| sc.class_rows[c] > 0).map(|c| (sc.class_begin[c], sc.class_rows[c])).collect();
+        let mut covered: Vec<(u32, u32)> = (0..p.classes())
+            .filter(|&c| sc.class_rows[c] > 0)
+            .map(|c| (sc.class_begin[c], sc.class_rows[c]))
+            .collect();
         covered.sort();
         let mut at = sc.dynamic_rows;
         for (b, n) in covered {
@@ -399,10 +462,21 @@ mod tests {
         // All short: no G1, no G2.
         let (rp, ci) = csr_of(&[3, 1, 0, 2, 5], 10);
         let s = setup(&rp, &ci, &p).schedule;
-        assert_eq!((s.dynamic_rows, s.scalar_begin, s.main_groups, s.scalar_groups), (0, 0, 0, 1));
+        assert_eq!(
+            (
+                s.dynamic_rows,
+                s.scalar_begin,
+                s.main_groups,
+                s.scalar_groups
+            ),
+            (0, 0, 0, 1)
+        );
         // No rows at all.
         let s = setup(&[0], &[], &p).schedule;
-        assert_eq!((s.nrows, s.main_groups, s.scalar_groups, s.dynamic_groups), (0, 0, 0, 0));
+        assert_eq!(
+            (s.nrows, s.main_groups, s.scalar_groups, s.dynamic_groups),
+            (0, 0, 0, 0)
+        );
         // G1 disabled: long rows go to the vector kernel.
         let (rp, ci) = csr_of(&[5000, 4000, 2], 8000);
         let s = setup(&rp, &ci, &SetupParams { max_child: 0, ..p }).schedule;
