@@ -416,7 +416,7 @@ impl Gpu {
     ) -> Result<SpmvPlan<T>> {
         self.check_scalar::<T>()?;
         let method = match method {
-            Method::Auto => crate::select::choose(&a.row_stats(), self.info()),
+            Method::Auto => return crate::select::prepare_auto(self, a, opts).map(|(plan, _)| plan),
             m => m,
         };
         match method {

@@ -125,4 +125,9 @@ pub struct PlanOptions {
     pub suraa: suraa::SuraaOptions,
     /// Parameters of `bccoo` and `bccoo-plus`.
     pub bccoo: bccoo::BccooOptions,
+    /// How many products the caller expects to run with the plan; `Method::Auto` minimises
+    /// setup + this many products. Default [`crate::select::DEFAULT_EXPECTED_PRODUCTS`].
+    pub expected_products: Option<u64>,
+    /// How `Method::Auto` chooses (profile, timed choice, remembered choices).
+    pub auto: crate::select::AutoOptions,
 }

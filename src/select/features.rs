@@ -1,0 +1,168 @@
+//! Cheap features of a matrix, its adapter and its workload: what the cost model reads.
+//!
+//! One pass over the row pointers (O(nrows)) and a pass over the columns of a fixed sample of
+//! rows (O(sample)), so computing them costs far less than any method's setup.
+
+use crate::gpu::GpuInfo;
+use crate::{CsrMatrix, Scalar};
+
+/// Rows longer than this many times the mean count as "long" for [`Features::long_share`].
+pub const LONG_ROW_FACTOR: f64 = 32.0;
+
+/// At most this many rows (spread evenly) are read for the column-locality measure.
+pub const SAMPLE_ROWS: usize = 2048;
+
+/// At most this many leading entries of each sampled row are read.
+pub const SAMPLE_PER_ROW: usize = 256;
+
+/// Bytes of one memory line for the locality measure (a cache line / memory segment).
+pub const LINE_BYTES: u64 = 128;
+
+/// The raw features of one matrix on one adapter for one workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Features {
+    pub nrows: usize,
+    pub ncols: usize,
+    pub nnz: usize,
+    /// Mean stored entries per row.
+    pub mean: f64,
+    /// Coefficient of variation of the row lengths (std / mean; 0 for an empty matrix).
+    pub cv: f64,
+    pub max_len: usize,
+    /// Fraction of rows with no entry.
+    pub empty_frac: f64,
+    /// Share of the stored entries in rows longer than [`LONG_ROW_FACTOR`] × mean.
+    pub long_share: f64,
+    /// Column locality: distinct [`LINE_BYTES`]-byte lines of `x` a sampled row touches, per
+    /// stored entry (near 1/(LINE_BYTES/scalar) for dense runs of columns, 1 for scattered ones).
+    pub scatter: f64,
+    /// Bytes of one value (4 or 8).
+    pub scalar_bytes: usize,
+    /// Bytes of `x`.
+    pub x_bytes: u64,
+    /// PCI vendor of the adapter (0 when unknown).
+    pub vendor: u32,
+    pub device_type: wgpu::DeviceType,
+    /// Largest subgroup size (0 without subgroups).
+    pub subgroup_size: u32,
+    pub shares_memory_with_host: bool,
+}
+
+impl Features {
+    /// Computes the features of `a` on an adapter described by `info`.
+    pub fn of<T: Scalar>(a: &CsrMatrix<T>, info: &GpuInfo) -> Self {
+        let (nrows, ncols, nnz) = (a.nrows(), a.ncols(), a.nnz());
+        let rp = a.row_ptr();
+        let sb = std::mem::size_of::<T>();
+        let mean = if nrows == 0 { 0.0 } else { nnz as f64 / nrows as f64 };
+        let (mut var, mut max_len, mut empty) = (0.0f64, 0usize, 0usize);
+        for w in rp.windows(2) {
+            let l = (w[1] - w[0]) as usize;
+            var += (l as f64 - mean).powi(2);
+            max_len = max_len.max(l);
+            empty += (l == 0) as usize;
+        }
+        let long_cut = (LONG_ROW_FACTOR * mean).max(1.0);
+        let long_nnz: usize = rp
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .filter(|&l| l as f64 > long_cut)
+            .sum();
+        let cv = if nrows == 0 || mean == 0.0 {
+            0.0
+        } else {
+            (var / nrows as f64).sqrt() / mean
+        };
+        // Column locality from a fixed sample of rows.
+        let per_line = (LINE_BYTES / sb as u64).max(1);
+        let step = nrows.div_ceil(SAMPLE_ROWS).max(1);
+        let (mut lines, mut seen) = (0u64, 0u64);
+        let cols = a.col_idx();
+        for r in (0..nrows).step_by(step) {
+            let (b, e) = (rp[r] as usize, rp[r + 1] as usize);
+            let e = e.min(b + SAMPLE_PER_ROW);
+            let mut last = u64::MAX;
+            for &c in &cols[b..e] {
+                let line = c as u64 / per_line;
+                if line != last {
+                    lines += 1;
+                    last = line;
+                }
+            }
+            seen += (e - b) as u64;
+        }
+        let scatter = if seen == 0 { 1.0 } else { lines as f64 / seen as f64 };
+        Self {
+            nrows,
+            ncols,
+            nnz,
+            mean,
+            cv,
+            max_len,
+            empty_frac: if nrows == 0 { 0.0 } else { empty as f64 / nrows as f64 },
+            long_share: if nnz == 0 { 0.0 } else { long_nnz as f64 / nnz as f64 },
+            scatter,
+            scalar_bytes: sb,
+            x_bytes: (ncols * sb) as u64,
+            vendor: info.vendor,
+            device_type: info.device_type,
+            subgroup_size: if info.has(wgpu::Features::SUBGROUP) {
+                info.subgroup_max_size
+            } else {
+                0
+            },
+            shares_memory_with_host: info.shares_memory_with_host(),
+        }
+    }
+
+    /// Bytes one product must move at least: values, column indices, row pointers, x and y,
+    /// each once (the same figure as `SpmvPlan::minimal_traffic_bytes`).
+    pub fn minimal_bytes(&self) -> f64 {
+        let s = self.scalar_bytes as f64;
+        self.nnz as f64 * (s + 4.0)
+            + (self.nrows as f64 + 1.0) * 4.0
+            + self.ncols as f64 * s
+            + self.nrows as f64 * s
+    }
+
+    /// The model's regressors, in the order of [`REGRESSORS`]: dimensionless transforms of the
+    /// features, each of order one, so that one ridge penalty suits them all.
+    pub fn regressors(&self, cache_bytes: f64) -> [f64; NREG] {
+        let aspect = if self.nrows == 0 || self.ncols == 0 {
+            0.0
+        } else {
+            ((self.nrows as f64 / self.ncols as f64).ln()).clamp(-4.0, 4.0) / 4.0
+        };
+        [
+            1.0,
+            (1.0 + self.mean).ln(),
+            (1.0 + self.cv).ln(),
+            self.long_share,
+            self.empty_frac,
+            self.scatter,
+            (1.0 + self.x_bytes as f64 / cache_bytes.max(1.0)).ln(),
+            aspect,
+            (self.nnz.max(1) as f64 / 1e6).ln().clamp(-10.0, 5.0),
+            (1.0 + self.max_len as f64 / (1.0 + self.mean)).ln(),
+            if self.scalar_bytes >= 8 { 1.0 } else { 0.0 },
+        ]
+    }
+}
+
+/// Number of regressors of the per-product model.
+pub const NREG: usize = 11;
+
+/// Names of the regressors, as written in profile files.
+pub const REGRESSORS: [&str; NREG] = [
+    "bias",
+    "ln_mean",
+    "ln_cv",
+    "long_share",
+    "empty_frac",
+    "scatter",
+    "ln_x_cache",
+    "aspect",
+    "ln_mnnz",
+    "ln_max_rel",
+    "f64",
+];

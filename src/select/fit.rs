@@ -1,0 +1,306 @@
+//! Fitting a profile from measurements (the `calibrate` example's CSV, or any source of
+//! [`Sample`]s).
+//!
+//! Per method, product time: `t = launch + bytes · 1e-6 · exp(w · r)`; for each candidate launch
+//! time (fractions of the fastest measurement) the weights are a ridge least-squares fit of
+//! `ln((t - launch) / bytes)` on the regressors `r`, and the launch time kept is the one whose
+//! model has the smallest squared error in `ln t`. Setup: `s0 + s1 · MB + s2 · Mrows`, a
+//! least-squares fit weighted by 1/setup (relative error), with negative coefficients dropped.
+
+use super::features::{Features, NREG};
+use super::profile::{Match, MethodModel, Profile};
+use crate::{Error, Method, Result};
+
+/// One measurement: a method on a matrix.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub matrix: String,
+    pub method: Method,
+    pub features: Features,
+    /// Wall-clock time of `prepare_with` (format build, upload, pipelines warm), ms.
+    pub setup_ms: f64,
+    /// Time of one product (`SpmvPlan::time`), ms.
+    pub product_ms: f64,
+}
+
+/// Ridge penalty on the non-bias weights, per sample.
+pub const RIDGE: f64 = 0.02;
+
+/// Solves the symmetric system `a · x = b` (Gaussian elimination with partial pivoting).
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for c in 0..n {
+        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[p][c].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(c, p);
+        b.swap(c, p);
+        for r in c + 1..n {
+            let f = a[r][c] / a[c][c];
+            for k in c..n {
+                a[r][k] -= f * a[c][k];
+            }
+            b[r] -= f * b[c];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for r in (0..n).rev() {
+        let s: f64 = (r + 1..n).map(|k| a[r][k] * x[k]).sum();
+        x[r] = (b[r] - s) / a[r][r];
+    }
+    Some(x)
+}
+
+/// Weighted ridge least squares: minimises Σ wᵢ (xᵢ·β − yᵢ)² + λ Σ_{j ∈ penalised} β_j².
+fn ridge(xs: &[Vec<f64>], ys: &[f64], ws: &[f64], penalise: &[bool], lambda: f64) -> Option<Vec<f64>> {
+    let k = penalise.len();
+    let mut a = vec![vec![0.0; k]; k];
+    let mut b = vec![0.0; k];
+    for ((x, y), w) in xs.iter().zip(ys).zip(ws) {
+        for i in 0..k {
+            b[i] += w * x[i] * y;
+            for j in 0..k {
+                a[i][j] += w * x[i] * x[j];
+            }
+        }
+    }
+    for j in 0..k {
+        a[j][j] += if penalise[j] { lambda } else { 1e-9 };
+    }
+    solve(a, b)
+}
+
+fn fit_product(samples: &[&Sample], cache_bytes: f64) -> (f64, [f64; NREG], f64) {
+    let tmin = samples.iter().map(|s| s.product_ms).fold(f64::INFINITY, f64::min);
+    let xs: Vec<Vec<f64>> = samples
+        .iter()
+        .map(|s| s.features.regressors(cache_bytes).to_vec())
+        .collect();
+    let mut penalise = [true; NREG];
+    penalise[0] = false;
+    let lambda = RIDGE * samples.len() as f64;
+    let mut best: Option<(f64, [f64; NREG], f64)> = None;
+    for frac in [0.0, 0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9] {
+        let launch = frac * tmin;
+        let ys: Vec<f64> = samples
+            .iter()
+            .map(|s| ((s.product_ms - launch).max(1e-9) / (s.features.minimal_bytes() * 1e-6)).ln())
+            .collect();
+        let ws = vec![1.0; samples.len()];
+        let Some(beta) = ridge(&xs, &ys, &ws, &penalise, lambda) else {
+            continue;
+        };
+        let mut w = [0.0; NREG];
+        w.copy_from_slice(&beta);
+        let model = MethodModel {
+            method: samples[0].method,
+            launch_ms: launch,
+            setup: [0.0; 3],
+            weights: w,
+        };
+        let err: f64 = samples
+            .iter()
+            .map(|s| (model.product_ms(&s.features, cache_bytes) / s.product_ms).ln().powi(2))
+            .sum();
+        if best.as_ref().is_none_or(|b| err < b.2) {
+            best = Some((launch, w, err));
+        }
+    }
+    best.unwrap_or((0.0, [0.0; NREG], f64::INFINITY))
+}
+
+fn fit_setup(samples: &[&Sample]) -> [f64; 3] {
+    let rows: Vec<[f64; 3]> = samples
+        .iter()
+        .map(|s| {
+            let f = &s.features;
+            [
+                1.0,
+                f.nnz as f64 * (4.0 + f.scalar_bytes as f64) / 1e6,
+                f.nrows as f64 / 1e6,
+            ]
+        })
+        .collect();
+    let ys: Vec<f64> = samples.iter().map(|s| s.setup_ms).collect();
+    // Relative error: weight 1/t² on squared residuals, floored at 0.05 ms.
+    let ws: Vec<f64> = ys.iter().map(|t| 1.0 / t.max(0.05).powi(2)).collect();
+    let mut active = [true; 3];
+    for _ in 0..3 {
+        let idx: Vec<usize> = (0..3).filter(|&j| active[j]).collect();
+        let xs: Vec<Vec<f64>> = rows.iter().map(|r| idx.iter().map(|&j| r[j]).collect()).collect();
+        let pen = vec![false; idx.len()];
+        let Some(beta) = ridge(&xs, &ys, &ws, &pen, 0.0) else {
+            break;
+        };
+        let mut out = [0.0; 3];
+        for (&j, b) in idx.iter().zip(&beta) {
+            out[j] = *b;
+        }
+        if out.iter().all(|&c| c >= 0.0) {
+            return out;
+        }
+        // Drop the most negative coefficient and refit.
+        let worst = (0..3)
+            .filter(|&j| active[j])
+            .min_by(|&i, &j| out[i].total_cmp(&out[j]))
+            .unwrap();
+        active[worst] = false;
+    }
+    let mean = ys.iter().sum::<f64>() / ys.len().max(1) as f64;
+    [mean.max(0.0), 0.0, 0.0]
+}
+
+/// How well a fitted model reproduces its own samples.
+#[derive(Clone, Debug)]
+pub struct FitQuality {
+    pub method: Method,
+    pub samples: usize,
+    /// Root mean square of ln(predicted / measured) product time.
+    pub product_rms_log: f64,
+    /// Root mean square of ln(predicted / measured) setup time (floored at 0.05 ms).
+    pub setup_rms_log: f64,
+}
+
+/// Fits a profile to `samples`. Methods with fewer than 4 samples are left out of the profile.
+pub fn fit(
+    samples: &[Sample],
+    name: &str,
+    notes: Vec<String>,
+    matches: Vec<Match>,
+    cache_bytes: f64,
+) -> Result<(Profile, Vec<FitQuality>)> {
+    let mut methods = Vec::new();
+    let mut quality = Vec::new();
+    for &m in Method::ALL {
+        let mine: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| s.method == m && s.product_ms > 0.0 && s.product_ms.is_finite())
+            .collect();
+        if mine.len() < 4 {
+            continue;
+        }
+        let (launch_ms, weights, _) = fit_product(&mine, cache_bytes);
+        let setup = fit_setup(&mine);
+        let model = MethodModel {
+            method: m,
+            launch_ms,
+            setup,
+            weights,
+        };
+        let rms = |f: &dyn Fn(&Sample) -> f64| {
+            (mine.iter().map(|s| f(s).powi(2)).sum::<f64>() / mine.len() as f64).sqrt()
+        };
+        quality.push(FitQuality {
+            method: m,
+            samples: mine.len(),
+            product_rms_log: rms(&|s| (model.product_ms(&s.features, cache_bytes) / s.product_ms).ln()),
+            setup_rms_log: rms(&|s| {
+                (model.setup_ms(&s.features).max(0.05) / s.setup_ms.max(0.05)).ln()
+            }),
+        });
+        methods.push(model);
+    }
+    if methods.is_empty() {
+        return Err(Error::InvalidParameter {
+            name: "calibration samples",
+            value: samples.len().to_string(),
+            reason: "no method has the 4 measurements a fit needs".into(),
+        });
+    }
+    Ok((
+        Profile {
+            name: name.to_owned(),
+            notes,
+            matches,
+            cache_bytes,
+            methods,
+        },
+        quality,
+    ))
+}
+
+/// Header of the samples CSV that [`samples_to_csv`] writes and [`samples_from_csv`] reads.
+pub const CSV_HEADER: &str = "matrix,method,nrows,ncols,nnz,mean,cv,max_len,empty_frac,long_share,scatter,scalar_bytes,vendor,device_type,subgroup_size,shares_memory,setup_ms,product_ms";
+
+/// One CSV line (no newline) per sample.
+pub fn sample_to_csv(s: &Sample) -> String {
+    let f = &s.features;
+    format!(
+        "{},{},{},{},{},{:?},{:?},{},{:?},{:?},{:?},{},{:#06x},{:?},{},{},{:?},{:?}",
+        s.matrix,
+        s.method.name(),
+        f.nrows,
+        f.ncols,
+        f.nnz,
+        f.mean,
+        f.cv,
+        f.max_len,
+        f.empty_frac,
+        f.long_share,
+        f.scatter,
+        f.scalar_bytes,
+        f.vendor,
+        f.device_type,
+        f.subgroup_size,
+        f.shares_memory_with_host as u8,
+        s.setup_ms,
+        s.product_ms
+    )
+}
+
+/// Parses the samples CSV (`#` lines and the header are skipped).
+pub fn samples_from_csv(text: &str) -> Result<Vec<Sample>> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with("matrix,") {
+            continue;
+        }
+        let err = |why: &str| Error::InvalidParameter {
+            name: "calibration csv",
+            value: format!("line {}", i + 1),
+            reason: why.to_owned(),
+        };
+        let t: Vec<&str> = line.split(',').collect();
+        if t.len() != 18 {
+            return Err(err("expected 18 columns (see CSV_HEADER)"));
+        }
+        let u = |s: &str| s.parse::<usize>().map_err(|_| err("bad integer"));
+        let x = |s: &str| s.parse::<f64>().map_err(|_| err("bad number"));
+        let device_type = match t[13] {
+            "Cpu" => wgpu::DeviceType::Cpu,
+            "IntegratedGpu" => wgpu::DeviceType::IntegratedGpu,
+            "DiscreteGpu" => wgpu::DeviceType::DiscreteGpu,
+            "VirtualGpu" => wgpu::DeviceType::VirtualGpu,
+            _ => wgpu::DeviceType::Other,
+        };
+        let ncols = u(t[3])?;
+        let scalar_bytes = u(t[11])?;
+        out.push(Sample {
+            matrix: t[0].to_owned(),
+            method: Method::from_name(t[1])?,
+            features: Features {
+                nrows: u(t[2])?,
+                ncols,
+                nnz: u(t[4])?,
+                mean: x(t[5])?,
+                cv: x(t[6])?,
+                max_len: u(t[7])?,
+                empty_frac: x(t[8])?,
+                long_share: x(t[9])?,
+                scatter: x(t[10])?,
+                scalar_bytes,
+                x_bytes: (ncols * scalar_bytes) as u64,
+                vendor: u32::from_str_radix(t[12].trim_start_matches("0x"), 16)
+                    .map_err(|_| err("bad vendor"))?,
+                device_type,
+                subgroup_size: u(t[14])? as u32,
+                shares_memory_with_host: t[15] == "1",
+            },
+            setup_ms: x(t[16])?,
+            product_ms: x(t[17])?,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,393 @@
+//! `Method::Auto`: features of the matrix, the adapter and the workload → a cost model whose
+//! coefficients are data (an adapter profile) → the method with the least
+//! `setup + expected_products × time per product`; optionally the model's best few candidates
+//! are built and timed on the device, and the timed choice is remembered per adapter and matrix.
+//!
+//! * [`features`]: what is read from the matrix (O(nrows) plus a fixed sample of rows).
+//! * [`profile`]: the model's form and its text file; built-in profiles in `src/select/profiles/`.
+//! * [`fit`]: fitting a profile from measurements; [`calibration`]: the synthetic set they are
+//!   taken on (`cargo run --release --example calibrate -- --out profile.txt`).
+//! * [`remember`]: timed choices kept in the process and optionally in a file.
+//!
+//! The profile used: [`AutoOptions::profile`], else the file named by the environment variable
+//! `WGSPMV_PROFILE`, else the built-in profile matching the adapter (vendor or device type),
+//! else `generic`. See docs/auto.md.
+
+pub mod calibration;
+pub mod features;
+pub mod fit;
+pub mod profile;
+pub mod remember;
+
+pub use features::Features;
+pub use fit::Sample;
+pub use profile::{Match, MethodModel, Profile};
+
+use crate::{CsrMatrix, Error, Gpu, GpuVector, Method, PlanOptions, Result, Scalar, SpmvPlan};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// Products a plan is assumed to serve when [`PlanOptions::expected_products`] is `None`: a
+/// solver-like count (an iterative solve runs hundreds to thousands of products).
+pub const DEFAULT_EXPECTED_PRODUCTS: u64 = 1000;
+
+/// Candidates built and timed by a timed choice unless [`AutoOptions::timed_candidates`] says.
+pub const DEFAULT_TIMED_CANDIDATES: usize = 3;
+
+/// The environment variable naming a profile file.
+pub const PROFILE_ENV: &str = "WGSPMV_PROFILE";
+
+/// How `Method::Auto` chooses.
+#[derive(Clone, Debug, Default)]
+pub struct AutoOptions {
+    /// The cost-model profile; `None`: `WGSPMV_PROFILE`, else the built-in one for the adapter.
+    pub profile: Option<Arc<Profile>>,
+    /// Build the model's best few candidates and time each on the device, spending about this
+    /// many products' time on each (at least 2 products each); `None`: the model alone decides.
+    pub timed_budget_products: Option<f64>,
+    /// How many candidates a timed choice builds (default [`DEFAULT_TIMED_CANDIDATES`]).
+    pub timed_candidates: Option<usize>,
+    /// A file that remembers timed choices across processes (read before timing, appended to
+    /// after). Timed choices are always remembered in the process.
+    pub remember_file: Option<PathBuf>,
+}
+
+/// How the chosen method was decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Basis {
+    /// The cost model's prediction alone.
+    Model,
+    /// The model's best candidates were built and timed on the device.
+    Timed,
+    /// A timed choice remembered for this adapter, matrix and workload.
+    Remembered,
+}
+
+/// One method as Auto saw it.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub method: Method,
+    /// Predicted setup (format build and upload), ms.
+    pub setup_ms: f64,
+    /// Predicted time of one product, ms.
+    pub product_ms: f64,
+    /// `setup_ms + expected_products × product_ms`.
+    pub total_ms: f64,
+    /// Measured setup, ms (timed choice).
+    pub measured_setup_ms: Option<f64>,
+    /// Measured time of one product, ms (timed choice, or a remembered measurement).
+    pub measured_product_ms: Option<f64>,
+    /// Why building it failed, if it was tried and failed.
+    pub error: Option<String>,
+}
+
+/// What `Method::Auto` chose and why.
+#[derive(Clone, Debug)]
+pub struct AutoChoice {
+    pub method: Method,
+    pub basis: Basis,
+    /// The profile the predictions come from.
+    pub profile: String,
+    pub expected_products: u64,
+    pub features: Features,
+    /// Every method of the profile, by predicted total time (best first).
+    pub candidates: Vec<Candidate>,
+}
+
+impl AutoChoice {
+    /// The candidate entry of the chosen method.
+    pub fn chosen(&self) -> &Candidate {
+        self.candidates
+            .iter()
+            .find(|c| c.method == self.method)
+            .expect("the chosen method is a candidate")
+    }
+}
+
+impl std::fmt::Display for AutoChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "auto: {} ({:?}; profile {}; {} products; {}x{}, {} nnz, mean {:.1}, cv {:.2}, long share {:.2}, empty {:.2}, scatter {:.2})",
+            self.method,
+            self.basis,
+            self.profile,
+            self.expected_products,
+            self.features.nrows,
+            self.features.ncols,
+            self.features.nnz,
+            self.features.mean,
+            self.features.cv,
+            self.features.long_share,
+            self.features.empty_frac,
+            self.features.scatter
+        )?;
+        writeln!(
+            f,
+            "  {:<12} {:>11} {:>12} {:>12} {:>11} {:>12}",
+            "method", "setup ms", "product ms", "total ms", "meas. setup", "meas. product"
+        )?;
+        let opt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.4}"));
+        for c in &self.candidates {
+            writeln!(
+                f,
+                "{} {:<12} {:>11.3} {:>12.5} {:>12.3} {:>11} {:>12}{}",
+                if c.method == self.method { '*' } else { ' ' },
+                c.method.name(),
+                c.setup_ms,
+                c.product_ms,
+                c.total_ms,
+                opt(c.measured_setup_ms),
+                opt(c.measured_product_ms),
+                c.error.as_ref().map_or(String::new(), |e| format!("  ({e})"))
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The profile Auto uses on `gpu` with `opts` (see the module docs for the order).
+pub fn profile_for(gpu: &Gpu, opts: &AutoOptions) -> Result<Arc<Profile>> {
+    if let Some(p) = &opts.profile {
+        return Ok(p.clone());
+    }
+    if let Some(path) = std::env::var_os(PROFILE_ENV).filter(|p| !p.is_empty()) {
+        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<Profile>>>> = OnceLock::new();
+        let path = PathBuf::from(path);
+        let cache = LOADED.get_or_init(Default::default);
+        if let Some(p) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&path) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(Profile::load(&path)?);
+        cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path, p.clone());
+        return Ok(p);
+    }
+    let info = gpu.info();
+    Ok(profile::builtin_for(info.vendor, info.device_type))
+}
+
+/// The model's candidates for `features`, best (least predicted total) first.
+pub fn predict(profile: &Profile, features: &Features, expected_products: u64) -> Vec<Candidate> {
+    let mut c: Vec<Candidate> = profile
+        .methods
+        .iter()
+        .map(|m| {
+            let setup_ms = m.setup_ms(features);
+            let product_ms = m.product_ms(features, profile.cache_bytes);
+            Candidate {
+                method: m.method,
+                setup_ms,
+                product_ms,
+                total_ms: setup_ms + expected_products as f64 * product_ms,
+                measured_setup_ms: None,
+                measured_product_ms: None,
+                error: None,
+            }
+        })
+        .collect();
+    c.sort_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
+    c
+}
+
+/// A hash of the matrix structure (dimensions, row pointers, column indices; not the values).
+pub fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
+    let mut h = remember::fnv(
+        [a.nrows() as u64, a.ncols() as u64, a.nnz() as u64]
+            .iter()
+            .flat_map(|v| v.to_le_bytes()),
+        remember::FNV0,
+    );
+    for &w in a.row_ptr().iter().chain(a.col_idx()) {
+        h = (h ^ w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    }
+    h
+}
+
+fn adapter_hash(gpu: &Gpu) -> u64 {
+    let i = gpu.info();
+    remember::fnv(
+        format!("{}|{}|{:?}|{:#x}", i.name, i.driver, i.backend, i.vendor).into_bytes(),
+        remember::FNV0,
+    )
+}
+
+/// Mean time of one product of `plan` over `reps` products, ms: recorded back to back into one
+/// submission and timed on the host clock (a plan that finishes on the host: `reps` whole `run`
+/// calls). One product runs first, untimed. Cheap enough for a timed choice (no clock warm-up
+/// loop, unlike `SpmvPlan::time`), so less precise on a GPU that was idle.
+pub fn measure_products<T: Scalar>(
+    gpu: &Gpu,
+    plan: &SpmvPlan<T>,
+    x: &GpuVector<T>,
+    y: &mut GpuVector<T>,
+    reps: u32,
+) -> Result<f64> {
+    let reps = reps.max(1);
+    plan.run(x, y)?;
+    gpu.wait()?;
+    if plan.finishes_on_host() {
+        let t = Instant::now();
+        for _ in 0..reps {
+            plan.run(x, y)?;
+        }
+        gpu.wait()?;
+        return Ok(t.elapsed().as_secs_f64() * 1e3 / reps as f64);
+    }
+    let mut enc = gpu.device().create_command_encoder(&Default::default());
+    for _ in 0..reps {
+        plan.record(&mut enc, x, y)?;
+    }
+    let cmd = enc.finish();
+    let t = Instant::now();
+    gpu.queue().submit([cmd]);
+    gpu.wait()?;
+    Ok(t.elapsed().as_secs_f64() * 1e3 / reps as f64)
+}
+
+/// The options a candidate is built with: the caller's, with `Auto`'s own settings untouched.
+fn concrete<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<(SpmvPlan<T>, f64)> {
+    let t = Instant::now();
+    let plan = gpu.prepare_with(a, method, opts)?;
+    gpu.wait()?;
+    Ok((plan, t.elapsed().as_secs_f64() * 1e3))
+}
+
+/// Chooses a method for `a` on `gpu` (see the module docs). With a timed budget the candidates
+/// are built and timed, then dropped; [`prepare_auto`] keeps the winner's plan instead.
+pub fn choose<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> Result<AutoChoice> {
+    decide(gpu, a, opts, false).map(|(c, _)| c)
+}
+
+/// Chooses as [`choose`] does and prepares the chosen method's plan (a timed choice keeps the
+/// plan it timed; a model choice whose build fails falls back to the next candidate).
+pub fn prepare_auto<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    opts: &PlanOptions,
+) -> Result<(SpmvPlan<T>, AutoChoice)> {
+    let (mut choice, plan) = decide(gpu, a, opts, true)?;
+    if let Some(plan) = plan {
+        return Ok((plan, choice));
+    }
+    // Model or remembered choice: build it, falling back down the list if a build fails.
+    let mut order: Vec<Method> = vec![choice.method];
+    order.extend(choice.candidates.iter().map(|c| c.method).filter(|&m| m != choice.method));
+    let mut first_err = None;
+    for m in order {
+        match gpu.prepare_with(a, m, opts) {
+            Ok(plan) => {
+                choice.method = m;
+                return Ok((plan, choice));
+            }
+            Err(e) => {
+                if let Some(c) = choice.candidates.iter_mut().find(|c| c.method == m) {
+                    c.error = Some(e.to_string());
+                }
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_err.expect("at least one candidate"))
+}
+
+fn decide<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    opts: &PlanOptions,
+    keep_plan: bool,
+) -> Result<(AutoChoice, Option<SpmvPlan<T>>)> {
+    let auto = &opts.auto;
+    let profile = profile_for(gpu, auto)?;
+    let features = Features::of(a, gpu.info());
+    let expected = opts.expected_products.unwrap_or(DEFAULT_EXPECTED_PRODUCTS).max(1);
+    let candidates = predict(&profile, &features, expected);
+    let mut choice = AutoChoice {
+        method: candidates[0].method,
+        basis: Basis::Model,
+        profile: profile.name.clone(),
+        expected_products: expected,
+        features,
+        candidates,
+    };
+    let Some(budget) = auto.timed_budget_products else {
+        return Ok((choice, None));
+    };
+    if !(budget.is_finite() && budget > 0.0) {
+        return Err(Error::InvalidParameter {
+            name: "timed_budget_products",
+            value: budget.to_string(),
+            reason: "a positive number of products".into(),
+        });
+    }
+    let key = remember::Key {
+        adapter: adapter_hash(gpu),
+        matrix: fingerprint(a),
+        scalar: T::NAME,
+        products_decade: (expected as f64).log10().round() as i32,
+    };
+    let file = auto.remember_file.as_deref();
+    if let Some(r) = remember::recall(&key, file) {
+        if let Some(c) = choice.candidates.iter_mut().find(|c| c.method == r.method) {
+            c.measured_product_ms = Some(r.product_ms);
+            choice.method = r.method;
+            choice.basis = Basis::Remembered;
+            return Ok((choice, None));
+        }
+    }
+    let k = auto.timed_candidates.unwrap_or(DEFAULT_TIMED_CANDIDATES).max(1);
+    let reps = ((budget / k as f64).floor() as u32).max(2);
+    let x: Vec<T> = calibration::test_vector(a.ncols(), 17)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
+    let gx = GpuVector::from_slice(gpu, &x)?;
+    let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
+    let mut best: Option<(f64, usize, SpmvPlan<T>)> = None;
+    let mut first_err = None;
+    for i in 0..k.min(choice.candidates.len()) {
+        let m = choice.candidates[i].method;
+        let r = concrete(gpu, a, m, opts).and_then(|(plan, setup)| {
+            let ms = measure_products(gpu, &plan, &gx, &mut gy, reps)?;
+            Ok((plan, setup, ms))
+        });
+        match r {
+            Ok((plan, setup, ms)) => {
+                let c = &mut choice.candidates[i];
+                c.measured_setup_ms = Some(setup);
+                c.measured_product_ms = Some(ms);
+                let total = setup + expected as f64 * ms;
+                if best.as_ref().is_none_or(|b| total < b.0) {
+                    best = Some((total, i, plan));
+                }
+            }
+            Err(e) => {
+                choice.candidates[i].error = Some(e.to_string());
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    let Some((_, i, plan)) = best else {
+        return Err(first_err.expect("a candidate was tried"));
+    };
+    choice.method = choice.candidates[i].method;
+    choice.basis = Basis::Timed;
+    remember::store(
+        key,
+        remember::Remembered {
+            method: choice.method,
+            product_ms: choice.candidates[i].measured_product_ms.unwrap_or(0.0),
+        },
+        file,
+    )?;
+    Ok((choice, keep_plan.then_some(plan)))
+}

@@ -1,0 +1,345 @@
+//! Adapter profiles: the cost model's coefficients as a small text file.
+//!
+//! ```text
+//! wgspmv-profile 1
+//! name nvidia
+//! note fitted on NVIDIA H100 ... (free text, any number of lines)
+//! match vendor 0x10de            # any number of match lines; none = matches every adapter
+//! match device_type cpu
+//! cache_bytes 52428800
+//! regressors bias ln_mean ln_cv long_share empty_frac scatter ln_x_cache aspect ln_mnnz ln_max_rel f64
+//! method csr-scalar launch_ms 0.006 setup 0.2 0.9 1.5 weights -6.1 0.2 ...
+//! ```
+//!
+//! Per-product time of a method: `launch_ms + minimal_bytes · 1e-6 · exp(weights · regressors)`
+//! ms (so `exp(weights · regressors)` is nanoseconds per byte of minimal traffic). Setup time:
+//! `s0 + s1 · (matrix MB) + s2 · (million rows)` ms, where matrix MB = nnz · (4 + scalar) / 1e6.
+//! `#` starts a comment. A method without a line is never chosen by this profile.
+
+use super::features::{Features, NREG, REGRESSORS};
+use crate::{Error, Method, Result};
+
+/// The model of one method.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MethodModel {
+    pub method: Method,
+    /// Fixed time of one product (dispatches, host stage round trip), ms.
+    pub launch_ms: f64,
+    /// Setup coefficients: constant ms, ms per MB of matrix entries, ms per million rows.
+    pub setup: [f64; 3],
+    /// Weights of the regressors (see [`REGRESSORS`]) in ln(ns per byte).
+    pub weights: [f64; NREG],
+}
+
+impl MethodModel {
+    /// Predicted time of one product, ms.
+    pub fn product_ms(&self, f: &Features, cache_bytes: f64) -> f64 {
+        let r = f.regressors(cache_bytes);
+        let z: f64 = self.weights.iter().zip(r).map(|(w, x)| w * x).sum();
+        self.launch_ms + f.minimal_bytes() * 1e-6 * z.clamp(-30.0, 30.0).exp()
+    }
+
+    /// Predicted setup (format build and upload), ms.
+    pub fn setup_ms(&self, f: &Features) -> f64 {
+        let mb = f.nnz as f64 * (4.0 + f.scalar_bytes as f64) / 1e6;
+        let mrows = f.nrows as f64 / 1e6;
+        (self.setup[0] + self.setup[1] * mb + self.setup[2] * mrows).max(0.0)
+    }
+}
+
+/// Which adapters a profile is meant for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Match {
+    /// PCI vendor id.
+    Vendor(u32),
+    /// wgpu device type.
+    DeviceType(wgpu::DeviceType),
+}
+
+/// A cost-model profile for one kind of adapter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    pub name: String,
+    /// Free text: where and when it was fitted.
+    pub notes: Vec<String>,
+    /// Adapters this profile is for (any of them); empty: every adapter.
+    pub matches: Vec<Match>,
+    /// Size of the cache `x` should fit in (the `ln_x_cache` regressor), bytes.
+    pub cache_bytes: f64,
+    pub methods: Vec<MethodModel>,
+}
+
+fn device_type_name(t: wgpu::DeviceType) -> &'static str {
+    match t {
+        wgpu::DeviceType::Other => "other",
+        wgpu::DeviceType::IntegratedGpu => "integrated",
+        wgpu::DeviceType::DiscreteGpu => "discrete",
+        wgpu::DeviceType::VirtualGpu => "virtual",
+        wgpu::DeviceType::Cpu => "cpu",
+    }
+}
+
+fn bad(line: usize, text: &str, reason: impl Into<String>) -> Error {
+    let mut t: String = text.chars().take(80).collect();
+    if t.len() < text.len() {
+        t.push('…');
+    }
+    Error::InvalidParameter {
+        name: "profile",
+        value: format!("line {line}: {t}"),
+        reason: reason.into(),
+    }
+}
+
+impl Profile {
+    /// The model of `method`, if this profile has one.
+    pub fn model(&self, method: Method) -> Option<&MethodModel> {
+        self.methods.iter().find(|m| m.method == method)
+    }
+
+    /// Whether this profile is meant for the adapter.
+    pub fn matches(&self, vendor: u32, device_type: wgpu::DeviceType) -> bool {
+        self.matches.is_empty()
+            || self.matches.iter().any(|m| match m {
+                Match::Vendor(v) => *v == vendor,
+                Match::DeviceType(t) => *t == device_type,
+            })
+    }
+
+    /// Parses the text form (see the module docs). Every malformed line is an
+    /// [`Error::InvalidParameter`] named `profile` that quotes the line and says what is wrong.
+    pub fn parse(text: &str) -> Result<Self> {
+        let mut version_seen = false;
+        let mut p = Profile {
+            name: String::new(),
+            notes: Vec::new(),
+            matches: Vec::new(),
+            cache_bytes: f64::NAN,
+            methods: Vec::new(),
+        };
+        let mut regressors_seen = false;
+        for (i, raw) in text.lines().enumerate() {
+            let n = i + 1;
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let (key, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let rest = rest.trim();
+            if !version_seen {
+                if key != "wgspmv-profile" {
+                    return Err(bad(n, raw, "a profile starts with `wgspmv-profile 1`"));
+                }
+                if rest != "1" {
+                    return Err(bad(n, raw, "unsupported profile version (this library reads 1)"));
+                }
+                version_seen = true;
+                continue;
+            }
+            let num = |s: &str| -> Result<f64> {
+                s.parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| bad(n, raw, format!("`{s}` is not a finite number")))
+            };
+            match key {
+                "name" => {
+                    if rest.is_empty() || rest.contains(char::is_whitespace) {
+                        return Err(bad(n, raw, "the name is one word"));
+                    }
+                    p.name = rest.to_owned();
+                }
+                "note" => {
+                    // Comments were stripped above; notes keep their text up to a '#'.
+                    p.notes.push(rest.to_owned())
+                }
+                "match" => {
+                    let (what, val) = rest
+                        .split_once(char::is_whitespace)
+                        .ok_or_else(|| bad(n, raw, "expected `match vendor 0xID` or `match device_type TYPE`"))?;
+                    let val = val.trim();
+                    p.matches.push(match what {
+                        "vendor" => {
+                            let v = val
+                                .strip_prefix("0x")
+                                .map(|h| u32::from_str_radix(h, 16))
+                                .unwrap_or_else(|| val.parse())
+                                .map_err(|_| bad(n, raw, "vendor is a number such as 0x10de"))?;
+                            Match::Vendor(v)
+                        }
+                        "device_type" => Match::DeviceType(match val {
+                            "other" => wgpu::DeviceType::Other,
+                            "integrated" => wgpu::DeviceType::IntegratedGpu,
+                            "discrete" => wgpu::DeviceType::DiscreteGpu,
+                            "virtual" => wgpu::DeviceType::VirtualGpu,
+                            "cpu" => wgpu::DeviceType::Cpu,
+                            _ => {
+                                return Err(bad(
+                                    n,
+                                    raw,
+                                    "device_type is one of other, integrated, discrete, virtual, cpu",
+                                ))
+                            }
+                        }),
+                        _ => return Err(bad(n, raw, "match takes `vendor` or `device_type`")),
+                    });
+                }
+                "cache_bytes" => {
+                    let v = num(rest)?;
+                    if v <= 0.0 {
+                        return Err(bad(n, raw, "cache_bytes must be positive"));
+                    }
+                    p.cache_bytes = v;
+                }
+                "regressors" => {
+                    let names: Vec<&str> = rest.split_whitespace().collect();
+                    if names != REGRESSORS {
+                        return Err(bad(
+                            n,
+                            raw,
+                            format!("this library's regressors are: {}", REGRESSORS.join(" ")),
+                        ));
+                    }
+                    regressors_seen = true;
+                }
+                "method" => {
+                    if !regressors_seen {
+                        return Err(bad(n, raw, "a `regressors` line must come before the methods"));
+                    }
+                    let t: Vec<&str> = rest.split_whitespace().collect();
+                    let expected = 1 + 2 + 4 + 1 + NREG;
+                    if t.len() != expected
+                        || t[1] != "launch_ms"
+                        || t[3] != "setup"
+                        || t[7] != "weights"
+                    {
+                        return Err(bad(
+                            n,
+                            raw,
+                            format!(
+                                "expected `method NAME launch_ms L setup S0 S1 S2 weights W1..W{NREG}`"
+                            ),
+                        ));
+                    }
+                    let method = Method::from_name(t[0]).map_err(|e| bad(n, raw, e.to_string()))?;
+                    if method == Method::Auto {
+                        return Err(bad(n, raw, "`auto` has no model of its own"));
+                    }
+                    if p.model(method).is_some() {
+                        return Err(bad(n, raw, format!("{method} appears twice")));
+                    }
+                    let launch_ms = num(t[2])?;
+                    let setup = [num(t[4])?, num(t[5])?, num(t[6])?];
+                    if launch_ms < 0.0 || setup.iter().any(|&s| s < 0.0) {
+                        return Err(bad(n, raw, "times cannot be negative"));
+                    }
+                    let mut weights = [0.0; NREG];
+                    for (w, s) in weights.iter_mut().zip(&t[8..]) {
+                        *w = num(s)?;
+                    }
+                    p.methods.push(MethodModel {
+                        method,
+                        launch_ms,
+                        setup,
+                        weights,
+                    });
+                }
+                _ => return Err(bad(n, raw, format!("unknown key `{key}`"))),
+            }
+        }
+        let end = text.lines().count();
+        if !version_seen {
+            return Err(bad(end, "", "empty profile: it starts with `wgspmv-profile 1`"));
+        }
+        if p.name.is_empty() {
+            return Err(bad(end, "", "the profile has no `name` line"));
+        }
+        if p.cache_bytes.is_nan() {
+            return Err(bad(end, "", "the profile has no `cache_bytes` line"));
+        }
+        if p.methods.is_empty() {
+            return Err(bad(end, "", "the profile has no `method` line"));
+        }
+        Ok(p)
+    }
+
+    /// Reads and parses a profile file.
+    pub fn load(path: &std::path::Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|e| match e {
+            Error::InvalidParameter { name, value, reason } => Error::InvalidParameter {
+                name,
+                value: format!("{}: {value}", path.display()),
+                reason,
+            },
+            e => e,
+        })
+    }
+}
+
+impl std::fmt::Display for Profile {
+    /// The text form; [`Profile::parse`] reads it back to an equal profile (floats are written
+    /// in Rust's shortest round-trip form).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "wgspmv-profile 1")?;
+        writeln!(f, "name {}", self.name)?;
+        for n in &self.notes {
+            writeln!(f, "note {}", n.replace('#', "no."))?;
+        }
+        for m in &self.matches {
+            match m {
+                Match::Vendor(v) => writeln!(f, "match vendor {v:#06x}")?,
+                Match::DeviceType(t) => writeln!(f, "match device_type {}", device_type_name(*t))?,
+            }
+        }
+        writeln!(f, "cache_bytes {:?}", self.cache_bytes)?;
+        writeln!(f, "regressors {}", REGRESSORS.join(" "))?;
+        for m in &self.methods {
+            write!(
+                f,
+                "method {} launch_ms {:?} setup {:?} {:?} {:?} weights",
+                m.method.name(),
+                m.launch_ms,
+                m.setup[0],
+                m.setup[1],
+                m.setup[2]
+            )?;
+            for w in m.weights {
+                write!(f, " {w:?}")?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
+/// The profiles shipped with the library (src/select/profiles/), most specific first; the last
+/// one, `generic`, matches every adapter.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("nvidia", include_str!("profiles/nvidia.txt")),
+    ("cpu", include_str!("profiles/cpu.txt")),
+    ("generic", include_str!("profiles/generic.txt")),
+];
+
+/// The built-in profile for an adapter.
+pub fn builtin_for(vendor: u32, device_type: wgpu::DeviceType) -> std::sync::Arc<Profile> {
+    use std::sync::{Arc, OnceLock};
+    static PARSED: OnceLock<Vec<Arc<Profile>>> = OnceLock::new();
+    let all = PARSED.get_or_init(|| {
+        BUILTIN
+            .iter()
+            .map(|(name, text)| {
+                Arc::new(Profile::parse(text).unwrap_or_else(|e| {
+                    panic!("built-in profile {name} does not parse (a bug): {e}")
+                }))
+            })
+            .collect()
+    });
+    all.iter()
+        .find(|p| p.matches(vendor, device_type))
+        .unwrap_or_else(|| all.last().expect("generic profile"))
+        .clone()
+}
