@@ -30,6 +30,9 @@ struct Args {
     /// Fit from this samples CSV instead of measuring (no GPU needed unless --check-suite).
     #[arg(long)]
     refit: Option<PathBuf>,
+    /// Calibration sizes, million stored entries (default: scale/16, scale/4, scale).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<f64>,
     /// Largest calibration matrix, in million stored entries.
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
@@ -63,6 +66,12 @@ struct Args {
     /// --suite-csv from another run), against the fastest measured.
     #[arg(long)]
     eval: Option<PathBuf>,
+    /// Expected products for --eval's main column (default 1000).
+    #[arg(long, default_value_t = 1000)]
+    eval_products: u64,
+    /// Fit on the calibration samples plus these (e.g. a --suite-csv), for the written profile.
+    #[arg(long)]
+    also_fit: Vec<PathBuf>,
     /// Use this profile for --check-suite / --eval instead of the fitted one.
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -114,11 +123,12 @@ fn measure<T: Scalar>(
             (plan, setup) = (p2, s2);
         }
     }
-    let est = select::measure_products(gpu, &plan, x, y, 2)?;
-    let reps = ((batch_ms / est.max(1e-4)) as u32).clamp(2, 2000);
-    let a1 = select::measure_products(gpu, &plan, x, y, reps)?;
-    let a2 = select::measure_products(gpu, &plan, x, y, reps)?;
-    Ok((setup, a1.min(a2)))
+    // The library's timer (GPU timestamps where the adapter has them, after keeping the GPU
+    // busy until its clocks settle), as `bench` uses: a GPU left idle while the host built the
+    // plan reads slower on a short host-clock batch, most for the methods with long setups.
+    let _ = batch_ms;
+    let t = plan.time(x, y, 50)?;
+    Ok((setup, t.ms))
 }
 
 /// Appends lines to a CSV file as they are measured, so a run cut short keeps what it measured.
@@ -211,7 +221,8 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     } else {
         let gpu = gpu.as_ref().unwrap();
         let s = args.scale;
-        let sizes: Vec<usize> = [s / 16.0, s / 4.0, s]
+        let default = [s / 16.0, s / 4.0, s];
+        let sizes: Vec<usize> = if args.sizes.is_empty() { &default[..] } else { &args.sizes[..] }
             .iter()
             .map(|v| ((v * 1e6) as usize).max(2000))
             .collect();
@@ -249,6 +260,11 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         }
         samples
     };
+    let mut samples = samples;
+    for p in &args.also_fit {
+        let text = std::fs::read_to_string(p).map_err(io_err(p))?;
+        samples.extend(fit::samples_from_csv(&text)?);
+    }
     // Which adapter the samples came from: the CSV's, or the one in hand.
     let (mut name, mut matches, mut cache) = match &gpu {
         Some(g) => default_name(g),
@@ -305,7 +321,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             Some(p) => Profile::load(p)?,
             None => profile.clone(),
         };
-        eval_samples(&p, &ev);
+        eval_samples(&p, &ev, args.eval_products);
     }
     if let Some(scale) = args.check_suite {
         let profile = match &args.profile {
@@ -319,7 +335,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
 
 /// Per matrix and scalar of `samples`: the fastest measured, the model's choice (E = 1000 and
 /// E = 1) and how far they are from the best.
-fn eval_samples(profile: &Profile, samples: &[Sample]) {
+fn eval_samples(profile: &Profile, samples: &[Sample], e: u64) {
     let mut keys: Vec<(&str, usize)> = samples.iter().map(|s| (s.matrix.as_str(), s.features.scalar_bytes)).collect();
     keys.dedup();
     println!("{:<18} {:>3} {:>12} {:>9} {:>12} {:>6} {:>8}", "matrix", "", "fastest", "ms", "auto", "ratio", "E=1");
@@ -332,7 +348,7 @@ fn eval_samples(profile: &Profile, samples: &[Sample]) {
                 .into_iter()
                 .find_map(|c| mine.iter().find(|s| s.method == c.method))
         };
-        let chosen = pick(1000).unwrap();
+        let chosen = pick(e).unwrap();
         let one = |s: &Sample| s.setup_ms + s.product_ms;
         let cheapest = mine.iter().map(|s| one(s)).fold(f64::INFINITY, f64::min);
         let e1 = pick(1).unwrap();

@@ -352,28 +352,50 @@ fn decide<T: Scalar>(
         .collect();
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
-    let mut best: Option<(f64, usize, SpmvPlan<T>)> = None;
+    // Build every candidate first, then time them in two rounds (forward, then backward) and
+    // keep each one's better round: a discrete GPU left idle while the host built a plan runs
+    // slower for a while, which would otherwise count against the methods with long setups.
+    let mut built: Vec<(usize, SpmvPlan<T>)> = Vec::new();
     let mut first_err = None;
     for i in 0..k.min(choice.candidates.len()) {
-        let m = choice.candidates[i].method;
-        let r = concrete(gpu, a, m, opts).and_then(|(plan, setup)| {
-            let ms = measure_products(gpu, &plan, &gx, &mut gy, reps)?;
-            Ok((plan, setup, ms))
-        });
-        match r {
-            Ok((plan, setup, ms)) => {
-                let c = &mut choice.candidates[i];
-                c.measured_setup_ms = Some(setup);
-                c.measured_product_ms = Some(ms);
-                let total = setup + expected as f64 * ms;
-                if best.as_ref().is_none_or(|b| total < b.0) {
-                    best = Some((total, i, plan));
-                }
+        match concrete(gpu, a, choice.candidates[i].method, opts) {
+            Ok((plan, setup)) => {
+                choice.candidates[i].measured_setup_ms = Some(setup);
+                built.push((i, plan));
             }
             Err(e) => {
                 choice.candidates[i].error = Some(e.to_string());
                 first_err.get_or_insert(e);
             }
+        }
+    }
+    let half = (reps / 2).max(1);
+    let order: Vec<usize> = (0..built.len()).chain((0..built.len()).rev()).collect();
+    for j in order {
+        let (i, plan) = &built[j];
+        match measure_products(gpu, plan, &gx, &mut gy, half) {
+            Ok(ms) => {
+                let c = &mut choice.candidates[*i];
+                c.measured_product_ms = Some(c.measured_product_ms.map_or(ms, |m| m.min(ms)));
+            }
+            Err(e) => {
+                choice.candidates[*i].error = Some(e.to_string());
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    let mut best: Option<(f64, usize, SpmvPlan<T>)> = None;
+    for (i, plan) in built {
+        let c = &choice.candidates[i];
+        let (Some(setup), Some(ms)) = (c.measured_setup_ms, c.measured_product_ms) else {
+            continue;
+        };
+        if c.error.is_some() {
+            continue;
+        }
+        let total = setup + expected as f64 * ms;
+        if best.as_ref().is_none_or(|b| total < b.0) {
+            best = Some((total, i, plan));
         }
     }
     let Some((_, i, plan)) = best else {
