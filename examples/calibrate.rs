@@ -169,7 +169,13 @@ fn calibrate_matrix<T: Scalar>(
         .collect();
     let x = GpuVector::from_slice(gpu, &xv)?;
     let mut y = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
-    let mut line = format!("{name} {} ({}x{}, {} nnz):", T::NAME, a.nrows(), a.ncols(), a.nnz());
+    let mut line = format!(
+        "{name} {} ({}x{}, {} nnz):",
+        T::NAME,
+        a.nrows(),
+        a.ncols(),
+        a.nnz()
+    );
     for &m in Method::ALL {
         match measure(gpu, &a, m, &opts, &x, &mut y, args.batch_ms) {
             Ok((setup_ms, product_ms)) => {
@@ -194,7 +200,11 @@ fn calibrate_matrix<T: Scalar>(
 fn default_name(gpu: &Gpu) -> (String, Vec<Match>, f64) {
     let i = gpu.info();
     if i.device_type == wgpu::DeviceType::Cpu {
-        return ("cpu".into(), vec![Match::DeviceType(wgpu::DeviceType::Cpu)], 32.0);
+        return (
+            "cpu".into(),
+            vec![Match::DeviceType(wgpu::DeviceType::Cpu)],
+            32.0,
+        );
     }
     let name = match i.vendor {
         0x10de => "nvidia",
@@ -204,7 +214,11 @@ fn default_name(gpu: &Gpu) -> (String, Vec<Match>, f64) {
         _ => "gpu",
     };
     let cache = if i.vendor == 0x10de { 50.0 } else { 4.0 };
-    let m = if i.vendor != 0 { vec![Match::Vendor(i.vendor)] } else { vec![] };
+    let m = if i.vendor != 0 {
+        vec![Match::Vendor(i.vendor)]
+    } else {
+        vec![]
+    };
     (name.into(), m, cache)
 }
 
@@ -222,10 +236,14 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         let gpu = gpu.as_ref().unwrap();
         let s = args.scale;
         let default = [s / 16.0, s / 4.0, s];
-        let sizes: Vec<usize> = if args.sizes.is_empty() { &default[..] } else { &args.sizes[..] }
-            .iter()
-            .map(|v| ((v * 1e6) as usize).max(2000))
-            .collect();
+        let sizes: Vec<usize> = if args.sizes.is_empty() {
+            &default[..]
+        } else {
+            &args.sizes[..]
+        }
+        .iter()
+        .map(|v| ((v * 1e6) as usize).max(2000))
+        .collect();
         let f64_too = args.f64 && gpu.info().has(wgpu::Features::SHADER_F64);
         if args.f64 && !f64_too {
             log("the adapter lacks SHADER_F64: f64 not calibrated");
@@ -272,7 +290,11 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     };
     if let (None, Some(s)) = (&gpu, samples.first()) {
         if s.features.device_type == wgpu::DeviceType::Cpu {
-            (name, matches, cache) = ("cpu".into(), vec![Match::DeviceType(wgpu::DeviceType::Cpu)], 32.0);
+            (name, matches, cache) = (
+                "cpu".into(),
+                vec![Match::DeviceType(wgpu::DeviceType::Cpu)],
+                32.0,
+            );
         } else if s.features.vendor == 0x10de {
             (name, matches, cache) = ("nvidia".into(), vec![Match::Vendor(0x10de)], 50.0);
         } else if s.features.vendor != 0 {
@@ -293,7 +315,10 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     )];
     if let Some(g) = &gpu {
         let i = g.info();
-        notes.push(format!("adapter: {} ({:?}, {:?}, driver {})", i.name, i.backend, i.device_type, i.driver));
+        notes.push(format!(
+            "adapter: {} ({:?}, {:?}, driver {})",
+            i.name, i.backend, i.device_type, i.driver
+        ));
     }
     let (profile, quality) = fit::fit(&samples, &name, notes, matches, cache)?;
     for q in &quality {
@@ -336,13 +361,25 @@ fn run(args: &Args) -> wgspmv::Result<()> {
 /// Per matrix and scalar of `samples`: the fastest measured, the model's choice (E = 1000 and
 /// E = 1) and how far they are from the best.
 fn eval_samples(profile: &Profile, samples: &[Sample], e: u64) {
-    let mut keys: Vec<(&str, usize)> = samples.iter().map(|s| (s.matrix.as_str(), s.features.scalar_bytes)).collect();
+    let mut keys: Vec<(&str, usize)> = samples
+        .iter()
+        .map(|s| (s.matrix.as_str(), s.features.scalar_bytes))
+        .collect();
     keys.dedup();
-    println!("{:<18} {:>3} {:>12} {:>9} {:>12} {:>6} {:>8}", "matrix", "", "fastest", "ms", "auto", "ratio", "E=1");
+    println!(
+        "{:<18} {:>3} {:>12} {:>9} {:>12} {:>6} {:>8}",
+        "matrix", "", "fastest", "ms", "auto", "ratio", "E=1"
+    );
     let mut sum = 0.0;
     for &(m, sb) in &keys {
-        let mine: Vec<&Sample> = samples.iter().filter(|s| s.matrix == m && s.features.scalar_bytes == sb).collect();
-        let best = mine.iter().min_by(|a, b| a.product_ms.total_cmp(&b.product_ms)).unwrap();
+        let mine: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| s.matrix == m && s.features.scalar_bytes == sb)
+            .collect();
+        let best = mine
+            .iter()
+            .min_by(|a, b| a.product_ms.total_cmp(&b.product_ms))
+            .unwrap();
         let pick = |e: u64| {
             select::predict(profile, &mine[0].features, e)
                 .into_iter()
@@ -365,24 +402,45 @@ fn eval_samples(profile: &Profile, samples: &[Sample], e: u64) {
             e1.method.name()
         );
     }
-    println!("geometric mean auto/fastest: {:.3}", (sum / keys.len().max(1) as f64).exp());
+    println!(
+        "geometric mean auto/fastest: {:.3}",
+        (sum / keys.len().max(1) as f64).exp()
+    );
 }
 
 fn report_choices(profile: &Profile, samples: &[Sample]) {
-    let mut keys: Vec<(&str, usize)> = samples.iter().map(|s| (s.matrix.as_str(), s.features.scalar_bytes)).collect();
+    let mut keys: Vec<(&str, usize)> = samples
+        .iter()
+        .map(|s| (s.matrix.as_str(), s.features.scalar_bytes))
+        .collect();
     keys.dedup();
     let (mut worst, mut sum_log, mut n) = (1.0f64, 0.0, 0);
     for (m, sb) in keys {
-        let mine: Vec<&Sample> = samples.iter().filter(|s| s.matrix == m && s.features.scalar_bytes == sb).collect();
-        let best = mine.iter().map(|s| s.product_ms).fold(f64::INFINITY, f64::min);
+        let mine: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| s.matrix == m && s.features.scalar_bytes == sb)
+            .collect();
+        let best = mine
+            .iter()
+            .map(|s| s.product_ms)
+            .fold(f64::INFINITY, f64::min);
         let c = select::predict(profile, &mine[0].features, 1_000_000);
-        let Some(chosen) = c.first().and_then(|c| mine.iter().find(|s| s.method == c.method)) else { continue };
+        let Some(chosen) = c
+            .first()
+            .and_then(|c| mine.iter().find(|s| s.method == c.method))
+        else {
+            continue;
+        };
         let r = chosen.product_ms / best;
         worst = worst.max(r);
         sum_log += r.ln();
         n += 1;
         if r > 1.15 {
-            log(format!("  model on {m} f{}: chose {} at {r:.2}x the fastest", sb * 8, chosen.method));
+            log(format!(
+                "  model on {m} f{}: chose {} at {r:.2}x the fastest",
+                sb * 8,
+                chosen.method
+            ));
         }
     }
     log(format!(
@@ -394,14 +452,29 @@ fn report_choices(profile: &Profile, samples: &[Sample]) {
 fn check_suite(gpu: &Gpu, profile: Arc<Profile>, scale: f64, args: &Args) -> wgspmv::Result<()> {
     let mut csv = Sink::create(args.check_csv.as_ref(), "class,scalar,fastest,fastest_ms,auto_model,auto_model_ms,auto_timed,auto_timed_ms,e1_cheapest,e1_cheapest_ms,e1_auto,e1_auto_ms")?;
     let mut suite = Sink::create(args.suite_csv.as_ref(), fit::CSV_HEADER)?;
-    let scalars: &[&str] = if args.f64 && gpu.info().has(wgpu::Features::SHADER_F64) { &["f32", "f64"] } else { &["f32"] };
+    let scalars: &[&str] = if args.f64 && gpu.info().has(wgpu::Features::SHADER_F64) {
+        &["f32", "f64"]
+    } else {
+        &["f32"]
+    };
     println!("\nsuite at {scale} M entries, profile {}:", profile.name);
-    println!("{:<17} {:>3} {:>12} {:>9} {:>12} {:>6} {:>12} {:>6} {:>8}", "class", "", "fastest", "ms", "auto", "ratio", "timed", "ratio", "E=1 ratio");
+    println!(
+        "{:<17} {:>3} {:>12} {:>9} {:>12} {:>6} {:>12} {:>6} {:>8}",
+        "class", "", "fastest", "ms", "auto", "ratio", "timed", "ratio", "E=1 ratio"
+    );
     for c in SuiteClass::ALL {
         let a64 = c.generate((scale * 1e6) as usize, 42);
         for &sc in scalars {
             if sc == "f32" {
-                check_one::<f32>(gpu, &profile, c.name(), &a64.cast(), args, &mut csv, &mut suite)?
+                check_one::<f32>(
+                    gpu,
+                    &profile,
+                    c.name(),
+                    &a64.cast(),
+                    args,
+                    &mut csv,
+                    &mut suite,
+                )?
             } else {
                 check_one::<f64>(gpu, &profile, c.name(), &a64, args, &mut csv, &mut suite)?
             }
@@ -410,9 +483,20 @@ fn check_suite(gpu: &Gpu, profile: Arc<Profile>, scale: f64, args: &Args) -> wgs
     Ok(())
 }
 
-fn check_one<T: Scalar>(gpu: &Gpu, profile: &Arc<Profile>, name: &str, a: &CsrMatrix<T>, args: &Args, csv: &mut Sink, suite: &mut Sink) -> wgspmv::Result<()> {
+fn check_one<T: Scalar>(
+    gpu: &Gpu,
+    profile: &Arc<Profile>,
+    name: &str,
+    a: &CsrMatrix<T>,
+    args: &Args,
+    csv: &mut Sink,
+    suite: &mut Sink,
+) -> wgspmv::Result<()> {
     let opts = PlanOptions::default();
-    let xv: Vec<T> = calibration::test_vector(a.ncols(), 5).into_iter().map(T::from_f64).collect();
+    let xv: Vec<T> = calibration::test_vector(a.ncols(), 5)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
     let x = GpuVector::from_slice(gpu, &xv)?;
     let mut y = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
     let mut meas: Vec<(Method, f64, f64)> = Vec::new();
@@ -443,7 +527,10 @@ fn check_one<T: Scalar>(gpu: &Gpu, profile: &Arc<Profile>, name: &str, a: &CsrMa
     o.expected_products = Some(1);
     let e1 = select::choose(gpu, a, &o)?;
     let one = |r: &(Method, f64, f64)| r.1 + r.2;
-    let cheapest = meas.iter().min_by(|a, b| one(a).total_cmp(&one(b))).unwrap();
+    let cheapest = meas
+        .iter()
+        .min_by(|a, b| one(a).total_cmp(&one(b)))
+        .unwrap();
     let e1_ms = meas.iter().find(|r| r.0 == e1.method).map_or(f64::NAN, one);
     println!(
         "{name:<17} {} {:>12} {:>9.4} {:>12} {:>6.2} {:>12} {:>6.2} {:>8.2}",
@@ -459,7 +546,12 @@ fn check_one<T: Scalar>(gpu: &Gpu, profile: &Arc<Profile>, name: &str, a: &CsrMa
     if get(model.method) / fastest.2 > 1.15 {
         print!("{model}");
         for r in &meas {
-            println!("    measured {:<12} setup {:>9.2} ms, product {:.5} ms", r.0.name(), r.1, r.2);
+            println!(
+                "    measured {:<12} setup {:>9.2} ms, product {:.5} ms",
+                r.0.name(),
+                r.1,
+                r.2
+            );
         }
     }
     csv.line(&format!(

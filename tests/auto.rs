@@ -17,10 +17,17 @@ fn structure(name: &str) -> calibration::Structure {
 }
 
 fn matrices() -> Vec<(&'static str, CsrMatrix<f64>)> {
-    ["band-blocks", "powerlaw", "perm", "empty30", "dense-row", "wide"]
-        .into_iter()
-        .map(|n| (n, structure(n).generate(6000, 3).unwrap()))
-        .collect()
+    [
+        "band-blocks",
+        "powerlaw",
+        "perm",
+        "empty30",
+        "dense-row",
+        "wide",
+    ]
+    .into_iter()
+    .map(|n| (n, structure(n).generate(6000, 3).unwrap()))
+    .collect()
 }
 
 #[test]
@@ -42,7 +49,10 @@ fn choice_is_stable_explained_and_the_argmin() {
             assert_eq!(c1.candidates.len(), Method::ALL.len(), "{name}\n{c1}");
             for c in &c1.candidates {
                 assert!(c.setup_ms.is_finite() && c.setup_ms >= 0.0, "{name}\n{c1}");
-                assert!(c.product_ms.is_finite() && c.product_ms > 0.0, "{name}\n{c1}");
+                assert!(
+                    c.product_ms.is_finite() && c.product_ms > 0.0,
+                    "{name}\n{c1}"
+                );
                 let total = c.setup_ms + e as f64 * c.product_ms;
                 assert!((c.total_ms - total).abs() <= 1e-9 * total, "{name}\n{c1}");
             }
@@ -69,7 +79,11 @@ fn builtin_profiles_parse_and_round_trip() {
     for (name, text) in select::profile::BUILTIN {
         let p = Profile::parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(&p.name, name);
-        assert_eq!(p.methods.len(), Method::ALL.len(), "{name} models every method");
+        assert_eq!(
+            p.methods.len(),
+            Method::ALL.len(),
+            "{name} models every method"
+        );
         let again = Profile::parse(&p.to_string()).unwrap();
         assert_eq!(p, again, "{name} does not round-trip");
     }
@@ -77,8 +91,14 @@ fn builtin_profiles_parse_and_round_trip() {
     let generic = select::profile::builtin_for(0x1234, wgpu::DeviceType::DiscreteGpu);
     assert_eq!(generic.name, "generic");
     assert!(generic.matches.is_empty());
-    assert_eq!(select::profile::builtin_for(0x10de, wgpu::DeviceType::DiscreteGpu).name, "nvidia");
-    assert_eq!(select::profile::builtin_for(0x10005, wgpu::DeviceType::Cpu).name, "cpu");
+    assert_eq!(
+        select::profile::builtin_for(0x10de, wgpu::DeviceType::DiscreteGpu).name,
+        "nvidia"
+    );
+    assert_eq!(
+        select::profile::builtin_for(0x10005, wgpu::DeviceType::Cpu).name,
+        "cpu"
+    );
 }
 
 /// A profile with odd floats and every kind of line survives text and back exactly.
@@ -91,11 +111,24 @@ fn profile_round_trips_through_text() {
     let p = Profile {
         name: "test-profile".into(),
         notes: vec!["made in a test".into(), "second note".into()],
-        matches: vec![Match::Vendor(0x1002), Match::DeviceType(wgpu::DeviceType::IntegratedGpu)],
+        matches: vec![
+            Match::Vendor(0x1002),
+            Match::DeviceType(wgpu::DeviceType::IntegratedGpu),
+        ],
         cache_bytes: 1.0 / 3.0 * 1e7,
         methods: vec![
-            MethodModel { method: Method::CsrScalar, launch_ms: 0.1 + 0.2, setup: [1e-300, 0.0, 7.5e3], weights: w },
-            MethodModel { method: Method::BccooPlus, launch_ms: 0.0, setup: [0.0; 3], weights: [-0.0; select::features::NREG] },
+            MethodModel {
+                method: Method::CsrScalar,
+                launch_ms: 0.1 + 0.2,
+                setup: [1e-300, 0.0, 7.5e3],
+                weights: w,
+            },
+            MethodModel {
+                method: Method::BccooPlus,
+                launch_ms: 0.0,
+                setup: [0.0; 3],
+                weights: [-0.0; select::features::NREG],
+            },
         ],
     };
     let text = p.to_string();
@@ -117,22 +150,79 @@ fn bad_profiles_are_typed_errors() {
     let cases: Vec<(&str, String)> = vec![
         ("empty", String::new()),
         ("no version", good.replacen("wgspmv-profile 1", "", 1)),
-        ("future version", good.replacen("wgspmv-profile 1", "wgspmv-profile 2", 1)),
+        (
+            "future version",
+            good.replacen("wgspmv-profile 1", "wgspmv-profile 2", 1),
+        ),
         ("unknown key", format!("{good}\nbogus 1\n")),
-        ("unknown method", good.replacen(method_line, &method_line.replacen("method ", "method nosuch-", 1), 1)),
+        (
+            "unknown method",
+            good.replacen(
+                method_line,
+                &method_line.replacen("method ", "method nosuch-", 1),
+                1,
+            ),
+        ),
         ("duplicate method", format!("{good}\n{method_line}\n")),
-        ("too few weights", good.replacen(method_line, method_line.rsplit_once(' ').unwrap().0, 1)),
-        ("not a number", good.replacen(method_line, &method_line.replacen("launch_ms ", "launch_ms x", 1), 1)),
-        ("negative setup", good.replacen(method_line, &method_line.replacen("setup ", "setup -", 1), 1)),
-        ("NaN weight", good.replacen(method_line, &format!("{} NaN", method_line.rsplit_once(' ').unwrap().0), 1)),
-        ("wrong regressors", good.replacen("regressors bias", "regressors intercept", 1)),
+        (
+            "too few weights",
+            good.replacen(method_line, method_line.rsplit_once(' ').unwrap().0, 1),
+        ),
+        (
+            "not a number",
+            good.replacen(
+                method_line,
+                &method_line.replacen("launch_ms ", "launch_ms x", 1),
+                1,
+            ),
+        ),
+        (
+            "negative setup",
+            good.replacen(
+                method_line,
+                &method_line.replacen("setup ", "setup -", 1),
+                1,
+            ),
+        ),
+        (
+            "NaN weight",
+            good.replacen(
+                method_line,
+                &format!("{} NaN", method_line.rsplit_once(' ').unwrap().0),
+                1,
+            ),
+        ),
+        (
+            "wrong regressors",
+            good.replacen("regressors bias", "regressors intercept", 1),
+        ),
         ("bad match", format!("{}\nmatch colour blue\n", good)),
-        ("no methods", good.lines().filter(|l| !l.starts_with("method")).collect::<Vec<_>>().join("\n")),
-        ("auto has no model", good.replacen(method_line, &format!("method auto{}", &method_line[method_line[7..].find(' ').unwrap() + 7..]), 1)),
+        (
+            "no methods",
+            good.lines()
+                .filter(|l| !l.starts_with("method"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        (
+            "auto has no model",
+            good.replacen(
+                method_line,
+                &format!(
+                    "method auto{}",
+                    &method_line[method_line[7..].find(' ').unwrap() + 7..]
+                ),
+                1,
+            ),
+        ),
     ];
     for (what, text) in cases {
         match Profile::parse(&text) {
-            Err(Error::InvalidParameter { name: "profile", value, reason }) => {
+            Err(Error::InvalidParameter {
+                name: "profile",
+                value,
+                reason,
+            }) => {
                 assert!(!reason.is_empty(), "{what}: {value}");
             }
             other => panic!("{what}: expected a profile error, got {other:?}"),
@@ -163,8 +253,18 @@ fn two_method_profile() -> Arc<Profile> {
         matches: vec![],
         cache_bytes: 1e6,
         methods: vec![
-            MethodModel { method: Method::CsrScalar, launch_ms: 0.0, setup: [0.0; 3], weights: slow },
-            MethodModel { method: Method::Bccoo, launch_ms: 0.0, setup: [50.0, 0.0, 0.0], weights: fast },
+            MethodModel {
+                method: Method::CsrScalar,
+                launch_ms: 0.0,
+                setup: [0.0; 3],
+                weights: slow,
+            },
+            MethodModel {
+                method: Method::Bccoo,
+                launch_ms: 0.0,
+                setup: [50.0, 0.0, 0.0],
+                weights: fast,
+            },
         ],
     })
 }
@@ -172,7 +272,10 @@ fn two_method_profile() -> Arc<Profile> {
 #[test]
 fn one_product_does_not_pay_for_a_conversion() {
     let Some(gpu) = common::gpu() else { return };
-    let a = structure("band-blocks").generate(20000, 1).unwrap().cast::<f32>();
+    let a = structure("band-blocks")
+        .generate(20000, 1)
+        .unwrap()
+        .cast::<f32>();
     let mut opts = PlanOptions::default();
     opts.auto.profile = Some(two_method_profile());
     opts.expected_products = Some(1_000_000);
@@ -184,17 +287,30 @@ fn one_product_does_not_pay_for_a_conversion() {
     // With the shipped profile, one product never picks a method whose predicted setup is more
     // than the cheapest total: setup + 1 product is what is minimised.
     for (name, a) in matrices() {
-        let opts = PlanOptions { expected_products: Some(1), ..Default::default() };
+        let opts = PlanOptions {
+            expected_products: Some(1),
+            ..Default::default()
+        };
         let c = select::choose(&gpu, &a.cast::<f32>(), &opts).unwrap();
-        let cheapest = c.candidates.iter().map(|c| c.setup_ms + c.product_ms).fold(f64::INFINITY, f64::min);
-        assert!(c.chosen().setup_ms + c.chosen().product_ms <= cheapest * (1.0 + 1e-12), "{name}\n{c}");
+        let cheapest = c
+            .candidates
+            .iter()
+            .map(|c| c.setup_ms + c.product_ms)
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            c.chosen().setup_ms + c.chosen().product_ms <= cheapest * (1.0 + 1e-12),
+            "{name}\n{c}"
+        );
     }
 }
 
 #[test]
 fn timed_choice_is_remembered_and_reused() {
     let Some(gpu) = common::gpu() else { return };
-    let a = structure("powerlaw").generate(8000, 11).unwrap().cast::<f32>();
+    let a = structure("powerlaw")
+        .generate(8000, 11)
+        .unwrap()
+        .cast::<f32>();
     let dir = std::env::temp_dir().join(format!("wgspmv-auto-mem-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("choices.txt");
@@ -205,17 +321,29 @@ fn timed_choice_is_remembered_and_reused() {
     select::remember::forget_all();
     let first = select::choose(&gpu, &a, &opts).unwrap();
     assert_eq!(first.basis, Basis::Timed, "{first}");
-    let timed: Vec<_> = first.candidates.iter().filter(|c| c.measured_product_ms.is_some()).collect();
+    let timed: Vec<_> = first
+        .candidates
+        .iter()
+        .filter(|c| c.measured_product_ms.is_some())
+        .collect();
     assert_eq!(timed.len(), 2, "{first}");
     // The timed winner has the least measured setup + expected products.
-    let cost = |c: &select::Candidate| c.measured_setup_ms.unwrap() + 1000.0 * c.measured_product_ms.unwrap();
-    let best = timed.iter().min_by(|a, b| cost(a).total_cmp(&cost(b))).unwrap();
+    let cost = |c: &select::Candidate| {
+        c.measured_setup_ms.unwrap() + 1000.0 * c.measured_product_ms.unwrap()
+    };
+    let best = timed
+        .iter()
+        .min_by(|a, b| cost(a).total_cmp(&cost(b)))
+        .unwrap();
     assert_eq!(first.method, best.method, "{first}");
     // Same process: remembered, nothing rebuilt.
     let second = select::choose(&gpu, &a, &opts).unwrap();
     assert_eq!(second.basis, Basis::Remembered, "{second}");
     assert_eq!(second.method, first.method);
-    assert!(second.candidates.iter().all(|c| c.measured_setup_ms.is_none()));
+    assert!(second
+        .candidates
+        .iter()
+        .all(|c| c.measured_setup_ms.is_none()));
     // A new process (memory cleared) finds it in the file.
     select::remember::forget_all();
     let third = select::choose(&gpu, &a, &opts).unwrap();
@@ -237,13 +365,29 @@ fn auto_plans_are_correct() {
     let Some(gpu) = common::gpu() else { return };
     for (name, a) in matrices() {
         for e in [1u64, 1000, 1_000_000] {
-            let opts = PlanOptions { expected_products: Some(e), ..Default::default() };
-            common::check_method(&gpu, &a.cast::<f32>(), Method::Auto, &opts, &format!("{name} / auto / E={e} / f32"));
+            let opts = PlanOptions {
+                expected_products: Some(e),
+                ..Default::default()
+            };
+            common::check_method(
+                &gpu,
+                &a.cast::<f32>(),
+                Method::Auto,
+                &opts,
+                &format!("{name} / auto / E={e} / f32"),
+            );
             if common::has_f64(&gpu) {
-                common::check_method(&gpu, &a, Method::Auto, &opts, &format!("{name} / auto / E={e} / f64"));
+                common::check_method(
+                    &gpu,
+                    &a,
+                    Method::Auto,
+                    &opts,
+                    &format!("{name} / auto / E={e} / f64"),
+                );
             }
         }
-        let (plan, c) = select::prepare_auto(&gpu, &a.cast::<f32>(), &PlanOptions::default()).unwrap();
+        let (plan, c) =
+            select::prepare_auto(&gpu, &a.cast::<f32>(), &PlanOptions::default()).unwrap();
         assert_eq!(plan.method(), c.method);
         assert_ne!(plan.method(), Method::Auto);
     }
@@ -276,13 +420,30 @@ fn fit_recovers_a_known_model() {
     let info_features = |a: &CsrMatrix<f64>, sb: usize| {
         // Features without an adapter: what `Features::of` reads from the matrix.
         let mut f = Features {
-            nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), mean: 0.0, cv: 0.0, max_len: 0,
-            empty_frac: 0.0, long_share: 0.0, scatter: 1.0, scalar_bytes: sb, x_bytes: (a.ncols() * sb) as u64,
-            vendor: 0x10de, device_type: wgpu::DeviceType::DiscreteGpu, subgroup_size: 32, shares_memory_with_host: false,
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            mean: 0.0,
+            cv: 0.0,
+            max_len: 0,
+            empty_frac: 0.0,
+            long_share: 0.0,
+            scatter: 1.0,
+            scalar_bytes: sb,
+            x_bytes: (a.ncols() * sb) as u64,
+            vendor: 0x10de,
+            device_type: wgpu::DeviceType::DiscreteGpu,
+            subgroup_size: 32,
+            shares_memory_with_host: false,
         };
-        let lens: Vec<f64> = a.row_ptr().windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        let lens: Vec<f64> = a
+            .row_ptr()
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64)
+            .collect();
         f.mean = a.nnz() as f64 / a.nrows() as f64;
-        f.cv = (lens.iter().map(|l| (l - f.mean).powi(2)).sum::<f64>() / lens.len() as f64).sqrt() / f.mean;
+        f.cv = (lens.iter().map(|l| (l - f.mean).powi(2)).sum::<f64>() / lens.len() as f64).sqrt()
+            / f.mean;
         f.max_len = lens.iter().cloned().fold(0.0, f64::max) as usize;
         f.empty_frac = lens.iter().filter(|&&l| l == 0.0).count() as f64 / lens.len() as f64;
         f
@@ -312,7 +473,10 @@ fn fit_recovers_a_known_model() {
         assert!(q.product_rms_log < 0.1, "{q:?}");
     }
     // The samples survive the CSV form.
-    let csv: String = samples.iter().map(|s| fit::sample_to_csv(s) + "\n").collect();
+    let csv: String = samples
+        .iter()
+        .map(|s| fit::sample_to_csv(s) + "\n")
+        .collect();
     let back = fit::samples_from_csv(&format!("{}\n{csv}", fit::CSV_HEADER)).unwrap();
     assert_eq!(back.len(), samples.len());
     assert_eq!(back[7].product_ms, samples[7].product_ms);

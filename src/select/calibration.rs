@@ -74,20 +74,113 @@ pub struct Structure {
 /// length from 1 to hundreds, spread, long-row share, empty rows, locality, shape) rather than
 /// copying any test matrix.
 pub const STRUCTURES: &[Structure] = &[
-    Structure { name: "band-blocks", lengths: Lengths::Uniform { lo: 27, hi: 27 }, columns: Columns::Band { block: 3 }, aspect: 1.0 },
-    Structure { name: "band-thin", lengths: Lengths::Uniform { lo: 5, hi: 7 }, columns: Columns::Band { block: 1 }, aspect: 1.0 },
-    Structure { name: "powerlaw", lengths: Lengths::PowerLaw { alpha: 2.1, lo: 1, cap: 1 << 20 }, columns: Columns::Random, aspect: 1.0 },
-    Structure { name: "powerlaw-local", lengths: Lengths::PowerLaw { alpha: 2.5, lo: 2, cap: 4096 }, columns: Columns::Local { window: 4096 }, aspect: 1.0 },
-    Structure { name: "random-short", lengths: Lengths::Uniform { lo: 3, hi: 5 }, columns: Columns::Random, aspect: 1.0 },
-    Structure { name: "random-long", lengths: Lengths::Uniform { lo: 40, hi: 80 }, columns: Columns::Random, aspect: 1.0 },
-    Structure { name: "local-mid", lengths: Lengths::Uniform { lo: 8, hi: 24 }, columns: Columns::Local { window: 2048 }, aspect: 1.0 },
-    Structure { name: "perm", lengths: Lengths::Uniform { lo: 1, hi: 1 }, columns: Columns::Random, aspect: 1.0 },
-    Structure { name: "empty30", lengths: Lengths::WithEmpty { lo: 1, hi: 12, empty: 0.3 }, columns: Columns::Random, aspect: 1.0 },
-    Structure { name: "empty70", lengths: Lengths::WithEmpty { lo: 2, hi: 30, empty: 0.7 }, columns: Columns::Local { window: 65536 }, aspect: 1.0 },
-    Structure { name: "dense-row", lengths: Lengths::WithDenseRows { lo: 1, hi: 3, dense: 1 }, columns: Columns::Random, aspect: 1.0 },
-    Structure { name: "tall", lengths: Lengths::Uniform { lo: 2, hi: 4 }, columns: Columns::Random, aspect: 0.125 },
-    Structure { name: "wide", lengths: Lengths::Uniform { lo: 16, hi: 32 }, columns: Columns::Random, aspect: 8.0 },
-    Structure { name: "dense", lengths: Lengths::Uniform { lo: u32::MAX, hi: u32::MAX }, columns: Columns::Band { block: 1 }, aspect: 1.0 },
+    Structure {
+        name: "band-blocks",
+        lengths: Lengths::Uniform { lo: 27, hi: 27 },
+        columns: Columns::Band { block: 3 },
+        aspect: 1.0,
+    },
+    Structure {
+        name: "band-thin",
+        lengths: Lengths::Uniform { lo: 5, hi: 7 },
+        columns: Columns::Band { block: 1 },
+        aspect: 1.0,
+    },
+    Structure {
+        name: "powerlaw",
+        lengths: Lengths::PowerLaw {
+            alpha: 2.1,
+            lo: 1,
+            cap: 1 << 20,
+        },
+        columns: Columns::Random,
+        aspect: 1.0,
+    },
+    Structure {
+        name: "powerlaw-local",
+        lengths: Lengths::PowerLaw {
+            alpha: 2.5,
+            lo: 2,
+            cap: 4096,
+        },
+        columns: Columns::Local { window: 4096 },
+        aspect: 1.0,
+    },
+    Structure {
+        name: "random-short",
+        lengths: Lengths::Uniform { lo: 3, hi: 5 },
+        columns: Columns::Random,
+        aspect: 1.0,
+    },
+    Structure {
+        name: "random-long",
+        lengths: Lengths::Uniform { lo: 40, hi: 80 },
+        columns: Columns::Random,
+        aspect: 1.0,
+    },
+    Structure {
+        name: "local-mid",
+        lengths: Lengths::Uniform { lo: 8, hi: 24 },
+        columns: Columns::Local { window: 2048 },
+        aspect: 1.0,
+    },
+    Structure {
+        name: "perm",
+        lengths: Lengths::Uniform { lo: 1, hi: 1 },
+        columns: Columns::Random,
+        aspect: 1.0,
+    },
+    Structure {
+        name: "empty30",
+        lengths: Lengths::WithEmpty {
+            lo: 1,
+            hi: 12,
+            empty: 0.3,
+        },
+        columns: Columns::Random,
+        aspect: 1.0,
+    },
+    Structure {
+        name: "empty70",
+        lengths: Lengths::WithEmpty {
+            lo: 2,
+            hi: 30,
+            empty: 0.7,
+        },
+        columns: Columns::Local { window: 65536 },
+        aspect: 1.0,
+    },
+    Structure {
+        name: "dense-row",
+        lengths: Lengths::WithDenseRows {
+            lo: 1,
+            hi: 3,
+            dense: 1,
+        },
+        columns: Columns::Random,
+        aspect: 1.0,
+    },
+    Structure {
+        name: "tall",
+        lengths: Lengths::Uniform { lo: 2, hi: 4 },
+        columns: Columns::Random,
+        aspect: 0.125,
+    },
+    Structure {
+        name: "wide",
+        lengths: Lengths::Uniform { lo: 16, hi: 32 },
+        columns: Columns::Random,
+        aspect: 8.0,
+    },
+    Structure {
+        name: "dense",
+        lengths: Lengths::Uniform {
+            lo: u32::MAX,
+            hi: u32::MAX,
+        },
+        columns: Columns::Band { block: 1 },
+        aspect: 1.0,
+    },
 ];
 
 fn mean_len(l: Lengths) -> f64 {
@@ -103,7 +196,12 @@ impl Structure {
     /// Generates this structure with about `target_nnz` stored entries.
     pub fn generate(&self, target_nnz: usize, seed: u64) -> Result<CsrMatrix<f64>> {
         let target = target_nnz.max(512) as f64;
-        let mut rng = Rng::new(seed ^ self.name.bytes().fold(0u64, |h, b| h.wrapping_mul(31) ^ b as u64));
+        let mut rng = Rng::new(
+            seed ^ self
+                .name
+                .bytes()
+                .fold(0u64, |h, b| h.wrapping_mul(31) ^ b as u64),
+        );
         let dense = matches!(self.lengths, Lengths::Uniform { lo: u32::MAX, .. });
         let (nrows, ncols) = if dense {
             let n = target.sqrt().ceil() as usize;
@@ -115,13 +213,18 @@ impl Structure {
         } else {
             let m = mean_len(self.lengths).max(1.0);
             let nrows = (target / m).ceil().max(16.0) as usize;
-            (nrows, ((nrows as f64 * self.aspect).ceil() as usize).max(16))
+            (
+                nrows,
+                ((nrows as f64 * self.aspect).ceil() as usize).max(16),
+            )
         };
         let mut row_ptr = Vec::with_capacity(nrows + 1);
         row_ptr.push(0u32);
         let mut cols: Vec<u32> = Vec::with_capacity(target as usize * 11 / 10);
         let dense_rows: Vec<usize> = match self.lengths {
-            Lengths::WithDenseRows { dense, .. } => (0..dense).map(|_| rng.below(nrows as u64) as usize).collect(),
+            Lengths::WithDenseRows { dense, .. } => (0..dense)
+                .map(|_| rng.below(nrows as u64) as usize)
+                .collect(),
             _ => Vec::new(),
         };
         let mut row: Vec<u32> = Vec::new();
@@ -154,7 +257,8 @@ impl Structure {
                 match self.columns {
                     Columns::Band { block } => {
                         let b = block.max(1) as i64;
-                        let start = ((diag - len as i64 / 2) / b * b).clamp(0, (ncols - len) as i64);
+                        let start =
+                            ((diag - len as i64 / 2) / b * b).clamp(0, (ncols - len) as i64);
                         row.extend((start..start + len as i64).map(|c| c as u32));
                     }
                     Columns::Random | Columns::Local { .. } => {

@@ -54,7 +54,11 @@ impl Features {
         let (nrows, ncols, nnz) = (a.nrows(), a.ncols(), a.nnz());
         let rp = a.row_ptr();
         let sb = std::mem::size_of::<T>();
-        let mean = if nrows == 0 { 0.0 } else { nnz as f64 / nrows as f64 };
+        let mean = if nrows == 0 {
+            0.0
+        } else {
+            nnz as f64 / nrows as f64
+        };
         let (mut var, mut max_len, mut empty) = (0.0f64, 0usize, 0usize);
         for w in rp.windows(2) {
             let l = (w[1] - w[0]) as usize;
@@ -91,7 +95,11 @@ impl Features {
             }
             seen += (e - b) as u64;
         }
-        let scatter = if seen == 0 { 1.0 } else { lines as f64 / seen as f64 };
+        let scatter = if seen == 0 {
+            1.0
+        } else {
+            lines as f64 / seen as f64
+        };
         Self {
             nrows,
             ncols,
@@ -99,8 +107,16 @@ impl Features {
             mean,
             cv,
             max_len,
-            empty_frac: if nrows == 0 { 0.0 } else { empty as f64 / nrows as f64 },
-            long_share: if nnz == 0 { 0.0 } else { long_nnz as f64 / nnz as f64 },
+            empty_frac: if nrows == 0 {
+                0.0
+            } else {
+                empty as f64 / nrows as f64
+            },
+            long_share: if nnz == 0 {
+                0.0
+            } else {
+                long_nnz as f64 / nnz as f64
+            },
             scatter,
             scalar_bytes: sb,
             x_bytes: (ncols * sb) as u64,

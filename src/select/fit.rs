@@ -55,7 +55,13 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 }
 
 /// Weighted ridge least squares: minimises Σ wᵢ (xᵢ·β − yᵢ)² + λ Σ_{j ∈ penalised} β_j².
-fn ridge(xs: &[Vec<f64>], ys: &[f64], ws: &[f64], penalise: &[bool], lambda: f64) -> Option<Vec<f64>> {
+fn ridge(
+    xs: &[Vec<f64>],
+    ys: &[f64],
+    ws: &[f64],
+    penalise: &[bool],
+    lambda: f64,
+) -> Option<Vec<f64>> {
     let k = penalise.len();
     let mut a = vec![vec![0.0; k]; k];
     let mut b = vec![0.0; k];
@@ -74,7 +80,10 @@ fn ridge(xs: &[Vec<f64>], ys: &[f64], ws: &[f64], penalise: &[bool], lambda: f64
 }
 
 fn fit_product(samples: &[&Sample], cache_bytes: f64) -> (f64, [f64; NREG], f64) {
-    let tmin = samples.iter().map(|s| s.product_ms).fold(f64::INFINITY, f64::min);
+    let tmin = samples
+        .iter()
+        .map(|s| s.product_ms)
+        .fold(f64::INFINITY, f64::min);
     let xs: Vec<Vec<f64>> = samples
         .iter()
         .map(|s| s.features.regressors(cache_bytes).to_vec())
@@ -103,7 +112,11 @@ fn fit_product(samples: &[&Sample], cache_bytes: f64) -> (f64, [f64; NREG], f64)
         };
         let err: f64 = samples
             .iter()
-            .map(|s| (model.product_ms(&s.features, cache_bytes) / s.product_ms).ln().powi(2))
+            .map(|s| {
+                (model.product_ms(&s.features, cache_bytes) / s.product_ms)
+                    .ln()
+                    .powi(2)
+            })
             .sum();
         if best.as_ref().is_none_or(|b| err < b.2) {
             best = Some((launch, w, err));
@@ -130,7 +143,10 @@ fn fit_setup(samples: &[&Sample]) -> [f64; 3] {
     let mut active = [true; 3];
     for _ in 0..3 {
         let idx: Vec<usize> = (0..3).filter(|&j| active[j]).collect();
-        let xs: Vec<Vec<f64>> = rows.iter().map(|r| idx.iter().map(|&j| r[j]).collect()).collect();
+        let xs: Vec<Vec<f64>> = rows
+            .iter()
+            .map(|r| idx.iter().map(|&j| r[j]).collect())
+            .collect();
         let pen = vec![false; idx.len()];
         let Some(beta) = ridge(&xs, &ys, &ws, &pen, 0.0) else {
             break;
@@ -196,7 +212,9 @@ pub fn fit(
         quality.push(FitQuality {
             method: m,
             samples: mine.len(),
-            product_rms_log: rms(&|s| (model.product_ms(&s.features, cache_bytes) / s.product_ms).ln()),
+            product_rms_log: rms(&|s| {
+                (model.product_ms(&s.features, cache_bytes) / s.product_ms).ln()
+            }),
             setup_rms_log: rms(&|s| {
                 (model.setup_ms(&s.features).max(0.05) / s.setup_ms.max(0.05)).ln()
             }),

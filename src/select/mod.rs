@@ -141,7 +141,9 @@ impl std::fmt::Display for AutoChoice {
                 c.total_ms,
                 opt(c.measured_setup_ms),
                 opt(c.measured_product_ms),
-                c.error.as_ref().map_or(String::new(), |e| format!("  ({e})"))
+                c.error
+                    .as_ref()
+                    .map_or(String::new(), |e| format!("  ({e})"))
             )?;
         }
         Ok(())
@@ -203,7 +205,9 @@ pub fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
         remember::FNV0,
     );
     for &w in a.row_ptr().iter().chain(a.col_idx()) {
-        h = (h ^ w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+        h = (h ^ w as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
     }
     h
 }
@@ -281,7 +285,13 @@ pub fn prepare_auto<T: Scalar>(
     }
     // Model or remembered choice: build it, falling back down the list if a build fails.
     let mut order: Vec<Method> = vec![choice.method];
-    order.extend(choice.candidates.iter().map(|c| c.method).filter(|&m| m != choice.method));
+    order.extend(
+        choice
+            .candidates
+            .iter()
+            .map(|c| c.method)
+            .filter(|&m| m != choice.method),
+    );
     let mut first_err = None;
     for m in order {
         match gpu.prepare_with(a, m, opts) {
@@ -309,7 +319,10 @@ fn decide<T: Scalar>(
     let auto = &opts.auto;
     let profile = profile_for(gpu, auto)?;
     let features = Features::of(a, gpu.info());
-    let expected = opts.expected_products.unwrap_or(DEFAULT_EXPECTED_PRODUCTS).max(1);
+    let expected = opts
+        .expected_products
+        .unwrap_or(DEFAULT_EXPECTED_PRODUCTS)
+        .max(1);
     let candidates = predict(&profile, &features, expected);
     let mut choice = AutoChoice {
         method: candidates[0].method,
@@ -344,7 +357,10 @@ fn decide<T: Scalar>(
             return Ok((choice, None));
         }
     }
-    let k = auto.timed_candidates.unwrap_or(DEFAULT_TIMED_CANDIDATES).max(1);
+    let k = auto
+        .timed_candidates
+        .unwrap_or(DEFAULT_TIMED_CANDIDATES)
+        .max(1);
     let reps = ((budget / k as f64).floor() as u32).max(2);
     let x: Vec<T> = calibration::test_vector(a.ncols(), 17)
         .into_iter()

@@ -131,7 +131,11 @@ impl Profile {
                     return Err(bad(n, raw, "a profile starts with `wgspmv-profile 1`"));
                 }
                 if rest != "1" {
-                    return Err(bad(n, raw, "unsupported profile version (this library reads 1)"));
+                    return Err(bad(
+                        n,
+                        raw,
+                        "unsupported profile version (this library reads 1)",
+                    ));
                 }
                 version_seen = true;
                 continue;
@@ -154,9 +158,13 @@ impl Profile {
                     p.notes.push(rest.to_owned())
                 }
                 "match" => {
-                    let (what, val) = rest
-                        .split_once(char::is_whitespace)
-                        .ok_or_else(|| bad(n, raw, "expected `match vendor 0xID` or `match device_type TYPE`"))?;
+                    let (what, val) = rest.split_once(char::is_whitespace).ok_or_else(|| {
+                        bad(
+                            n,
+                            raw,
+                            "expected `match vendor 0xID` or `match device_type TYPE`",
+                        )
+                    })?;
                     let val = val.trim();
                     p.matches.push(match what {
                         "vendor" => {
@@ -173,13 +181,11 @@ impl Profile {
                             "discrete" => wgpu::DeviceType::DiscreteGpu,
                             "virtual" => wgpu::DeviceType::VirtualGpu,
                             "cpu" => wgpu::DeviceType::Cpu,
-                            _ => {
-                                return Err(bad(
-                                    n,
-                                    raw,
-                                    "device_type is one of other, integrated, discrete, virtual, cpu",
-                                ))
-                            }
+                            _ => return Err(bad(
+                                n,
+                                raw,
+                                "device_type is one of other, integrated, discrete, virtual, cpu",
+                            )),
                         }),
                         _ => return Err(bad(n, raw, "match takes `vendor` or `device_type`")),
                     });
@@ -204,7 +210,11 @@ impl Profile {
                 }
                 "method" => {
                     if !regressors_seen {
-                        return Err(bad(n, raw, "a `regressors` line must come before the methods"));
+                        return Err(bad(
+                            n,
+                            raw,
+                            "a `regressors` line must come before the methods",
+                        ));
                     }
                     let t: Vec<&str> = rest.split_whitespace().collect();
                     let expected = 1 + 2 + 4 + 1 + NREG;
@@ -249,7 +259,11 @@ impl Profile {
         }
         let end = text.lines().count();
         if !version_seen {
-            return Err(bad(end, "", "empty profile: it starts with `wgspmv-profile 1`"));
+            return Err(bad(
+                end,
+                "",
+                "empty profile: it starts with `wgspmv-profile 1`",
+            ));
         }
         if p.name.is_empty() {
             return Err(bad(end, "", "the profile has no `name` line"));
@@ -270,7 +284,11 @@ impl Profile {
             source,
         })?;
         Self::parse(&text).map_err(|e| match e {
-            Error::InvalidParameter { name, value, reason } => Error::InvalidParameter {
+            Error::InvalidParameter {
+                name,
+                value,
+                reason,
+            } => Error::InvalidParameter {
                 name,
                 value: format!("{}: {value}", path.display()),
                 reason,

@@ -73,7 +73,9 @@ fn parse_line(line: &str) -> Option<(Key, Remembered)> {
             products_decade: t[4].parse().ok()?,
         },
         Remembered {
-            method: Method::from_name(t[5]).ok().filter(|m| *m != Method::Auto)?,
+            method: Method::from_name(t[5])
+                .ok()
+                .filter(|m| *m != Method::Auto)?,
             product_ms: t[6].parse().ok()?,
         },
     ))
