@@ -19,7 +19,7 @@ use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::SetupOn;
 use wgspmv::methods::LanePolicy;
-use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
+use wgspmv::{matrix::io, testing::reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, testing::SuiteClass};
 
 /// One benchmarked configuration: a method and its options, under a label.
 struct Variant {
@@ -486,7 +486,7 @@ fn bench_matrix<T: Scalar>(
     copy: f64,
     bar: &ProgressBar,
 ) -> (Vec<Row>, Extra) {
-    let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 7)
+    let x: Vec<T> = wgspmv::testing::suite::random_vector(a.ncols(), 7)
         .into_iter()
         .map(T::from_f64)
         .collect();

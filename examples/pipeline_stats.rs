@@ -15,7 +15,7 @@ use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFl
 use std::collections::BTreeMap;
 use std::ffi::c_char;
 use std::process::ExitCode;
-use wgspmv::shaders::{LaneMode, ALL_KERNELS};
+use wgspmv::shaders::{all_kernels, LaneMode};
 
 #[derive(Parser)]
 #[command(
@@ -70,15 +70,15 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), String> {
-    let kernel = ALL_KERNELS
+    let all = all_kernels();
+    let kernel = all
         .iter()
         .find(|k| k.name == args.kernel)
         .ok_or_else(|| {
             format!(
                 "no kernel {}; kernels: {}",
                 args.kernel,
-                ALL_KERNELS
-                    .iter()
+                all.iter()
                     .map(|k| k.name)
                     .collect::<Vec<_>>()
                     .join(", ")

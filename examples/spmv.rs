@@ -15,7 +15,7 @@ use bccoo_args::BccooArgs;
 use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::SetupOn;
-use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
+use wgspmv::{matrix::io, testing::reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, testing::SuiteClass};
 
 #[derive(Parser)]
 #[command(
@@ -87,7 +87,7 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
         None => {
             // random_vector allocates unchecked: first make sure the host can hold x at all.
             drop(host_vec::<f64>(a.ncols(), "x")?);
-            wgspmv::suite::random_vector(a.ncols(), 7)
+            wgspmv::testing::suite::random_vector(a.ncols(), 7)
         }
     };
     if x.len() != a.ncols() {
@@ -335,7 +335,7 @@ mod tests {
         let a = CsrMatrix::from_triplets(5, 3, t).unwrap();
         let x = vec![f32::NAN, f32::INFINITY, 4.0];
         // Row 4 stores a zero times NaN.
-        let y_ref = wgspmv::reference::spmv_par(&a, &x).unwrap();
+        let y_ref = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
         (a, x, y_ref)
     }
 
@@ -387,7 +387,7 @@ mod tests {
         let a = CsrMatrix::<f32>::from_triplets(2, 2, vec![(0, 0, 1.5), (1, 1, -2.0), (1, 0, 1.0)])
             .unwrap();
         let x = vec![2.0f32, 3.0];
-        let y_ref = wgspmv::reference::spmv_par(&a, &x).unwrap();
+        let y_ref = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
         let mut y = rounded(&y_ref);
         assert!(compare(&a, &x, &y, &y_ref).unwrap().ok);
         y[1] += 1e-3;

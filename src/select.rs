@@ -1,16 +1,29 @@
 //! `Method::Auto`: choose a method from the matrix's row statistics and the adapter.
 
-use crate::gpu::GpuInfo;
-use crate::{Method, RowStats};
+use crate::gpu::Gpu;
+use crate::plan::Choice;
+use crate::{CsrMatrix, Method, PlanOptions, Result, Scalar};
+
+/// What `Auto` chose, with what it weighed.
+pub struct AutoChoice {
+    pub method: Method,
+    pub report: Choice,
+    /// Time spent timing candidates on the device, in ms.
+    pub timing_ms: f64,
+}
 
 /// Picks a method. Today's rule is the classic one for the CSR baselines: a SIMD group per row
-/// pays off once rows are long enough to fill it (mean ≥ 8) or a few rows are very long (a scalar
-/// thread on a 10 000-entry row stalls its whole group); otherwise one invocation per row.
-/// Later methods and timing-based tuning will extend this.
-pub fn choose(stats: &RowStats, _info: &GpuInfo) -> Method {
-    if stats.mean >= 8.0 || stats.max_len as f64 > 64.0 * stats.mean.max(1.0) {
+/// pays off once rows are long enough to fill it or a few rows are very long.
+pub fn choose<T: Scalar>(_gpu: &Gpu, a: &CsrMatrix<T>, _opts: &PlanOptions) -> Result<AutoChoice> {
+    let stats = a.row_stats();
+    let method = if stats.mean >= 8.0 || stats.max_len as f64 > 64.0 * stats.mean.max(1.0) {
         Method::CsrVector
     } else {
         Method::CsrScalar
-    }
+    };
+    Ok(AutoChoice {
+        method,
+        report: Choice::default(),
+        timing_ms: 0.0,
+    })
 }

@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use wgspmv::{CsrMatrix, Error, GpuVector, LanePolicy, Method, PlanOptions, SuiteClass};
+use wgspmv::{CsrMatrix, Error, GpuVector, LanePolicy, Method, PlanOptions, testing::SuiteClass};
 
 #[test]
 fn adapter_describes_itself() {
@@ -158,7 +158,7 @@ fn record_into_callers_encoder_and_read_async() {
     let Some(gpu) = gpu() else { return };
     let a = SuiteClass::Banded.generate(5_000, 4).cast::<f32>();
     let plan = gpu.prepare(&a, Method::CsrVector).unwrap();
-    let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 1)
+    let x: Vec<f32> = wgspmv::testing::suite::random_vector(a.ncols(), 1)
         .into_iter()
         .map(|v| v as f32)
         .collect();
@@ -172,10 +172,10 @@ fn record_into_callers_encoder_and_read_async() {
     gpu.queue().submit([enc.finish()]);
     let r1 = pollster::block_on(y1.read_async()).unwrap();
     let r2 = y2.read().unwrap();
-    let y_ref = wgspmv::reference::spmv_seq(&a, &x).unwrap();
-    assert!(wgspmv::reference::check(1.0, &a, &x, 0.0, None, &r1, &y_ref).ok);
+    let y_ref = wgspmv::testing::reference::spmv_seq(&a, &x).unwrap();
+    assert!(wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &r1, &y_ref).ok);
     let y_ref2: Vec<f64> = y_ref.iter().map(|v| 2.0 * v).collect();
-    assert!(wgspmv::reference::check(2.0, &a, &x, 0.0, None, &r2, &y_ref2).ok);
+    assert!(wgspmv::testing::reference::check(2.0, &a, &x, 0.0, None, &r2, &y_ref2).ok);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! must pass naga's validator and translate to SPIR-V. Needs no GPU.
 
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
-use wgspmv::shaders::{Kernel, LaneMode, ALL_KERNELS};
+use wgspmv::shaders::{all_kernels, Kernel, LaneMode};
 
 fn validator() -> Validator {
     let mut v = Validator::new(
@@ -37,7 +37,7 @@ fn sources(kernel: &Kernel) -> Vec<(&'static str, LaneMode, Option<u32>, String)
 #[test]
 fn every_shader_variant_validates_and_translates() {
     let mut checked = 0;
-    for kernel in ALL_KERNELS {
+    for kernel in &all_kernels() {
         for (scalar, lanes, height, src) in sources(kernel) {
             let label = format!(
                 "{} [{}] height {height:?}",
@@ -71,7 +71,7 @@ fn every_shader_variant_validates_and_translates() {
 
 #[test]
 fn workgroup_path_needs_no_subgroup_capability() {
-    for kernel in ALL_KERNELS {
+    for kernel in &all_kernels() {
         for (scalar, _, _, src) in sources(kernel)
             .into_iter()
             .filter(|v| v.1 == LaneMode::Workgroup)

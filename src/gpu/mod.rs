@@ -1,7 +1,7 @@
 //! The GPU context: adapter and device choice, features and limits, buffers, pipelines, timing.
 
 mod buffer;
-pub(crate) mod shader;
+mod pipeline;
 mod timing;
 
 pub use buffer::GpuVector;
@@ -98,21 +98,13 @@ impl std::fmt::Display for GpuInfo {
     }
 }
 
-/// Key of a compiled pipeline: kernel name, assembled variant and override values.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct PipelineKey {
-    pub kernel: &'static str,
-    pub variant: String,
-    pub overrides: Vec<(&'static str, u32)>,
-}
-
 pub(crate) struct GpuInner {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: GpuInfo,
     /// Set by the device-lost callback (only on devices we opened).
     lost: Arc<Mutex<Option<(String, String)>>>,
-    pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    pipelines: Mutex<HashMap<crate::kernel::PipelineKey, Arc<wgpu::ComputePipeline>>>,
     /// Distinguishes devices so that a vector from one is never bound on another.
     pub id: u64,
 }
@@ -337,53 +329,6 @@ impl Gpu {
             }
             self.check_alive()?;
         }
-    }
-
-    /// The compiled pipeline for a kernel variant, built once per device.
-    pub(crate) fn pipeline(
-        &self,
-        key: PipelineKey,
-        source: impl FnOnce() -> String,
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
-        if let Some(p) = self.inner.pipelines.lock().unwrap().get(&key) {
-            return Ok(p.clone());
-        }
-        let label = format!("{}[{}]", key.kernel, key.variant);
-        let constants: Vec<(&str, f64)> =
-            key.overrides.iter().map(|&(k, v)| (k, v as f64)).collect();
-        let pipeline = self.scoped(&format!("compiling {label}"), || {
-            let desc = wgpu::ShaderModuleDescriptor {
-                label: Some(&label),
-                source: wgpu::ShaderSource::Wgsl(source().into()),
-            };
-            // SAFETY: naga's forced loop bounding (a counter and a branch in every loop) costs up to
-            // 2.5x on row loops (measured on an H200). Turning it off requires every loop to
-            // terminate. Ours do: each runs over an index range read from validated row pointers of
-            // one chunk, whose entries fit one storage binding (at most 2^30 of them with 4-byte
-            // indices), so `k + step` with `step <= 128` never wraps a u32. Bounds checks and
-            // division guards stay on.
-            let checks = wgpu::ShaderRuntimeChecks {
-                force_loop_bounding: false,
-                ..wgpu::ShaderRuntimeChecks::checked()
-            };
-            let module = unsafe { self.inner.device.create_shader_module_trusted(desc, checks) };
-            self.inner
-                .device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(&label),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some("main"),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &constants,
-                        ..Default::default()
-                    },
-                    cache: None,
-                })
-        })?;
-        let p = Arc::new(pipeline);
-        self.inner.pipelines.lock().unwrap().insert(key, p.clone());
-        Ok(p)
     }
 
     /// Creates a storage buffer holding `data` (at least 16 bytes, so that empty arrays bind).

@@ -174,16 +174,13 @@ impl Gpu {
     pub fn copy_bandwidth(&self, bytes: u64, repeats: u32) -> Result<f64> {
         let limit = self.info().max_binding_bytes();
         let bytes = bytes.min(limit).max(1 << 16) / 16 * 16;
-        let kernel = super::shader::COPY;
         let wg = 256u32;
-        let pipeline = self.pipeline(
-            super::PipelineKey {
-                kernel: kernel.name,
-                variant: String::new(),
-                overrides: vec![("WG_SIZE", wg)],
-            },
-            || kernel.source("u32", super::shader::LaneMode::Workgroup),
-        )?;
+        let pipeline = self.pipeline(&crate::kernel::Variant::new(
+            crate::kernel::COPY,
+            "u32",
+            crate::kernel::LaneMode::Workgroup,
+            vec![("WG_SIZE", wg)],
+        ))?;
         let src = self.scoped("allocating copy buffers", || {
             let mk = |label| {
                 self.device().create_buffer(&wgpu::BufferDescriptor {

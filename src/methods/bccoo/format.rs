@@ -36,7 +36,7 @@
 //! [`BccooMatrix::spmv_twin`] is the CPU twin of the GPU kernel: the same tiles, per-thread
 //! sequential segmented sums, workgroup scan and chained carries.
 
-use crate::csr::check_u32;
+use crate::matrix::check_u32;
 use crate::methods::common::bad;
 use crate::{CsrMatrix, Result, Scalar};
 use rayon::prelude::*;
@@ -950,7 +950,7 @@ mod tests {
         let x: Vec<f64> = (0..a.ncols())
             .map(|i| 1.0 + (i % 13) as f64 * 0.1)
             .collect();
-        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
+        let y_ref = crate::testing::reference::spmv_seq(&a, &x).unwrap();
         let mut modes = std::collections::HashSet::new();
         for &h in BLOCK_HEIGHTS {
             for &w in BLOCK_WIDTHS {
@@ -1004,11 +1004,11 @@ mod tests {
     #[test]
     fn twin_matches_reference_across_many_runs_of_block_rows() {
         // Tens of thousands of stacked block rows: pass 2 fills them in runs of 4096.
-        let a = crate::SuiteClass::EmptyRows.generate(120_000, 5);
+        let a = crate::testing::SuiteClass::EmptyRows.generate(120_000, 5);
         let x: Vec<f64> = (0..a.ncols())
             .map(|i| 0.5 + (i % 7) as f64 * 0.25)
             .collect();
-        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
+        let y_ref = crate::testing::reference::spmv_seq(&a, &x).unwrap();
         for (h, slices) in [(1, 1), (2, 1), (1, 4), (3, 8)] {
             let layout = BccooLayout {
                 block_height: h,
@@ -1056,7 +1056,7 @@ mod tests {
         assert!(m.row_map.is_empty());
         assert_eq!(m.result_rows, m.stacked_rows);
         let x: Vec<f64> = (0..200).map(|i| 1.0 + i as f64 * 0.01).collect();
-        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
+        let y_ref = crate::testing::reference::spmv_seq(&a, &x).unwrap();
         for (a, b) in m.spmv_twin(&x).iter().zip(&y_ref) {
             assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0));
         }
@@ -1157,7 +1157,7 @@ mod tests {
 
     #[test]
     fn block_counts_match_the_built_format() {
-        let a = crate::SuiteClass::Banded.generate(3000, 3);
+        let a = crate::testing::SuiteClass::Banded.generate(3000, 3);
         for &h in BLOCK_HEIGHTS {
             let counts = block_counts(&a, h);
             for (i, &w) in BLOCK_WIDTHS.iter().enumerate() {

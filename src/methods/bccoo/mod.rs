@@ -23,8 +23,11 @@ pub mod tune;
 
 pub use format::{BccooLayout, BccooMatrix, ColumnCoding, Footprint};
 
-use crate::gpu::shader::{self, LaneMode};
-use crate::gpu::{Gpu, GpuInfo, PipelineKey};
+pub mod kernels;
+pub use kernels::KERNELS;
+
+use crate::kernel::{LaneMode, Variant};
+use crate::gpu::{Gpu, GpuInfo};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, upload, workgroup_size,
 };
@@ -70,7 +73,7 @@ pub struct BccooOptions {
     pub block_height: Option<u32>,
     /// Block width (1, 2 or 4). Default: the size with the smallest footprint.
     pub block_width: Option<u32>,
-    /// Blocks per thread tile (one of [`shader::BCCOO_TILES`]); default 16.
+    /// Blocks per thread tile (one of [`kernels::BCCOO_TILES`]); default 16.
     pub tile: Option<u32>,
     /// Vertical slices (a power of two up to 32). BCCOO is the one-slice case of BCCOO+: `bccoo`
     /// defaults to 1, and its tuning searches 1..=32 as the paper's tuner chooses between the two
@@ -218,8 +221,11 @@ pub(crate) fn prepare<T: Scalar>(
         });
     }
     if opts.bccoo.tune {
-        let (plan, report) = tune::tune(gpu, a, method, opts)?;
-        return Ok(plan.map_bccoo_report(|r| r.tuning = Some(report)));
+        let (mut plan, report) = tune::tune(gpu, a, method, opts)?;
+        let mut detail = plan.bccoo().expect("a bccoo plan has a bccoo report").clone();
+        detail.tuning = Some(report);
+        plan.report_mut().detail = Some(Arc::new(detail));
+        return Ok(plan);
     }
     build(gpu, a, method, opts)
 }
@@ -241,11 +247,11 @@ pub(crate) fn build<T: Scalar>(
         1
     };
     let tile = o.tile.unwrap_or(16);
-    if !shader::BCCOO_TILES.contains(&tile) {
+    if !kernels::BCCOO_TILES.contains(&tile) {
         return Err(bad(
             "bccoo.tile",
             tile,
-            format!("must be one of {:?}", shader::BCCOO_TILES),
+            format!("must be one of {:?}", kernels::BCCOO_TILES),
         ));
     }
     let (h, w) = match (o.block_height, o.block_width) {
@@ -301,12 +307,12 @@ pub(crate) fn build<T: Scalar>(
     };
     // Workgroup memory: the scan's vec4 sums and flags, the cache, the lane module's buffer.
     let have = info.limits.max_compute_workgroup_storage_size as u64;
-    let cache_factor_ok = |f: u32| shader::BCCOO_CACHE_FACTORS.contains(&f);
+    let cache_factor_ok = |f: u32| kernels::BCCOO_CACHE_FACTORS.contains(&f);
     if let Some(f) = o.cache_factor.filter(|&f| !cache_factor_ok(f)) {
         return Err(bad(
             "bccoo.cache_factor",
             f,
-            format!("must be one of {:?}", shader::BCCOO_CACHE_FACTORS),
+            format!("must be one of {:?}", kernels::BCCOO_CACHE_FACTORS),
         ));
     }
     let needs = |wg: u32, f: u32| {
@@ -387,19 +393,12 @@ pub(crate) fn build<T: Scalar>(
     };
 
     let single = carry == Carry::SinglePass;
-    let key = |kernel: &shader::Kernel, overrides: Vec<(&'static str, u32)>| PipelineKey {
-        kernel: kernel.name,
-        variant: kernel.variant(T::WGSL, lanes),
-        overrides,
-    };
-    // The main and carry kernels are assembled per block height; the height joins their variant.
-    let rows_key = |kernel: &shader::Kernel, overrides| PipelineKey {
-        variant: format!("{},h{h}", kernel.variant(T::WGSL, lanes)),
-        ..key(kernel, overrides)
-    };
+    // The main and carry kernels are assembled per block height.
     let main = gpu.pipeline(
-        rows_key(
-            &shader::BCCOO,
+        &Variant::new(
+            kernels::BCCOO,
+            T::WGSL,
+            lanes,
             vec![
                 ("WG_SIZE", wg),
                 ("WIDTH", w),
@@ -416,8 +415,8 @@ pub(crate) fn build<T: Scalar>(
                 ("SINGLE_PASS", single as u32),
                 ("SPIN_LIMIT", spin),
             ],
-        ),
-        || shader::BCCOO.source_for_height(T::WGSL, lanes, h),
+        )
+        .with_height(h),
     )?;
     let grid = gpu.grid(m.groups as u32);
     if single {
@@ -488,8 +487,8 @@ pub(crate) fn build<T: Scalar>(
     }];
     if !single && !m.carry_groups.is_empty() {
         let carry_pipeline = gpu.pipeline(
-            rows_key(&shader::BCCOO_CARRY, vec![("WG_SIZE", wg)]),
-            || shader::BCCOO_CARRY.source_for_height(T::WGSL, lanes, h),
+            &Variant::new(kernels::BCCOO_CARRY, T::WGSL, lanes, vec![("WG_SIZE", wg)])
+                .with_height(h),
         )?;
         stages.push(Stage {
             pipeline: carry_pipeline,
@@ -504,9 +503,12 @@ pub(crate) fn build<T: Scalar>(
             ("SLICES", slices),
             ("MAPPED", !m.row_map.is_empty() as u32),
         ];
-        let combine = gpu.pipeline(key(&shader::BCCOO_COMBINE, overrides), || {
-            shader::BCCOO_COMBINE.source(T::WGSL, LaneMode::Workgroup)
-        })?;
+        let combine = gpu.pipeline(&Variant::new(
+            kernels::BCCOO_COMBINE,
+            T::WGSL,
+            LaneMode::Workgroup,
+            overrides,
+        ))?;
         let cp = CombineParams {
             nrows: a.nrows() as u32,
         };
@@ -526,7 +528,7 @@ pub(crate) fn build<T: Scalar>(
     }
 
     // The kernels skip zero values (fill and padding among them); stored zeros get their own pass.
-    stages.extend(crate::methods::stored_zeros::stage(gpu, a)?);
+    stages.extend(crate::methods::passes::stored_zeros::stage(gpu, a)?);
 
     let longest_chain = m
         .group_info
@@ -559,5 +561,14 @@ pub(crate) fn build<T: Scalar>(
         report.footprint.total() as f64 / 1e6,
         report.footprint.csr as f64 / 1e6,
     );
-    Ok(SpmvPlan::new(gpu, method, a, stages, details).with_bccoo_report(report))
+    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details);
+    plan.report_mut().detail = Some(Arc::new(report));
+    Ok(plan)
+}
+
+impl<T: Scalar> SpmvPlan<T> {
+    /// For `bccoo` and `bccoo-plus` plans: the layout, carry path, footprint and tuning.
+    pub fn bccoo(&self) -> Option<&BccooReport> {
+        self.report().detail()
+    }
 }

@@ -202,10 +202,7 @@ pub(crate) fn tune<T: Scalar>(
         ));
     }
     let start = Instant::now();
-    let x: Vec<T> = crate::suite::random_vector(a.ncols(), 3)
-        .into_iter()
-        .map(T::from_f64)
-        .collect();
+    let x: Vec<T> = crate::methods::common::probe_vector(a.ncols());
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
     let mut candidates = Vec::new();

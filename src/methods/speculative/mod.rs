@@ -13,8 +13,11 @@ pub mod tiles;
 
 pub use tiles::{Speculation, TileGeometry};
 
-use crate::gpu::shader::{self, LaneMode};
-use crate::gpu::{Gpu, GpuVector, PipelineKey};
+pub mod kernels;
+pub use kernels::KERNELS;
+
+use crate::kernel::{LaneMode, Variant};
+use crate::gpu::{Gpu, GpuVector};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
     workgroup_size, ChunkUniform,
@@ -211,6 +214,7 @@ struct Part {
 pub(crate) fn prepare<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
+    method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
     let info = gpu.info();
@@ -230,11 +234,11 @@ pub(crate) fn prepare<T: Scalar>(
     let work = so
         .work_per_lane
         .unwrap_or(if T::NEEDS_F64 || !staged { 4 } else { 8 });
-    if !shader::SPECULATIVE_WORK.contains(&work) {
+    if !kernels::SPECULATIVE_WORK.contains(&work) {
         return Err(bad(
             "work_per_lane",
             work,
-            format!("must be one of {:?}", shader::SPECULATIVE_WORK),
+            format!("must be one of {:?}", kernels::SPECULATIVE_WORK),
         ));
     }
     if !staged && work > MAX_LANE_WORK {
@@ -251,11 +255,11 @@ pub(crate) fn prepare<T: Scalar>(
             (false, false) => 16,
         }
     });
-    if !shader::SPECULATIVE_TILES.contains(&tiles_per_team) {
+    if !kernels::SPECULATIVE_TILES.contains(&tiles_per_team) {
         return Err(bad(
             "tiles_per_team",
             tiles_per_team,
-            format!("must be one of {:?}", shader::SPECULATIVE_TILES),
+            format!("must be one of {:?}", kernels::SPECULATIVE_TILES),
         ));
     }
     let geom = TileGeometry {
@@ -364,11 +368,11 @@ pub(crate) fn prepare<T: Scalar>(
         return Err(bad("resolve_dirty_tiles", true, format!("needs {} bytes of workgroup memory with W = {work} and {wg} invocations, the adapter has {have}", wg_bytes + row_ends)));
     }
 
-    let main = gpu.pipeline(
-        PipelineKey {
-            kernel: shader::SPECULATIVE.name,
-            variant: shader::SPECULATIVE.variant(T::WGSL, lanes),
-            overrides: vec![
+    let main = gpu.pipeline(&Variant::new(
+        kernels::SPECULATIVE,
+        T::WGSL,
+        lanes,
+        vec![
                 ("WG_SIZE", wg),
                 ("LANES", team),
                 ("WORK", work),
@@ -376,19 +380,10 @@ pub(crate) fn prepare<T: Scalar>(
                 ("STAGED", staged as u32),
                 ("RESOLVE", resolve as u32),
                 ("TILE_ROWS", given_rows as u32),
-                ("PAD_RUN", pad_run as u32),
-            ],
-        },
-        || shader::SPECULATIVE.source(T::WGSL, lanes),
-    )?;
-    let finish = gpu.pipeline(
-        PipelineKey {
-            kernel: shader::SPECULATIVE_FINISH.name,
-            variant: shader::SPECULATIVE_FINISH.variant(T::WGSL, LaneMode::Workgroup),
-            overrides: vec![("WG_SIZE", FINISH_WG)],
-        },
-        || shader::SPECULATIVE_FINISH.source(T::WGSL, LaneMode::Workgroup),
-    )?;
+            ("PAD_RUN", pad_run as u32),
+        ],
+    ))?;
+    let finish = gpu.pipeline(&Variant::new(kernels::SPECULATIVE_FINISH, T::WGSL, LaneMode::Workgroup, vec![("WG_SIZE", FINISH_WG)]))?;
 
     let mut gpu_stages = Vec::new();
     let mut host_stages = Vec::new();
@@ -526,8 +521,8 @@ pub(crate) fn prepare<T: Scalar>(
             None => "GPU".into(),
         }
     );
-    let plan = SpmvPlan::new(gpu, Method::Speculative, a, gpu_stages, details)
-        .with_speculative_report(report.clone());
+    let mut plan = SpmvPlan::new(gpu, a.shape(), gpu_stages, method.name(), details);
+    plan.report_mut().detail = Some(report.clone());
     Ok(if on_host {
         plan.with_host_path(HostPath {
             stages: host_stages,
@@ -967,7 +962,7 @@ impl<T: Scalar> HostCheck<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::SuiteClass;
+    use crate::testing::SuiteClass;
 
     #[test]
     fn scattered_columns_tell_random_gathers_from_local_ones() {
@@ -986,5 +981,13 @@ mod tests {
             );
         }
         assert!(!scattered_columns(&CsrMatrix::<f32>::zeros(0, 0).unwrap()));
+    }
+}
+
+impl<T: Scalar> SpmvPlan<T> {
+    /// For `speculative` plans: the speculation hit rate, how products finish, and what the
+    /// last host-finished product saw and cost.
+    pub fn speculation(&self) -> Option<SpeculationReport> {
+        self.report().detail::<Report>().map(|r| r.snapshot())
     }
 }

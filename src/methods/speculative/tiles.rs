@@ -402,7 +402,8 @@ pub fn for_each_record<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{reference, suite, CsrMatrix};
+    use crate::testing::{reference, suite};
+    use crate::CsrMatrix;
 
     fn twin_spmv(
         a: &CsrMatrix<f64>,
