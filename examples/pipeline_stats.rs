@@ -1,7 +1,7 @@
 //! Prints the driver's statistics for a kernel variant (registers, spills, shared memory: whatever
 //! VK_KHR_pipeline_executable_properties reports). The SPIR-V is written as wgpu's Vulkan backend
 //! writes it for the library; the pipeline is created with ash, since wgpu cannot capture
-//! statistics. NVIDIA's driver (580.159, H100) reports "Local Memory Size" with bit 36 set: the bytes
+//! statistics. NVIDIA's driver reports "Local Memory Size" with bit 36 set: the bytes
 //! are the value less 2^36.
 //!
 //!     cargo run --release --example pipeline_stats -- --kernel bccoo --scalar f64 --height 1 --set WG_SIZE=512

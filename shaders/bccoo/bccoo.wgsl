@@ -50,8 +50,7 @@ const FINISH_SPIN_LIMIT: u32 = 1u << 24u;
 
 const DELTA_ESCAPE: u32 = 0x8000u;
 // Blocks whose loads are issued together (every tile size is a multiple of it); `run_group` is
-// unrolled for exactly 4. On an H100, 8 gained 2-4% on permutation and wide and lost up to 17%
-// elsewhere (4x4 blocks most).
+// unrolled for exactly 4, which measured best overall (docs/bccoo.md).
 const LOAD_BATCH: u32 = 4u;
 
 var<workgroup> group_shared: vec2<u32>;
@@ -177,8 +176,7 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) -> bool {
     // rather than two (column read, then x). Tiles are multiples of the batch, and a batch never
     // straddles a flag word (32 is a multiple of it too).
     // The batch is unrolled by hand (codes in a vec4, products in four values): written as loops
-    // over arrays, the H100's driver kept the f64 variant rolled with its arrays in local memory
-    // (f64 power_law 0.422 -> 0.250 ms, f32 unchanged).
+    // over arrays, a driver may keep the f64 variant rolled with its arrays in local memory.
     var codes = column_codes(base + slot);
     for (var k0 = 0u; k0 < tile; k0 += LOAD_BATCH) {
         let n0 = t * tile + k0;

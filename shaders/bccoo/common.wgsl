@@ -49,8 +49,8 @@ const GROUP_CHAIN_SHIFT: u32 = 3u;
 @group(0) @binding(4) var<storage, read_write> slots: array<atomic<u32>>;
 
 // HEIGHT (the block height) and `rows` (a block row's HEIGHT sums: the scalar itself for height
-// 1, a vector otherwise) with `row_of` / `put_row` are prepended per height by shader.rs: a
-// vec4 for every height cost f64 1x1 blocks 8% on an H100 (registers, shuffles, workgroup memory).
+// 1, a vector otherwise) with `row_of` / `put_row` are generated per height by the assembler
+// (src/kernel/mod.rs): a vec4 for every height wastes registers, shuffles and workgroup memory.
 
 // An invocation's index in the order the group scans use: subgroup (team), then lane.
 fn group_slot(l: Lanes) -> u32 {

@@ -28,9 +28,9 @@ override WG_SIZE: u32 = 256u;
 override LANES: u32 = 32u;
 // W: nonzeros per lane and tile (at most 32: a lane's head flags are one u32).
 override WORK: u32 = 8u;
-// Products a lane that loads them itself keeps (the host allows W up to this without STAGED). The
-// H100's driver keeps this array in local memory in f64 (192 bytes per invocation at 16, per
-// examples/pipeline_stats; none in f32), which is why f64 stages products by default.
+// Products a lane that loads them itself keeps (the host allows W up to this without STAGED). A
+// driver may keep this array in local memory in f64 (examples/pipeline_stats shows it), which is
+// why f64 stages products by default.
 const MAX_LANE_WORK: u32 = 16u;
 // S: tiles per team.
 override TILES: u32 = 7u;
@@ -43,8 +43,8 @@ override STAGED: bool = true;
 // nonzero, which row ends there, and write the empty rows they meet; a dirty tile (one holding
 // an empty row) then finds the row of each segment there, so the check stage has only the
 // synchronizer to add. Otherwise (the paper's speculation) a dirty tile's middle segments go to
-// the shadow and its rows to a speculator record. (A binary search per segment instead cost
-// 2-3x on every class on an H100: the loop inside the segmented sum stops its unrolling.)
+// the shadow and its rows to a speculator record. (A binary search per segment instead stops
+// the unrolling of the segmented sum's loop.)
 override RESOLVE: bool = false;
 // TILE_ROWS: read the team's tile boundaries from tile_rows (one load each) rather than search
 // the row pointers for them (the paper's lines 4-7: about log2(rows) dependent loads).

@@ -5,6 +5,7 @@ mod pipeline;
 mod timing;
 
 pub use buffer::GpuVector;
+pub(crate) use buffer::RangeRead;
 pub use timing::{Timer, Timing};
 
 use crate::{Error, Result};

@@ -11,7 +11,7 @@
 //!   workgroup that closes a row waits, on the slots of the workgroups that row crossed, in parallel
 //!   and with a bounded spin. This departs from the paper's chain, where each workgroup without a
 //!   row stop waits for its predecessor's sum before publishing its own: that chain is serial in the
-//!   length of the row (about 0.36 µs a hop on an H200 through Vulkan), this wait is not. If a spin
+//!   length of the row, this wait is not. If a spin
 //!   runs out, the workgroup keeps its row, without the carry, in a pending slot and lists itself;
 //!   the last workgroup of the dispatch to finish adds those carries, so the result is right
 //!   anyway, still without a second kernel.
@@ -330,9 +330,7 @@ pub(crate) fn build<T: Scalar>(
                 0
             }
     };
-    // 512 invocations by default (the largest that fits): on an H100 single-pass carries ran
-    // 2.5-3x slower with 256 invocations than with 128 or 512 on a power-law matrix (the tuner
-    // also times both carry paths).
+    // The largest workgroup that fits by default; the tuner times 128, 256 and 512.
     let default_wg = [512, 256, 128, 64]
         .into_iter()
         .find(|&wg| needs(wg, o.cache_factor.unwrap_or(1)) <= have)

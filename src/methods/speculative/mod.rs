@@ -17,7 +17,7 @@ pub mod kernels;
 pub use kernels::KERNELS;
 
 use crate::kernel::{LaneMode, Variant};
-use crate::gpu::{Gpu, GpuVector};
+use crate::gpu::{Gpu, GpuVector, RangeRead};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
     workgroup_size, ChunkUniform,
@@ -65,22 +65,19 @@ pub const MAX_LANE_WORK: u32 = 16;
 #[derive(Clone, Debug, Default)]
 pub struct SpeculativeOptions {
     /// W: nonzeros per lane and tile (1, 2, 4, 8, 16, or 32 with staged products). Default 4 with
-    /// products loaded per lane (measured best on an H100); staged, the paper's NVIDIA values: 8
+    /// products loaded per lane (docs/speculative.md); staged, the paper's values: 8
     /// for f32, 4 for f64.
     pub work_per_lane: Option<u32>,
     /// S: tiles per team (1 to 8, 10, 12 or 16). Default with products loaded per lane and
-    /// precomputed tile rows: 4 (on an H100 within 2.5% of the best of 2, 4 and 16 on every
-    /// suite class, 7% faster than 16 on banded, 2% slower on dense). With the paper's search
+    /// precomputed tile rows: 4. With the paper's search
     /// for tile rows, whose cost longer teams amortise: 4 when rows average under
     /// [`SHORT_ROWS`] nonzeros, or when x exceeds [`LARGE_X_BYTES`] and the columns within rows
-    /// are scattered ([`scattered_columns`]), 16 otherwise (there 4 measured 4–9% faster on
-    /// short rows and 4–6% faster on scattered gathers from a large x, 6–8% slower on banded and
-    /// dense matrices). Staged, 7 (the paper's).
+    /// are scattered ([`scattered_columns`]), 16 otherwise. Staged, 7 (the paper's).
     pub tiles_per_team: Option<u32>,
     /// Stage each tile's products in workgroup memory after coalesced loads (the paper's way), or
     /// let each lane load its W consecutive nonzeros itself (the default for f32: almost no
     /// workgroup memory, so more workgroups per core, and one barrier per tile instead of two).
-    /// f64 stages by default (H100: banded 0.12 ms staged against 0.54 per lane). With products per
+    /// f64 stages by default (a lane's f64 product array leaves registers). With products per
     /// lane the default workgroup is 128 invocations, staged 256.
     pub staged_products: Option<bool>,
     /// Resolve dirty tiles (those holding an empty row) in the GPU stage: the lanes building a
@@ -94,7 +91,7 @@ pub struct SpeculativeOptions {
     /// Read each team's tile boundaries from an array of every tile's first row that the plan
     /// computes once (4 bytes per tile, under 1% of the matrix), instead of the paper's binary
     /// search over the row pointers at the start of every team (Algorithm 1, lines 4-7). Default
-    /// true: on an H100 it was 0–5% faster on every suite class (most on the short-row ones).
+    /// true (faster than the search; docs/speculative.md).
     pub precomputed_tile_rows: Option<bool>,
     pub finish: Finish,
     pub transfer: HostTransfer,
@@ -135,9 +132,8 @@ pub fn scattered_columns<T: Scalar>(a: &CsrMatrix<T>) -> bool {
 }
 
 /// With at least this fraction of tiles dirty, and the check stage on the GPU, dirty tiles are
-/// resolved in the GPU stage by default. On an H100, resolving took empty_rows (99% of tiles
-/// dirty) from 0.275 to 0.223 ms, but cost 3-5% on clean short-row matrices and 15-25% on
-/// banded and dense ones (which reuse x most); fractions in between were not measured.
+/// resolved in the GPU stage by default: resolving pays on mostly dirty matrices and costs on
+/// clean ones (docs/speculative.md).
 pub const RESOLVE_DIRTY_FRACTION: f64 = 0.25;
 
 /// Bytes of one row of workgroup-memory banks (32 banks of 4 bytes): staged products get one
@@ -221,9 +217,8 @@ pub(crate) fn prepare<T: Scalar>(
     let so = &opts.speculative;
     let lanes = lane_mode(gpu, opts.lanes)?;
     let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
-    // f64 stages by default: on an H100 per-lane loads ran f64 2.6-4.4x slower than staged (the
-    // lane's array sits in local memory; see MAX_LANE_WORK in the shader), while f32 per-lane
-    // loads beat staging on every class.
+    // f64 stages by default: a lane's f64 array leaves registers (see MAX_LANE_WORK in the
+    // shader); in f32 per-lane loads win.
     let staged = so.staged_products.unwrap_or(T::NEEDS_F64);
     let wg = workgroup_size(
         gpu,
@@ -562,134 +557,37 @@ struct HostCheck<T> {
 }
 
 /// Byte ranges of one buffer to read.
+/// Byte ranges of one buffer the check stage reads.
 struct Fetch<'a> {
     buffer: &'a wgpu::Buffer,
     ranges: Vec<Range<u64>>,
 }
 
 impl<T: Scalar> HostCheck<T> {
-    fn mapped(&self, b: &wgpu::Buffer, usage: wgpu::BufferUsages) -> bool {
+    /// Whether `b` is mapped in place (the plan maps working buffers and `b` allows `usage`).
+    fn in_place(&self, b: &wgpu::Buffer, usage: wgpu::BufferUsages) -> bool {
         self.map && b.usage().contains(usage)
     }
 
-    /// Reads the ranges of several buffers in one round trip: mappable buffers are mapped in
-    /// place, the others copied to one staging buffer. Returns the bytes per request and range.
+    /// Reads the ranges of several buffers in one round trip, counting the bytes.
     fn fetch(&self, gpu: &Gpu, reqs: &[Fetch], bytes_read: &mut u64) -> Result<Vec<Vec<Vec<u8>>>> {
-        let mut staging_len = 0u64;
-        let mut at = Vec::new();
-        for r in reqs {
-            let mut offs = Vec::new();
-            if !self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) {
-                for range in &r.ranges {
-                    offs.push(staging_len);
-                    staging_len += range.end - range.start;
-                }
-            }
-            at.push(offs);
-        }
-        let staging = if staging_len > 0 {
-            let staging = gpu.scoped("allocating a staging buffer", || {
-                gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("speculative check staging"),
-                    size: staging_len,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            })?;
-            let mut enc = gpu.device().create_command_encoder(&Default::default());
-            for (r, offs) in reqs.iter().zip(&at) {
-                for (range, &o) in r.ranges.iter().zip(offs) {
-                    enc.copy_buffer_to_buffer(
-                        r.buffer,
-                        range.start,
-                        &staging,
-                        o,
-                        range.end - range.start,
-                    );
-                }
-            }
-            gpu.queue().submit([enc.finish()]);
-            Some(staging)
-        } else {
-            None
-        };
-        let mut pending = Vec::new();
-        let mut map_one = |b: &wgpu::Buffer| {
-            let (tx, rx) = futures::channel::oneshot::channel();
-            b.map_async(wgpu::MapMode::Read, .., move |r| {
-                let _ = tx.send(r);
-            });
-            pending.push(rx);
-        };
-        for r in reqs {
-            if self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) && !r.ranges.is_empty() {
-                map_one(r.buffer);
-            }
-        }
-        if let Some(s) = &staging {
-            map_one(s);
-        }
-        let mut waited = Ok(());
-        for rx in pending {
-            if let Err(e) = gpu
-                .wait_for_callback(rx)
-                .and_then(|r| r.map_err(|e| Error::Map(e.to_string())))
-            {
-                waited = waited.and(Err(e));
-            }
-        }
-        if let Err(e) = waited {
-            // Leave no buffer mapped or pending: the plan must stay usable after an error.
-            let mut touched: Vec<&wgpu::Buffer> = reqs
-                .iter()
-                .filter(|r| {
-                    self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) && !r.ranges.is_empty()
-                })
-                .map(|r| r.buffer)
-                .collect();
-            touched.extend(staging.as_ref());
-            for b in touched {
-                let _ = gpu.scoped("unmapping after a failed map", || b.unmap());
-            }
-            return Err(e);
-        }
-        let mut out = Vec::new();
-        let staging_view = match &staging {
-            Some(s) => Some(
-                s.get_mapped_range(..)
-                    .map_err(|e| Error::Map(e.to_string()))?,
-            ),
-            None => None,
-        };
-        for (r, offs) in reqs.iter().zip(&at) {
-            let mut got = Vec::new();
-            if offs.is_empty() && !r.ranges.is_empty() {
-                let view = r
-                    .buffer
-                    .get_mapped_range(..)
-                    .map_err(|e| Error::Map(e.to_string()))?;
-                for range in &r.ranges {
-                    got.push(view[range.start as usize..range.end as usize].to_vec());
-                }
-                drop(view);
-                r.buffer.unmap();
-            } else if let Some(view) = &staging_view {
-                for (range, &o) in r.ranges.iter().zip(offs) {
-                    got.push(view[o as usize..(o + range.end - range.start) as usize].to_vec());
-                }
-            }
-            *bytes_read += r.ranges.iter().map(|g| g.end - g.start).sum::<u64>();
-            out.push(got);
-        }
-        drop(staging_view);
-        if let Some(s) = staging {
-            s.unmap();
-        }
-        Ok(out)
+        let reads: Vec<RangeRead> = reqs
+            .iter()
+            .map(|r| RangeRead {
+                buffer: r.buffer,
+                ranges: r.ranges.clone(),
+                in_place: self.in_place(r.buffer, wgpu::BufferUsages::MAP_READ),
+            })
+            .collect();
+        *bytes_read += reqs
+            .iter()
+            .flat_map(|r| &r.ranges)
+            .map(|g| g.end - g.start)
+            .sum::<u64>();
+        gpu.read_ranges(&reads)
     }
 
-    /// Writes byte ranges into `buffer`: through a write mapping of the span they cover where the
-    /// buffer maps, else as queued writes (ordered before the next submission).
+    /// Writes byte ranges into `buffer`, counting the bytes.
     fn store(
         &self,
         gpu: &Gpu,
@@ -697,42 +595,9 @@ impl<T: Scalar> HostCheck<T> {
         writes: &[(u64, Vec<u8>)],
         bytes_written: &mut u64,
     ) -> Result<()> {
-        if writes.is_empty() {
-            return Ok(());
-        }
         *bytes_written += writes.iter().map(|w| w.1.len() as u64).sum::<u64>();
-        if !self.mapped(buffer, wgpu::BufferUsages::MAP_WRITE) {
-            for (off, bytes) in writes {
-                gpu.queue().write_buffer(buffer, *off, bytes);
-            }
-            return Ok(());
-        }
-        let lo =
-            writes.iter().map(|w| w.0).min().unwrap() / wgpu::MAP_ALIGNMENT * wgpu::MAP_ALIGNMENT;
-        let hi = writes
-            .iter()
-            .map(|w| w.0 + w.1.len() as u64)
-            .max()
-            .unwrap()
-            .next_multiple_of(4)
-            .min(buffer.size());
-        let (tx, rx) = futures::channel::oneshot::channel();
-        buffer.map_async(wgpu::MapMode::Write, lo..hi, move |r| {
-            let _ = tx.send(r);
-        });
-        gpu.wait_for_callback(rx)?
-            .map_err(|e| Error::Map(e.to_string()))?;
-        {
-            let mut view = buffer
-                .get_mapped_range_mut(lo..hi)
-                .map_err(|e| Error::Map(e.to_string()))?;
-            for (off, bytes) in writes {
-                let o = (off - lo) as usize;
-                view.slice(o..o + bytes.len()).copy_from_slice(bytes);
-            }
-        }
-        buffer.unmap();
-        Ok(())
+        let in_place = self.in_place(buffer, wgpu::BufferUsages::MAP_WRITE);
+        gpu.write_ranges(buffer, writes, in_place)
     }
 }
 
