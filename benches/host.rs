@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
-use wgspmv::{matrix::io, testing::reference, CsrMatrix, testing::SuiteClass};
+use wgspmv::{matrix::io, testing::reference, testing::SuiteClass, CsrMatrix};
 
 fn host(c: &mut Criterion) {
     let mut g = c.benchmark_group("host");

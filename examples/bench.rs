@@ -19,7 +19,13 @@ use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::SetupOn;
 use wgspmv::methods::LanePolicy;
-use wgspmv::{matrix::io, testing::reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, testing::SuiteClass};
+use wgspmv::{
+    matrix::io, testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method,
+    PlanOptions, Scalar,
+};
+
+/// Produces one benchmark matrix when asked (so a large suite never sits in memory whole).
+type MatrixSource = Box<dyn Fn() -> wgspmv::Result<CsrMatrix<f64>>>;
 
 /// One benchmarked configuration: a method and its options, under a label.
 struct Variant {
@@ -249,7 +255,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     };
 
     // Matrices are produced lazily, one at a time, so a large suite never sits in memory whole.
-    let mut sources: Vec<(String, Box<dyn Fn() -> wgspmv::Result<CsrMatrix<f64>>>)> = Vec::new();
+    let mut sources: Vec<(String, MatrixSource)> = Vec::new();
     if args.suite {
         let nnz = (args.scale * 1e6) as usize;
         for &c in &classes {

@@ -71,19 +71,13 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), String> {
     let all = all_kernels();
-    let kernel = all
-        .iter()
-        .find(|k| k.name == args.kernel)
-        .ok_or_else(|| {
-            format!(
-                "no kernel {}; kernels: {}",
-                args.kernel,
-                all.iter()
-                    .map(|k| k.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
+    let kernel = all.iter().find(|k| k.name == args.kernel).ok_or_else(|| {
+        format!(
+            "no kernel {}; kernels: {}",
+            args.kernel,
+            all.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+        )
+    })?;
     let want_lanes = args.lanes.map(|l| match l {
         Lanes::Subgroup => LaneMode::Subgroup,
         Lanes::Workgroup => LaneMode::Workgroup,

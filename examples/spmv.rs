@@ -15,7 +15,10 @@ use bccoo_args::BccooArgs;
 use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::SetupOn;
-use wgspmv::{matrix::io, testing::reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, testing::SuiteClass};
+use wgspmv::{
+    matrix::io, testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method,
+    PlanOptions, Scalar,
+};
 
 #[derive(Parser)]
 #[command(
@@ -121,14 +124,13 @@ fn run_typed<T: Scalar>(
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut all_ok = true;
     println!(
-        "{:<12} {:>10} {:>9} {:>9} {:>10}  check ({}; {})",
+        "{:<12} {:>10} {:>9} {:>9} {:>10}  check ({}; timer)",
         "method",
         "ms",
         "GFLOP/s",
         "GB/s",
         "rel_err",
         T::NAME,
-        "timer"
     );
     let finish = match args.finish.as_str() {
         "auto" => Finish::Auto,

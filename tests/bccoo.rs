@@ -7,7 +7,7 @@ mod common;
 
 use common::{check_method, gpu, gpus, has_f64};
 use wgspmv::methods::bccoo::{BccooOptions, Carry, ColumnCoding, Strategy};
-use wgspmv::{CsrMatrix, Error, GpuVector, Method, PlanOptions, testing::SuiteClass};
+use wgspmv::{testing::SuiteClass, CsrMatrix, Error, GpuVector, Method, PlanOptions};
 
 const METHODS: [Method; 2] = [Method::Bccoo, Method::BccooPlus];
 

@@ -10,7 +10,7 @@ use wgspmv::matrix::io::{
     read_matrix_market, read_matrix_market_from, read_vector, write_matrix_market, write_vector,
 };
 use wgspmv::testing::suite::random_vector;
-use wgspmv::{testing::reference, CsrMatrix, Error, Result, Scalar, testing::SuiteClass};
+use wgspmv::{testing::reference, testing::SuiteClass, CsrMatrix, Error, Result, Scalar};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

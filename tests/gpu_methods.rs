@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use wgspmv::{CsrMatrix, Error, GpuVector, LanePolicy, Method, PlanOptions, testing::SuiteClass};
+use wgspmv::{testing::SuiteClass, CsrMatrix, Error, GpuVector, LanePolicy, Method, PlanOptions};
 
 #[test]
 fn adapter_describes_itself() {

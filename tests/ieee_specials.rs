@@ -6,7 +6,9 @@
 
 mod common;
 use common::*;
-use wgspmv::{testing::reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, testing::SuiteClass};
+use wgspmv::{
+    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar,
+};
 
 /// `a` with its values replaced by `f(entry index, row, column, value)`.
 fn map_values(a: &CsrMatrix<f64>, f: impl Fn(usize, usize, u32, f64) -> f64) -> CsrMatrix<f64> {

@@ -2,6 +2,7 @@
 //! must pass naga's validator and translate to SPIR-V. Needs no GPU.
 
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
+use rayon::prelude::*;
 use wgspmv::shaders::{all_kernels, Kernel, LaneMode};
 
 fn validator() -> Validator {
@@ -36,36 +37,49 @@ fn sources(kernel: &Kernel) -> Vec<(&'static str, LaneMode, Option<u32>, String)
 
 #[test]
 fn every_shader_variant_validates_and_translates() {
-    let mut checked = 0;
-    for kernel in &all_kernels() {
-        for (scalar, lanes, height, src) in sources(kernel) {
+    // Sources in parallel (rayon): naga's override processing dominates, and CI has two cores.
+    let jobs: Vec<(Kernel, &'static str, LaneMode, Option<u32>, String)> = all_kernels()
+        .into_iter()
+        .flat_map(|k| {
+            sources(&k)
+                .into_iter()
+                .map(move |(s, l, h, src)| (k, s, l, h, src))
+        })
+        .collect();
+    let checked: usize = jobs
+        .par_iter()
+        .map(|(kernel, scalar, lanes, height, src)| {
             let label = format!(
                 "{} [{}] height {height:?}",
                 kernel.name,
-                kernel.variant(scalar, lanes)
+                kernel.variant(scalar, *lanes)
             );
-            let module = naga::front::wgsl::parse_str(&src)
-                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
+            let module = naga::front::wgsl::parse_str(src)
+                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(src)));
             let info = validator()
                 .validate(&module)
-                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
-            for set in kernel.override_sets() {
-                let constants = set
-                    .iter()
-                    .map(|&(k, v)| (k.to_string(), v as f64))
-                    .collect();
-                let (m, i) = naga::back::pipeline_constants::process_overrides(
-                    &module, &info, None, &constants,
-                )
-                .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
-                let mut opts = naga::back::spv::Options::default();
-                opts.lang_version = (1, 3);
-                naga::back::spv::write_vec(&m, &i, &opts, None)
+                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(src)));
+            let sets = kernel.override_sets();
+            sets.par_iter()
+                .map(|set| {
+                    let constants = set
+                        .iter()
+                        .map(|&(k, v)| (k.to_string(), v as f64))
+                        .collect();
+                    let (m, i) = naga::back::pipeline_constants::process_overrides(
+                        &module, &info, None, &constants,
+                    )
                     .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
-                checked += 1;
-            }
-        }
-    }
+                    let opts = naga::back::spv::Options {
+                        lang_version: (1, 3),
+                        ..Default::default()
+                    };
+                    naga::back::spv::write_vec(&m, &i, &opts, None)
+                        .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
+                })
+                .count()
+        })
+        .sum();
     assert!(checked >= 50, "only {checked} variants checked");
 }
 

@@ -8,7 +8,8 @@ mod common;
 use common::{check_method, gpu, gpu_without_subgroups, gpus, has_f64};
 use wgspmv::methods::speculative::{Finish, HostTransfer, SpeculativeOptions};
 use wgspmv::{
-    CsrMatrix, Error, Gpu, GpuOptions, GpuVector, LanePolicy, Method, PlanOptions, testing::SuiteClass,
+    testing::SuiteClass, CsrMatrix, Error, Gpu, GpuOptions, GpuVector, LanePolicy, Method,
+    PlanOptions,
 };
 
 fn opts(finish: Finish, transfer: HostTransfer) -> PlanOptions {

@@ -159,7 +159,7 @@ impl super::Gpu {
             .min(buffer.size());
         let got = self.read_ranges(&[RangeRead {
             buffer,
-            ranges: vec![0..bytes],
+            ranges: std::iter::once(0..bytes).collect(),
             in_place: false,
         }])?;
         // Collect rather than cast in place: the bytes need not be aligned for P.

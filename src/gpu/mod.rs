@@ -64,7 +64,9 @@ impl GpuInfo {
     }
     /// The largest buffer this device can bind as one storage binding (and allocate).
     pub fn max_binding_bytes(&self) -> u64 {
-        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
     }
 }
 

@@ -30,6 +30,8 @@ impl LaneMode {
 
 /// Override constants and every value the library may give each.
 pub type Overrides = &'static [(&'static str, &'static [u32])];
+/// Override values of one pipeline.
+pub type OverrideSet = Vec<(&'static str, u32)>;
 
 /// A kernel: its file under `shaders/` (which names what it imports), its override ranges, and
 /// the block heights it is assembled for (empty unless it imports a `{height}` prelude).
@@ -43,7 +45,7 @@ pub struct Kernel {
     pub overrides: Overrides,
     /// Keeps only the combinations the library can produce and adds the overrides derived from
     /// the others (e.g. a buffer size); `None` keeps every combination.
-    pub derive: Option<fn(&mut Vec<(&'static str, u32)>) -> bool>,
+    pub derive: Option<fn(&mut OverrideSet) -> bool>,
 }
 
 /// Workgroup sizes the library chooses from (all powers of two, so team reductions halve cleanly).
@@ -292,7 +294,7 @@ impl Kernel {
             _ => true,
         });
         if let Some(derive) = self.derive {
-            sets.retain_mut(|s| derive(s));
+            sets.retain_mut(derive);
         }
         sets
     }

@@ -4,5 +4,5 @@
 mod csr;
 pub mod io;
 
-pub use csr::{CsrMatrix, RowStats};
 pub(crate) use csr::{check_u32, try_filled, try_push, try_with_capacity};
+pub use csr::{CsrMatrix, RowStats};

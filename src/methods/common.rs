@@ -1,8 +1,8 @@
 //! Plan-building pieces every GPU method shares: row chunking under the binding limit, the lane
 //! mode and workgroup size choices, uploads.
 
-use crate::kernel::LaneMode;
 use crate::gpu::Gpu;
+use crate::kernel::LaneMode;
 use crate::methods::{LanePolicy, PlanOptions};
 use crate::plan::Binding;
 use crate::{Error, Result};
@@ -77,8 +77,8 @@ pub(crate) fn bad(name: &'static str, value: impl ToString, reason: impl Into<St
 /// Chooses the lane mode for a kernel with teams.
 pub(crate) fn lane_mode(gpu: &Gpu, policy: LanePolicy) -> Result<LaneMode> {
     let info = gpu.info();
-    let has =
-        info.has(wgpu::Features::SUBGROUP) && crate::kernel::LANE_WIDTHS.contains(&info.subgroup_min_size);
+    let has = info.has(wgpu::Features::SUBGROUP)
+        && crate::kernel::LANE_WIDTHS.contains(&info.subgroup_min_size);
     match policy {
         LanePolicy::Workgroup => Ok(LaneMode::Workgroup),
         LanePolicy::Subgroup if !has => Err(Error::MissingFeature {

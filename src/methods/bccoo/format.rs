@@ -367,10 +367,7 @@ impl Geometry {
             .collect();
         let c = split_by(&mut cols[..blocks], run_blocks.iter().copied());
         let st = split_by(&mut stop[..blocks], run_blocks.iter().copied());
-        let v = split_by(
-            &mut vals[..blocks * hw],
-            run_blocks.iter().map(|&n| n * hw),
-        );
+        let v = split_by(&mut vals[..blocks * hw], run_blocks.iter().map(|&n| n * hw));
         c.into_par_iter().zip(st).zip(v).enumerate().for_each_init(
             Vec::new,
             |scratch, (run, ((c, st), v))| {
@@ -809,12 +806,11 @@ impl<T: Scalar> BccooMatrix<T> {
                     let n = gt * tile + k;
                     let p = g * gb + k * wg + t;
                     let col = self.block_col(n) as usize;
-                    for r in 0..h {
+                    for (r, acc) in sum.iter_mut().enumerate().take(h) {
                         for j in 0..w {
                             let c = col * w + j;
                             if c < self.ncols {
-                                sum[r] +=
-                                    self.values[(r * pb + p) * w + j].to_f64() * x[c].to_f64();
+                                *acc += self.values[(r * pb + p) * w + j].to_f64() * x[c].to_f64();
                             }
                         }
                     }

@@ -26,8 +26,8 @@ pub use format::{BccooLayout, BccooMatrix, ColumnCoding, Footprint};
 pub mod kernels;
 pub use kernels::KERNELS;
 
-use crate::kernel::{LaneMode, Variant};
 use crate::gpu::{Gpu, GpuInfo};
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, upload, workgroup_size,
 };
@@ -222,7 +222,10 @@ pub(crate) fn prepare<T: Scalar>(
     }
     if opts.bccoo.tune {
         let (mut plan, report) = tune::tune(gpu, a, method, opts)?;
-        let mut detail = plan.bccoo().expect("a bccoo plan has a bccoo report").clone();
+        let mut detail = plan
+            .bccoo()
+            .expect("a bccoo plan has a bccoo report")
+            .clone();
         detail.tuning = Some(report);
         plan.report_mut().detail = Some(Arc::new(detail));
         return Ok(plan);

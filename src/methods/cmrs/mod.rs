@@ -8,8 +8,8 @@ pub use format::{predicted_speedup, traffic_ratio, CmrsLayout, CmrsMatrix, RowLa
 pub mod kernels;
 pub use kernels::KERNELS;
 
-use crate::kernel::{LaneMode, Variant};
 use crate::gpu::{Gpu, GpuInfo};
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
     workgroup_size, ChunkUniform,
@@ -103,7 +103,13 @@ pub(crate) fn prepare<T: Scalar>(
         .validate()?;
         let (stages, csr) = crate::methods::csr::stages(gpu, a, Method::CsrVector, opts)?;
         let details = format!("cmrs: height 1, run as the CSR vector kernel ({csr})");
-        return Ok(SpmvPlan::new(gpu, a.shape(), stages, method.name(), details));
+        return Ok(SpmvPlan::new(
+            gpu,
+            a.shape(),
+            stages,
+            method.name(),
+            details,
+        ));
     }
     let buf_cols = if padded {
         opts.cmrs.buffer_columns.unwrap_or(8.min(team))
@@ -206,5 +212,11 @@ pub(crate) fn prepare<T: Scalar>(
         chunks.len(),
         long.len()
     );
-    Ok(SpmvPlan::new(gpu, a.shape(), stages, method.name(), details))
+    Ok(SpmvPlan::new(
+        gpu,
+        a.shape(),
+        stages,
+        method.name(),
+        details,
+    ))
 }

@@ -4,8 +4,8 @@
 pub mod kernels;
 pub use kernels::KERNELS;
 
-use crate::kernel::{LaneMode, Variant};
 use crate::gpu::Gpu;
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform,
 };
@@ -21,7 +21,13 @@ pub(crate) fn prepare<T: Scalar>(
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
     let (stages, details) = stages(gpu, a, method, opts)?;
-    Ok(SpmvPlan::new(gpu, a.shape(), stages, method.name(), details))
+    Ok(SpmvPlan::new(
+        gpu,
+        a.shape(),
+        stages,
+        method.name(),
+        details,
+    ))
 }
 
 /// The stages of `csr-scalar` or `csr-vector` (which CMRS with one row per strip also runs) and

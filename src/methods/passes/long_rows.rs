@@ -6,8 +6,8 @@
 //! long rows: workgroups over pieces of a fixed size, then one workgroup per long row
 //! (shaders/long_rows.wgsl).
 
-use crate::kernel::{LaneMode, Variant};
 use crate::gpu::Gpu;
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{upload, workgroup_size};
 use crate::plan::{Binding, Grid, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
@@ -64,7 +64,12 @@ pub(crate) fn stages<T: Scalar>(
     let piece = (wg * PER_LANE) as usize;
     let kernel = super::kernels::LONG_ROWS;
     let pipeline = |finish: u32| {
-        gpu.pipeline(&Variant::new(kernel, T::WGSL, LaneMode::Workgroup, vec![("WG_SIZE", wg), ("FINISH", finish)]))
+        gpu.pipeline(&Variant::new(
+            kernel,
+            T::WGSL,
+            LaneMode::Workgroup,
+            vec![("WG_SIZE", wg), ("FINISH", finish)],
+        ))
     };
     let (pieces_pipeline, finish_pipeline) = (pipeline(0)?, pipeline(1)?);
     let max_entries = (max_bytes / std::mem::size_of::<T>().max(4) as u64) as usize;

@@ -2,8 +2,8 @@
 //! pass after the main ones turns the rows where a stored zero meets a NaN or infinite `x` into
 //! NaN, as multiplying every stored entry does.
 
-use crate::kernel::{LaneMode, Variant};
 use crate::gpu::Gpu;
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{upload, workgroup_size};
 use crate::plan::{Binding, Grid, Stage};
 use crate::{CsrMatrix, Result, Scalar};
@@ -26,7 +26,12 @@ pub(crate) fn stage<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Result<Option<Sta
     zeros[0] = count;
     let wg = workgroup_size(gpu, None, 256, 1)?;
     let kernel = super::kernels::STORED_ZEROS;
-    let pipeline = gpu.pipeline(&Variant::new(kernel, T::WGSL, LaneMode::Workgroup, vec![("WG_SIZE", wg)]))?;
+    let pipeline = gpu.pipeline(&Variant::new(
+        kernel,
+        T::WGSL,
+        LaneMode::Workgroup,
+        vec![("WG_SIZE", wg)],
+    ))?;
     Ok(Some(Stage {
         pipeline,
         bindings: vec![upload(gpu, "stored zeros", &zeros)?, Binding::X, Binding::Y],

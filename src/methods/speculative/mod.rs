@@ -16,8 +16,8 @@ pub use tiles::{Speculation, TileGeometry};
 pub mod kernels;
 pub use kernels::KERNELS;
 
-use crate::kernel::{LaneMode, Variant};
 use crate::gpu::{Gpu, GpuVector, RangeRead};
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
     workgroup_size, ChunkUniform,
@@ -368,17 +368,22 @@ pub(crate) fn prepare<T: Scalar>(
         T::WGSL,
         lanes,
         vec![
-                ("WG_SIZE", wg),
-                ("LANES", team),
-                ("WORK", work),
-                ("TILES", tiles_per_team),
-                ("STAGED", staged as u32),
-                ("RESOLVE", resolve as u32),
-                ("TILE_ROWS", given_rows as u32),
+            ("WG_SIZE", wg),
+            ("LANES", team),
+            ("WORK", work),
+            ("TILES", tiles_per_team),
+            ("STAGED", staged as u32),
+            ("RESOLVE", resolve as u32),
+            ("TILE_ROWS", given_rows as u32),
             ("PAD_RUN", pad_run as u32),
         ],
     ))?;
-    let finish = gpu.pipeline(&Variant::new(kernels::SPECULATIVE_FINISH, T::WGSL, LaneMode::Workgroup, vec![("WG_SIZE", FINISH_WG)]))?;
+    let finish = gpu.pipeline(&Variant::new(
+        kernels::SPECULATIVE_FINISH,
+        T::WGSL,
+        LaneMode::Workgroup,
+        vec![("WG_SIZE", FINISH_WG)],
+    ))?;
 
     let mut gpu_stages = Vec::new();
     let mut host_stages = Vec::new();
@@ -675,11 +680,11 @@ impl<T: Scalar> HostCheck<T> {
                 [
                     Fetch {
                         buffer: &p.spec,
-                        ranges: vec![0..4],
+                        ranges: std::iter::once(0..4).collect(),
                     },
                     Fetch {
                         buffer: &p.sync,
-                        ranges: vec![0..p.teams * 2 * s],
+                        ranges: std::iter::once(0..p.teams * 2 * s).collect(),
                     },
                 ]
             })
@@ -710,7 +715,7 @@ impl<T: Scalar> HostCheck<T> {
             .map(|(p, &c)| Fetch {
                 buffer: &p.spec,
                 ranges: if c > 0 {
-                    vec![8..8 + 8 * c as u64]
+                    std::iter::once(8..8 + 8 * c as u64).collect()
                 } else {
                     vec![]
                 },
@@ -824,6 +829,14 @@ impl<T: Scalar> HostCheck<T> {
     }
 }
 
+impl<T: Scalar> SpmvPlan<T> {
+    /// For `speculative` plans: the speculation hit rate, how products finish, and what the
+    /// last host-finished product saw and cost.
+    pub fn speculation(&self) -> Option<SpeculationReport> {
+        self.report().detail::<Report>().map(|r| r.snapshot())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -846,13 +859,5 @@ mod tests {
             );
         }
         assert!(!scattered_columns(&CsrMatrix::<f32>::zeros(0, 0).unwrap()));
-    }
-}
-
-impl<T: Scalar> SpmvPlan<T> {
-    /// For `speculative` plans: the speculation hit rate, how products finish, and what the
-    /// last host-finished product saw and cost.
-    pub fn speculation(&self) -> Option<SpeculationReport> {
-        self.report().detail::<Report>().map(|r| r.snapshot())
     }
 }

@@ -15,8 +15,8 @@
 
 use super::setup::Schedule;
 use super::{Built, ScalarWrites, SetupParams, INDIRECT_BYTES};
-use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::gpu::Gpu;
+use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::plan::SpmvPlan;
 use crate::{Error, Result, Scalar};
 use std::sync::Arc;

@@ -10,7 +10,11 @@ pub const SURAA_SCALAR_STAGE: &[u32] = &[0, 1, 2, 4, 8, 16];
 /// Keys per invocation of one radix-sort tile.
 pub const RADIX_ITEMS: &[u32] = &[8];
 
-const fn kernel(name: &'static str, file: &'static str, overrides: crate::kernel::Overrides) -> Kernel {
+const fn kernel(
+    name: &'static str,
+    file: &'static str,
+    overrides: crate::kernel::Overrides,
+) -> Kernel {
     Kernel {
         name,
         file,
@@ -38,19 +42,35 @@ pub const SURAA_SCALAR: Kernel = kernel(
         ("GATHER", &[0, 1]),
     ],
 );
-pub const SURAA_GATHER: Kernel = kernel("suraa_gather", "suraa/gather", &[("WG_SIZE", WORKGROUP_SIZES)]);
+pub const SURAA_GATHER: Kernel = kernel(
+    "suraa_gather",
+    "suraa/gather",
+    &[("WG_SIZE", WORKGROUP_SIZES)],
+);
 pub const SURAA_COMBINE: Kernel = kernel(
     "suraa_combine",
     "suraa/combine",
     &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
 );
 pub const SURAA_KEYS: Kernel = kernel("suraa_keys", "suraa/keys", &[]);
-pub const RADIX_COUNT: Kernel = kernel("radix_count", "shared/radix_count", &[("ITEMS", RADIX_ITEMS)]);
-pub const RADIX_SCATTER: Kernel = kernel("radix_scatter", "shared/radix_scatter", &[("ITEMS", RADIX_ITEMS)]);
+pub const RADIX_COUNT: Kernel = kernel(
+    "radix_count",
+    "shared/radix_count",
+    &[("ITEMS", RADIX_ITEMS)],
+);
+pub const RADIX_SCATTER: Kernel = kernel(
+    "radix_scatter",
+    "shared/radix_scatter",
+    &[("ITEMS", RADIX_ITEMS)],
+);
 pub const SCAN_U32_REDUCE: Kernel = kernel("scan_u32_reduce", "shared/scan_u32_reduce", &[]);
 pub const SCAN_U32_DOWN: Kernel = kernel("scan_u32_down", "shared/scan_u32_down", &[]);
 pub const SURAA_LENGTHS: Kernel = kernel("suraa_lengths", "suraa/lengths", &[]);
-pub const SURAA_REARRANGE: Kernel = kernel("suraa_rearrange", "suraa/rearrange", &[("VAL_WORDS", &[1, 2])]);
+pub const SURAA_REARRANGE: Kernel = kernel(
+    "suraa_rearrange",
+    "suraa/rearrange",
+    &[("VAL_WORDS", &[1, 2])],
+);
 pub const SURAA_PLAN: Kernel = kernel("suraa_plan", "suraa/plan", &[]);
 
 pub const KERNELS: &[Kernel] = &[

@@ -19,8 +19,8 @@ pub use setup::{Schedule, SetupParams};
 pub mod kernels;
 pub use kernels::KERNELS;
 
-use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::gpu::Gpu;
+use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::methods::common::{bad, check_workgroup_memory, lane_mode, team_width, workgroup_size};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
@@ -313,21 +313,18 @@ pub(crate) fn prepare<T: Scalar>(
         buffers: Arc::new(b),
     };
     let details = format!(
-        "suraa: {} rows per segment ({} segments), G1 {} rows in {} workgroups, G2 {} rows, G3 {} rows ({}); base width {team} via {}, workgroup {wg}, setup on the {}",
+        "suraa: {} rows per segment ({} segments), G1 {} rows in {} workgroups, G2 {} rows, G3 {} rows ({}, {}); base width {team} via {}, workgroup {wg}, setup on the {}",
         schedule.segment_rows,
         schedule.segments,
         schedule.dynamic_rows,
         schedule.dynamic_groups,
         schedule.vector_rows(),
         schedule.scalar_rows(),
-        format!(
-            "{}, {}",
-            if scalar_stage == 0 { "read directly".to_owned() } else { format!("staged {scalar_stage} per lane") },
-            match o.scalar_writes {
-                ScalarWrites::Gather => "gathered into y",
-                ScalarWrites::Scatter => "scattered into y",
-            }
-        ),
+        if scalar_stage == 0 { "read directly".to_owned() } else { format!("staged {scalar_stage} per lane") },
+        match o.scalar_writes {
+            ScalarWrites::Gather => "gathered into y",
+            ScalarWrites::Scatter => "scattered into y",
+        },
         lanes.name(),
         report.setup_on,
     );

@@ -408,6 +408,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::manual_is_multiple_of)] // the assertion reads as the paper states it
     fn groups_classes_and_dynamic_plan() {
         // 2 huge rows, 300 rows of 100, 400 rows of 40, 3000 rows of 3, 500 empty rows.
         let mut lens = vec![3u32; 3000];
