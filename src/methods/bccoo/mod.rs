@@ -233,13 +233,28 @@ pub(crate) fn prepare<T: Scalar>(
     build(gpu, a, method, opts)
 }
 
-/// Builds the plan for fully or partly given options (no timing).
-pub(crate) fn build<T: Scalar>(
+/// The parameters of one build, from the options or chosen for the adapter.
+struct Params {
+    lanes: LaneMode,
+    tile: u32,
+    h: u32,
+    w: u32,
+    slices: u32,
+    strategy: Strategy,
+    carry: Carry,
+    wg: u32,
+    cache_factor: u32,
+    spin: u32,
+}
+
+/// Resolves and checks the options: block size, slices, strategy, carry path, workgroup size and
+/// cache factor (within the adapter's workgroup memory), spin limit.
+fn params<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
     method: Method,
     opts: &PlanOptions,
-) -> Result<SpmvPlan<T>> {
+) -> Result<Params> {
     let info = gpu.info();
     let o = &opts.bccoo;
     let s = std::mem::size_of::<T>() as u64;
@@ -347,6 +362,78 @@ pub(crate) fn build<T: Scalar>(
     check_workgroup_memory(gpu, "workgroup_size", wg, needs(wg, cache_factor))?;
     let spin = o.spin_limit.unwrap_or(DEFAULT_SPIN_LIMIT);
 
+    Ok(Params {
+        lanes,
+        tile,
+        h,
+        w,
+        slices,
+        strategy,
+        carry,
+        wg,
+        cache_factor,
+        spin,
+    })
+}
+
+/// BCCOO+'s second pass: adds the slices' partial results (`out`) into y.
+fn combine_stage<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    m: &BccooMatrix<T>,
+    out: Binding,
+) -> Result<Stage> {
+    let overrides = vec![
+        ("WG_SIZE", 256),
+        ("HEIGHT", m.layout.block_height),
+        ("SLICES", m.layout.slices),
+        ("MAPPED", !m.row_map.is_empty() as u32),
+    ];
+    let combine = gpu.pipeline(&Variant::new(
+        kernels::BCCOO_COMBINE,
+        T::WGSL,
+        LaneMode::Workgroup,
+        overrides,
+    ))?;
+    let cp = CombineParams {
+        nrows: a.nrows() as u32,
+    };
+    Ok(Stage {
+        pipeline: combine,
+        bindings: vec![
+            out,
+            Binding::Y,
+            Binding::Coeffs,
+            Binding::Owned(Arc::new(
+                gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp)),
+            )),
+            upload(gpu, "bccoo+ row map", &m.row_map)?,
+        ],
+        grid: Grid::Direct(gpu.grid((a.nrows() as u32).div_ceil(256))),
+    })
+}
+
+/// Builds the plan for fully or partly given options (no timing).
+pub(crate) fn build<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
+    let o = &opts.bccoo;
+    let s = std::mem::size_of::<T>() as u64;
+    let Params {
+        lanes,
+        tile,
+        h,
+        w,
+        slices,
+        strategy,
+        carry,
+        wg,
+        cache_factor,
+        spin,
+    } = params(gpu, a, method, opts)?;
     let layout = BccooLayout {
         block_height: h,
         block_width: w,
@@ -498,34 +585,7 @@ pub(crate) fn build<T: Scalar>(
         });
     }
     if slices > 1 {
-        let overrides = vec![
-            ("WG_SIZE", 256),
-            ("HEIGHT", h),
-            ("SLICES", slices),
-            ("MAPPED", !m.row_map.is_empty() as u32),
-        ];
-        let combine = gpu.pipeline(&Variant::new(
-            kernels::BCCOO_COMBINE,
-            T::WGSL,
-            LaneMode::Workgroup,
-            overrides,
-        ))?;
-        let cp = CombineParams {
-            nrows: a.nrows() as u32,
-        };
-        stages.push(Stage {
-            pipeline: combine,
-            bindings: vec![
-                out,
-                Binding::Y,
-                Binding::Coeffs,
-                Binding::Owned(Arc::new(
-                    gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp)),
-                )),
-                upload(gpu, "bccoo+ row map", &m.row_map)?,
-            ],
-            grid: Grid::Direct(gpu.grid((a.nrows() as u32).div_ceil(256))),
-        });
+        stages.push(combine_stage(gpu, a, &m, out)?);
     }
 
     // The kernels skip zero values (fill and padding among them); stored zeros get their own pass.

@@ -207,16 +207,24 @@ struct Part {
     shadow: Arc<wgpu::Buffer>,
 }
 
-pub(crate) fn prepare<T: Scalar>(
+/// The kernel's parameters, from the options or chosen for the scalar type and matrix.
+struct KernelParams {
+    staged: bool,
+    wg: u32,
+    work: u32,
+    tiles_per_team: u32,
+    given_rows: bool,
+    geom: TileGeometry,
+}
+
+fn kernel_params<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
-    method: Method,
     opts: &PlanOptions,
-) -> Result<SpmvPlan<T>> {
-    let info = gpu.info();
+    team: u32,
+    at_least: u32,
+) -> Result<KernelParams> {
     let so = &opts.speculative;
-    let lanes = lane_mode(gpu, opts.lanes)?;
-    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
     // f64 stages by default: a lane's f64 array leaves registers (see MAX_LANE_WORK in the
     // shader); in f32 per-lane loads win.
     let staged = so.staged_products.unwrap_or(T::NEEDS_F64);
@@ -263,6 +271,223 @@ pub(crate) fn prepare<T: Scalar>(
         tiles_per_team,
         teams_per_group: wg / team,
     };
+    Ok(KernelParams {
+        staged,
+        wg,
+        work,
+        tiles_per_team,
+        given_rows,
+        geom,
+    })
+}
+
+/// Where the check stage runs (`on_host`) and whether it maps the working buffers (`map`).
+fn finish_path(info: &crate::GpuInfo, so: &SpeculativeOptions) -> Result<(bool, bool)> {
+    let on_host = match so.finish {
+        Finish::Host => true,
+        Finish::Gpu => false,
+        Finish::Auto => info.shares_memory_with_host(),
+    };
+    let mappable = info.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
+    let map = match so.transfer {
+        HostTransfer::Map if !mappable => {
+            return Err(Error::MissingFeature {
+                adapter: info.name.clone(),
+                feature: "MAPPABLE_PRIMARY_BUFFERS",
+                needed_for: "mapping the speculative method's working buffers".into(),
+                hint: " (use HostTransfer::Auto or Copy)",
+            })
+        }
+        HostTransfer::Map => true,
+        HostTransfer::Copy => false,
+        HostTransfer::Auto => mappable && info.shares_memory_with_host(),
+    };
+    Ok((on_host, map))
+}
+
+/// Each chunk's rebased row pointers and what its structure makes the GPU stage do, and the
+/// totals over all chunks.
+fn analyse_chunks<T: Scalar>(
+    a: &CsrMatrix<T>,
+    chunks: &[Range<usize>],
+    geom: &TileGeometry,
+) -> (Vec<(Vec<u32>, Speculation)>, Speculation) {
+    let analysed: Vec<(Vec<u32>, Speculation)> = chunks
+        .iter()
+        .map(|rows| {
+            let begin = a.row_ptr()[rows.start];
+            let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end]
+                .iter()
+                .map(|p| p - begin)
+                .collect();
+            let spec_info = tiles::analyse(&row_ptr, geom);
+            (row_ptr, spec_info)
+        })
+        .collect();
+    let mut total = Speculation {
+        tiles: 0,
+        dirty_tiles: 0,
+        leading_empty_rows: 0,
+        synchronized: 0,
+    };
+    for (_, i) in &analysed {
+        total.tiles += i.tiles;
+        total.dirty_tiles += i.dirty_tiles;
+        total.leading_empty_rows += i.leading_empty_rows;
+        total.synchronized += i.synchronized;
+    }
+    (analysed, total)
+}
+
+/// What every row chunk's stages share.
+struct ChunkShared<'a> {
+    geom: &'a TileGeometry,
+    main: Arc<wgpu::ComputePipeline>,
+    finish: Arc<wgpu::ComputePipeline>,
+    resolve: bool,
+    given_rows: bool,
+    aux_usage: wgpu::BufferUsages,
+}
+
+/// A chunk's stages on the GPU path, its stages on the host path, and what its check reads.
+type ChunkStages = (Vec<Stage>, Vec<Stage>, Part);
+
+/// One row chunk's buffers and stages: the GPU stage, then (where its structure needs a check)
+/// the GPU finishing pass; `run` on the host path submits only the GPU stage.
+fn chunk_stages<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    c: &ChunkShared,
+    rows: &Range<usize>,
+    row_ptr: Vec<u32>,
+    spec_info: &Speculation,
+) -> Result<ChunkStages> {
+    let (geom, resolve, given_rows, aux_usage) = (c.geom, c.resolve, c.given_rows, c.aux_usage);
+    let (main, finish) = (&c.main, &c.finish);
+    let s = std::mem::size_of::<T>() as u64;
+    let (begin, end) = (
+        a.row_ptr()[rows.start] as usize,
+        a.row_ptr()[rows.end] as usize,
+    );
+    let nnz = (end - begin) as u64;
+    let team_count = geom.teams(nnz);
+    let leading = (spec_info.leading_empty_rows > 0) as u64;
+    let (records, max_records) = if resolve {
+        (leading, 1)
+    } else {
+        (spec_info.dirty_tiles + leading, geom.max_records(nnz))
+    };
+    let zeroed = |label: &str, bytes: u64| {
+        gpu.storage_buffer(label, &vec![0u8; bytes as usize], aux_usage)
+            .map(Arc::new)
+    };
+    // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
+    let sync = zeroed("speculative synchronizer", team_count * 2 * s)?;
+    let spec = zeroed("speculative speculator", (2 + 2 * max_records) * 4)?;
+    // Resolving, only the leading empty rows are recorded (and read no shadow sums).
+    let shadow_rows = if resolve {
+        spec_info.leading_empty_rows as usize
+    } else {
+        rows.len()
+    };
+    let shadow = zeroed("speculative shadow", shadow_rows.max(1) as u64 * s)?;
+    let chunk_params = ChunkUniform {
+        row_begin: rows.start as u32,
+        nrows: rows.len() as u32,
+    };
+    let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
+    let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
+    let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
+    let values = upload(gpu, "values", &quad_padded(&a.values()[begin..end]))?;
+    let tile_rows = if given_rows {
+        tiles::tile_rows(&row_ptr, geom)
+    } else {
+        vec![0]
+    };
+    let main_stage = Stage {
+        pipeline: main.clone(),
+        bindings: vec![
+            row_ptr_buf.clone(),
+            cols.clone(),
+            values.clone(),
+            Binding::X,
+            Binding::Y,
+            Binding::Coeffs,
+            Binding::Owned(chunk.clone()),
+            Binding::Owned(sync.clone()),
+            Binding::Owned(spec.clone()),
+            Binding::Owned(shadow.clone()),
+            cols,
+            values,
+            upload(gpu, "speculative tile rows", &tile_rows)?,
+        ],
+        grid: Grid::Direct(gpu.grid(geom.groups(nnz) as u32)),
+    };
+    let mut gpu_stages = vec![main_stage.clone()];
+    let host_stages = vec![main_stage];
+    // No check at all where the structure allows none (no empty row, no row across teams).
+    let needs_check = spec_info.needs_check(resolve);
+    if needs_check {
+        let mut runs = tiles::sync_run_bounds(&row_ptr, geom);
+        runs.sort_by_key(|r| r.1 > LONG_RUN);
+        let short_runs = runs.iter().filter(|r| r.1 <= LONG_RUN).count() as u32;
+        let long_runs = runs.len() as u32 - short_runs;
+        let runs: Vec<[u32; 2]> = runs.into_iter().map(|r| [r.0, r.1]).collect();
+        let params = FinishParams {
+            short_runs,
+            long_runs,
+            short_groups: short_runs.div_ceil(FINISH_WG),
+            record_groups: (records as u32).div_ceil(FINISH_WG),
+        };
+        let groups = params.short_groups + params.long_runs + params.record_groups;
+        gpu_stages.push(Stage {
+            pipeline: finish.clone(),
+            bindings: vec![
+                row_ptr_buf,
+                Binding::Y,
+                Binding::Coeffs,
+                Binding::Owned(chunk),
+                Binding::Owned(sync.clone()),
+                Binding::Owned(spec.clone()),
+                Binding::Owned(shadow.clone()),
+                upload(gpu, "speculative runs", &runs)?,
+                Binding::Owned(Arc::new(
+                    gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)),
+                )),
+            ],
+            grid: Grid::Direct(gpu.grid(groups)),
+        });
+    }
+    let part = Part {
+        row_begin: rows.start,
+        row_ptr,
+        teams: team_count,
+        needs_check,
+        sync,
+        spec,
+        shadow,
+    };
+    Ok((gpu_stages, host_stages, part))
+}
+
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
+    let info = gpu.info();
+    let so = &opts.speculative;
+    let lanes = lane_mode(gpu, opts.lanes)?;
+    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
+    let KernelParams {
+        staged,
+        wg,
+        work,
+        tiles_per_team,
+        given_rows,
+        geom,
+    } = kernel_params(gpu, a, opts, team, at_least)?;
     let s = std::mem::size_of::<T>() as u64;
     let (w, teams) = (wg as u64, geom.teams_per_group as u64);
     let tile = geom.tile_len();
@@ -284,25 +509,7 @@ pub(crate) fn prepare<T: Scalar>(
         wg_bytes += w * (8 + s) + w * s;
     }
     check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
-    let on_host = match so.finish {
-        Finish::Host => true,
-        Finish::Gpu => false,
-        Finish::Auto => info.shares_memory_with_host(),
-    };
-    let mappable = info.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
-    let map = match so.transfer {
-        HostTransfer::Map if !mappable => {
-            return Err(Error::MissingFeature {
-                adapter: info.name.clone(),
-                feature: "MAPPABLE_PRIMARY_BUFFERS",
-                needed_for: "mapping the speculative method's working buffers".into(),
-                hint: " (use HostTransfer::Auto or Copy)",
-            })
-        }
-        HostTransfer::Map => true,
-        HostTransfer::Copy => false,
-        HostTransfer::Auto => mappable && info.shares_memory_with_host(),
-    };
+    let (on_host, map) = finish_path(info, so)?;
     let aux_usage = match (on_host, map) {
         (false, _) => wgpu::BufferUsages::empty(),
         (true, true) => wgpu::BufferUsages::MAP_READ,
@@ -325,31 +532,7 @@ pub(crate) fn prepare<T: Scalar>(
     } else {
         chunks
     };
-    // Each chunk's rebased row pointers and what its structure makes the GPU stage do.
-    let analysed: Vec<(Vec<u32>, Speculation)> = chunks
-        .iter()
-        .map(|rows| {
-            let begin = a.row_ptr()[rows.start];
-            let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end]
-                .iter()
-                .map(|p| p - begin)
-                .collect();
-            let spec_info = tiles::analyse(&row_ptr, &geom);
-            (row_ptr, spec_info)
-        })
-        .collect();
-    let mut total = Speculation {
-        tiles: 0,
-        dirty_tiles: 0,
-        leading_empty_rows: 0,
-        synchronized: 0,
-    };
-    for (_, i) in &analysed {
-        total.tiles += i.tiles;
-        total.dirty_tiles += i.dirty_tiles;
-        total.leading_empty_rows += i.leading_empty_rows;
-        total.synchronized += i.synchronized;
-    }
+    let (analysed, total) = analyse_chunks(a, &chunks, &geom);
 
     // Resolving keeps a row index per position of the tile, double-buffered.
     let row_ends = 2 * w * work as u64 * 4;
@@ -388,109 +571,19 @@ pub(crate) fn prepare<T: Scalar>(
     let mut gpu_stages = Vec::new();
     let mut host_stages = Vec::new();
     let mut parts = Vec::new();
+    let shared = ChunkShared {
+        geom: &geom,
+        main,
+        finish,
+        resolve,
+        given_rows,
+        aux_usage,
+    };
     for (rows, (row_ptr, spec_info)) in chunks.iter().zip(analysed) {
-        let (begin, end) = (
-            a.row_ptr()[rows.start] as usize,
-            a.row_ptr()[rows.end] as usize,
-        );
-        let nnz = (end - begin) as u64;
-        let team_count = geom.teams(nnz);
-        let leading = (spec_info.leading_empty_rows > 0) as u64;
-        let (records, max_records) = if resolve {
-            (leading, 1)
-        } else {
-            (spec_info.dirty_tiles + leading, geom.max_records(nnz))
-        };
-        let zeroed = |label: &str, bytes: u64| {
-            gpu.storage_buffer(label, &vec![0u8; bytes as usize], aux_usage)
-                .map(Arc::new)
-        };
-        // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
-        let sync = zeroed("speculative synchronizer", team_count * 2 * s)?;
-        let spec = zeroed("speculative speculator", (2 + 2 * max_records) * 4)?;
-        // Resolving, only the leading empty rows are recorded (and read no shadow sums).
-        let shadow_rows = if resolve {
-            spec_info.leading_empty_rows as usize
-        } else {
-            rows.len()
-        };
-        let shadow = zeroed("speculative shadow", shadow_rows.max(1) as u64 * s)?;
-        let chunk_params = ChunkUniform {
-            row_begin: rows.start as u32,
-            nrows: rows.len() as u32,
-        };
-        let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
-        let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
-        let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
-        let values = upload(gpu, "values", &quad_padded(&a.values()[begin..end]))?;
-        let tile_rows = if given_rows {
-            tiles::tile_rows(&row_ptr, &geom)
-        } else {
-            vec![0]
-        };
-        let main_stage = Stage {
-            pipeline: main.clone(),
-            bindings: vec![
-                row_ptr_buf.clone(),
-                cols.clone(),
-                values.clone(),
-                Binding::X,
-                Binding::Y,
-                Binding::Coeffs,
-                Binding::Owned(chunk.clone()),
-                Binding::Owned(sync.clone()),
-                Binding::Owned(spec.clone()),
-                Binding::Owned(shadow.clone()),
-                cols,
-                values,
-                upload(gpu, "speculative tile rows", &tile_rows)?,
-            ],
-            grid: Grid::Direct(gpu.grid(geom.groups(nnz) as u32)),
-        };
-        host_stages.push(main_stage.clone());
-        gpu_stages.push(main_stage);
-        // No check at all where the structure allows none (no empty row, no row across teams).
-        let needs_check = spec_info.needs_check(resolve);
-        if needs_check {
-            let mut runs = tiles::sync_run_bounds(&row_ptr, &geom);
-            runs.sort_by_key(|r| r.1 > LONG_RUN);
-            let short_runs = runs.iter().filter(|r| r.1 <= LONG_RUN).count() as u32;
-            let long_runs = runs.len() as u32 - short_runs;
-            let runs: Vec<[u32; 2]> = runs.into_iter().map(|r| [r.0, r.1]).collect();
-            let params = FinishParams {
-                short_runs,
-                long_runs,
-                short_groups: short_runs.div_ceil(FINISH_WG),
-                record_groups: (records as u32).div_ceil(FINISH_WG),
-            };
-            let groups = params.short_groups + params.long_runs + params.record_groups;
-            gpu_stages.push(Stage {
-                pipeline: finish.clone(),
-                bindings: vec![
-                    row_ptr_buf,
-                    Binding::Y,
-                    Binding::Coeffs,
-                    Binding::Owned(chunk),
-                    Binding::Owned(sync.clone()),
-                    Binding::Owned(spec.clone()),
-                    Binding::Owned(shadow.clone()),
-                    upload(gpu, "speculative runs", &runs)?,
-                    Binding::Owned(Arc::new(
-                        gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)),
-                    )),
-                ],
-                grid: Grid::Direct(gpu.grid(groups)),
-            });
-        }
-        parts.push(Part {
-            row_begin: rows.start,
-            row_ptr,
-            teams: team_count,
-            needs_check,
-            sync,
-            spec,
-            shadow,
-        });
+        let (gpu_part, host_part, part) = chunk_stages(gpu, a, &shared, rows, row_ptr, &spec_info)?;
+        gpu_stages.extend(gpu_part);
+        host_stages.extend(host_part);
+        parts.push(part);
     }
 
     let transfer = on_host.then_some(if map { "map" } else { "copy" });
