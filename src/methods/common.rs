@@ -51,6 +51,16 @@ pub(crate) fn ptr_chunks(
     Ok(chunks)
 }
 
+/// The pointers of `range` (its units' starts, and the last one's end) made relative to its first
+/// entry: a chunk's own pointer array.
+pub(crate) fn rebased_ptr(ptr: &[u32], range: &Range<usize>) -> Vec<u32> {
+    let base = ptr[range.start];
+    ptr[range.start..=range.end]
+        .iter()
+        .map(|p| p - base)
+        .collect()
+}
+
 /// A deterministic vector of values in [-1, 1) for timing candidates: varied, so that no value
 /// pattern favours one kernel, and the same on every run.
 pub(crate) fn probe_vector<T: crate::Scalar>(n: usize) -> Vec<T> {

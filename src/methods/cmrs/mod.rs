@@ -11,8 +11,8 @@ pub use kernels::KERNELS;
 use crate::gpu::{Gpu, GpuInfo};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
-    workgroup_size, ChunkUniform,
+    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
+    upload, workgroup_size, ChunkUniform,
 };
 use crate::methods::{passes::long_rows, LanePolicy, Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
@@ -162,11 +162,7 @@ pub(crate) fn prepare<T: Scalar>(
             m.strip_ptr[strips.start] as usize,
             m.strip_ptr[strips.end] as usize,
         );
-        let strip_ptr: Vec<u32> = m.strip_ptr[strips.clone()]
-            .iter()
-            .chain([&m.strip_ptr[strips.end]])
-            .map(|p| p - s as u32)
-            .collect();
+        let strip_ptr = rebased_ptr(&m.strip_ptr, strips);
         // Row-in-strip nibbles re-packed from the chunk's first item (a dummy word when packed).
         let rows: Vec<u32> = match m.rows {
             RowLayout::Packed => vec![0],

@@ -7,7 +7,8 @@ pub use kernels::KERNELS;
 use crate::gpu::Gpu;
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform,
+    check_workgroup_memory, lane_mode, ptr_chunks, rebased_ptr, team_width, upload, workgroup_size,
+    ChunkUniform,
 };
 use crate::methods::{passes::long_rows, Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
@@ -75,11 +76,7 @@ pub(crate) fn stages<T: Scalar>(
             a.row_ptr()[rows.start] as usize,
             a.row_ptr()[rows.end] as usize,
         );
-        let base = a.row_ptr()[rows.start];
-        let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end]
-            .iter()
-            .map(|p| p - base)
-            .collect();
+        let row_ptr = rebased_ptr(a.row_ptr(), rows);
         let params = ChunkUniform {
             row_begin: rows.start as u32,
             nrows: rows.len() as u32,

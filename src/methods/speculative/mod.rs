@@ -19,8 +19,8 @@ pub use kernels::KERNELS;
 use crate::gpu::{Gpu, GpuVector, RangeRead};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
-    workgroup_size, ChunkUniform,
+    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
+    upload, workgroup_size, ChunkUniform,
 };
 use crate::methods::{Method, PlanOptions};
 use crate::plan::{Binding, Grid, HostPath, HostStage, SpmvPlan, Stage};
@@ -315,11 +315,7 @@ fn analyse_chunks<T: Scalar>(
     let analysed: Vec<(Vec<u32>, Speculation)> = chunks
         .iter()
         .map(|rows| {
-            let begin = a.row_ptr()[rows.start];
-            let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end]
-                .iter()
-                .map(|p| p - begin)
-                .collect();
+            let row_ptr = rebased_ptr(a.row_ptr(), rows);
             let spec_info = tiles::analyse(&row_ptr, geom);
             (row_ptr, spec_info)
         })
