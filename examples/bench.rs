@@ -133,11 +133,9 @@ fn main() {
     }
 }
 
-fn run(args: &Args) -> wgspmv::Result<()> {
-    if !args.suite && args.dir.is_none() {
-        eprintln!("nothing to run: pass --suite and/or --dir DIR");
-        std::process::exit(2);
-    }
+/// The configurations to run: each method, and where an option changes the path it takes
+/// (finishing, setup, lanes), each value of it.
+fn variants(args: &Args) -> wgspmv::Result<Vec<Variant>> {
     let methods: Vec<Method> = if args.methods.is_empty() {
         Method::ALL.to_vec()
     } else {
@@ -245,6 +243,11 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             }),
         }
     }
+    Ok(variants)
+}
+
+/// The matrices to run, produced lazily.
+fn sources(args: &Args) -> wgspmv::Result<Vec<(String, MatrixSource)>> {
     let classes: Vec<SuiteClass> = if args.classes.is_empty() {
         SuiteClass::ALL.to_vec()
     } else {
@@ -289,6 +292,16 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             sources.push((name, Box::new(move || io::read_matrix_market(&f))));
         }
     }
+    Ok(sources)
+}
+
+fn run(args: &Args) -> wgspmv::Result<()> {
+    if !args.suite && args.dir.is_none() {
+        eprintln!("nothing to run: pass --suite and/or --dir DIR");
+        std::process::exit(2);
+    }
+    let variants = variants(args)?;
+    let sources = sources(args)?;
 
     let gpu = Gpu::new()?;
     println!("{}", gpu.info());
