@@ -13,7 +13,7 @@
 //     before publishing), with a bounded spin. A workgroup whose spin runs out keeps its first
 //     row, without the carry, in a pending slot and puts itself on the repair list; the last
 //     workgroup to finish adds those carries (`finish_product`). No second kernel.
-//   - SINGLE_PASS = 0 (two-pass): nobody waits; bccoo_carry.wgsl adds the carries afterwards.
+//   - SINGLE_PASS = 0 (two-pass): nobody waits; shaders/bccoo/carry.wgsl adds the carries afterwards.
 
 // Words of `state`: the ticket that hands out logical workgroup ids, the count of finished
 // workgroups (plus `stall_unit` per workgroup whose wait ran out), the length of the repair list,
@@ -72,7 +72,7 @@ fn column_code(p: u32) -> u32 {
 
 // One block times x: HEIGHT sums (columns past the matrix are padding and hold zeros). Zero
 // values are skipped: fill, zero blocks and padding must add nothing even where x is NaN or Inf
-// (a stored zero meeting such an x is the stored-zeros pass's, src/methods/stored_zeros.rs).
+// (a stored zero meeting such an x is the stored-zeros pass's, src/methods/passes/stored_zeros.rs).
 fn block_product(p: u32, col: u32) -> rows {
     var out = rows(scalar(0));
     for (var j = 0u; j < WIDTH; j++) {

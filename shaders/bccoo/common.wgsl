@@ -1,7 +1,7 @@
 #import bccoo/group_scan_{lanes}
 #import shared/scalar_bits_{scalar}
 #import bccoo/block_rows_{height}
-// Shared by bccoo.wgsl and bccoo_carry.wgsl: the bindings both read, the plan's parameters, the
+// Shared by shaders/bccoo/bccoo.wgsl and shaders/bccoo/carry.wgsl: the bindings both read, the plan's parameters, the
 // per-workgroup carry slots and the row writes. See src/methods/bccoo/format.rs for the format.
 
 // Mirrors `BccooParams` in src/methods/bccoo/mod.rs.
@@ -26,7 +26,7 @@ struct Params {
     // would be a pipeline of its own to compile while tuning).
     tile: u32,
     // Single pass: what a workgroup whose wait ran out adds to the `done` word besides its 1
-    // (a power of two above the dispatch's workgroup count; see `finish_product` in bccoo.wgsl).
+    // (a power of two above the dispatch's workgroup count; see `finish_product` in shaders/bccoo/bccoo.wgsl).
     stall_unit: u32,
 }
 

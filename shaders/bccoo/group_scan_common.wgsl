@@ -1,4 +1,4 @@
-// Shared by bccoo_group_scan_subgroup.wgsl and bccoo_group_scan_workgroup.wgsl: what their
+// Shared by shaders/bccoo/group_scan_subgroup.wgsl and shaders/bccoo/group_scan_workgroup.wgsl: what their
 // workgroup-wide scans of block-row partial sums return, and their workgroup arrays.
 
 struct GroupScan {

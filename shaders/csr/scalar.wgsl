@@ -3,7 +3,6 @@
 #import shared/csr_bindings
 #import shared/csr_chunk
 // csr-scalar: one invocation per row.
-// Bindings: csr_bindings.wgsl and csr_chunk.wgsl.
 
 override WG_SIZE: u32 = 256u;
 

@@ -5,7 +5,6 @@
 #import shared/csr_chunk
 // csr-vector: one team of lanes (a SIMD group) per row; lanes stride through the row and their
 // partial sums are reduced by `team_sum` (subgroup operations or workgroup memory).
-// Bindings: csr_bindings.wgsl and csr_chunk.wgsl.
 
 override WG_SIZE: u32 = 256u;
 // Lanes per team on the workgroup-memory path; on the subgroup path, the smallest subgroup size

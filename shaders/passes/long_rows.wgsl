@@ -1,6 +1,6 @@
 #import shared/grid
 #import shared/common
-// Rows too long for one invocation to loop over (src/methods/long_rows.rs): the main kernel
+// Rows too long for one invocation to loop over (src/methods/passes/long_rows.rs): the main kernel
 // treats them as empty, these two passes add them. FINISH 0: one workgroup per piece of at most
 // WG_SIZE * PER_LANE entries writes the piece's sum to `partials`. FINISH 1: one workgroup per
 // long row adds its pieces into y (where the main kernel left beta * y). No loop of an invocation

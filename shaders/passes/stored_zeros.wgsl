@@ -11,7 +11,7 @@
 @group(0) @binding(0) var<storage, read> zeros: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<scalar>;
 @group(0) @binding(2) var<storage, read_write> y: array<scalar>;
-// Declared for common.wgsl; unused, so not in the layout.
+// Declared for shaders/shared/common.wgsl; unused, so not in the layout.
 @group(0) @binding(3) var<uniform> coeffs: Coeffs;
 
 override WG_SIZE: u32 = 256u;

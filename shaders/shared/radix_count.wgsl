@@ -1,6 +1,6 @@
 #import shared/grid
 #import shared/radix_common
-// Digit counts of one tile: counts[digit * tiles + tile]. Pieces: radix_common.wgsl.
+// Digit counts of one tile: counts[digit * tiles + tile].
 
 @group(0) @binding(2) var<storage, read_write> counts: array<u32>;
 

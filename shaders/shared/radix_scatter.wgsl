@@ -3,7 +3,6 @@
 // Moves one tile's keys and payloads to their sorted positions. Per round of RADIX_WG keys, each
 // digit gets a RADIX_WG-bit mask of the invocations holding it; an invocation's rank among its
 // digit is the number of mask bits below its own, so equal digits keep their order (stable).
-// Pieces: radix_common.wgsl.
 
 @group(0) @binding(2) var<storage, read> rows_in: array<u32>;
 @group(0) @binding(4) var<storage, read> offsets: array<u32>;

@@ -1,7 +1,7 @@
 #import shared/grid
 #import shared/workgroup_scan_u32
 #import shared/scan_u32_common
-// Block b scanned in place, starting from the sum of blocks 0..b. Pieces: scan_u32_common.wgsl.
+// Block b scanned in place, starting from the sum of blocks 0..b.
 
 @compute @workgroup_size(SCAN_WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,

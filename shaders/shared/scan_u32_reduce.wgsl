@@ -1,7 +1,7 @@
 #import shared/grid
 #import shared/workgroup_scan_u32
 #import shared/scan_u32_common
-// block_sums[b] = sum of block b. Pieces: scan_u32_common.wgsl.
+// block_sums[b] = sum of block b.
 
 @compute @workgroup_size(SCAN_WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,

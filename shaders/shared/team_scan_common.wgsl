@@ -1,4 +1,4 @@
-// Shared by scan_subgroup.wgsl and scan_workgroup.wgsl: what their team scans take and return.
+// Shared by shaders/shared/team_scan_subgroup.wgsl and shaders/shared/team_scan_workgroup.wgsl: what their team scans take and return.
 
 // Where a lane sits in its team of LANES lanes, and its cell in per-lane workgroup arrays.
 struct TeamLane {

@@ -11,7 +11,7 @@
 // synchronizer, or the shadow of a dirty tile) is explained in src/methods/speculative/tiles.rs,
 // whose CPU twin follows this kernel step by step.
 
-// Bindings 0-5: csr_bindings.wgsl, 6: csr_chunk.wgsl; then the speculative method's own.
+// Bindings 0-5: shaders/shared/csr_bindings.wgsl, 6: shaders/shared/csr_chunk.wgsl; then the speculative method's own.
 @group(0) @binding(7) var<storage, read_write> sync: array<SyncEntry>;
 @group(0) @binding(8) var<storage, read_write> spec: array<atomic<u32>>;
 @group(0) @binding(9) var<storage, read_write> shadow: array<scalar>;

@@ -4,7 +4,6 @@
 // SURAA setup, last step (one workgroup): Freedman–Diaconis segments, groups G1/G2/G3, vector
 // classes, the dynamic kernel's planning pass (workgroups per G1 row) and the indirect dispatch
 // sizes. Mirrors `segment_rows` and `schedule` in src/methods/suraa/setup.rs, integer for integer.
-// Pieces: suraa_common.wgsl, workgroup_scan_u32.wgsl.
 
 struct PlanParams {
     nrows: u32,

@@ -1,6 +1,6 @@
 #import shared/csr_bindings
 #import suraa/common
-// What SURAA's row kernels (suraa.wgsl, suraa_scalar.wgsl) share. Bindings 0-5 (csr_bindings.wgsl)
+// What SURAA's row kernels (shaders/suraa/suraa.wgsl, shaders/suraa/scalar.wgsl) share. Bindings 0-5 (shaders/shared/csr_bindings.wgsl)
 // hold the matrix in sorted row order (the setup rearranged it); then the schedule and the
 // permutation (sorted row i is original row perm[i]).
 

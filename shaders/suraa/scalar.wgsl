@@ -3,7 +3,7 @@
 #import suraa/rows
 // SURAA's scalar kernel (G3): one invocation per row, sorted rows [scalar_begin, nrows), WG_SIZE
 // rows per workgroup. Sums go to y through `perm`, or (GATHER) to sorted_sums in sorted order,
-// for suraa_gather.wgsl to move into y. Pieces: suraa_common.wgsl, suraa_rows.wgsl.
+// for shaders/suraa/gather.wgsl to move into y.
 
 @group(0) @binding(8) var<storage, read_write> sorted_sums: array<scalar>;
 

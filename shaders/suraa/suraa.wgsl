@@ -6,9 +6,9 @@
 // SURAA's main dispatch for G1 and G2: the paper runs its scalar, vector and dynamic kernels on
 // separate streams; here the dynamic and vector kernels are the two roles of one grid,
 // `[dynamic | vector classes]` (see Schedule), so they run concurrently without one dispatch
-// each. G3 has its own kernel (suraa_scalar.wgsl): its workgroup memory would otherwise cut the
+// each. G3 has its own kernel (shaders/suraa/scalar.wgsl): its workgroup memory would otherwise cut the
 // occupancy of these roles too. Every role writes y through `perm`, so y comes out in the
-// original row order. Pieces: suraa_common.wgsl, suraa_rows.wgsl.
+// original row order.
 
 @group(0) @binding(8) var<storage, read> dynamic_ptr: array<u32>;
 @group(0) @binding(9) var<storage, read_write> partials: array<scalar>;

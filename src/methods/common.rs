@@ -9,7 +9,7 @@ use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Mirrors `struct Chunk` in shaders/common.wgsl.
+/// Mirrors `struct Chunk` in shaders/shared/common.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct ChunkUniform {

@@ -190,7 +190,7 @@ impl<T: Scalar> SpmvPlan<T> {
         alpha: T,
         beta: T,
     ) -> Vec<wgpu::BindGroup> {
-        // Mirrors `struct Coeffs { alpha: scalar, beta: scalar }` in shaders/common.wgsl.
+        // Mirrors `struct Coeffs { alpha: scalar, beta: scalar }` in shaders/shared/common.wgsl.
         let coeffs = self
             .gpu
             .uniform_buffer("wgspmv coeffs", bytemuck::cast_slice(&[alpha, beta]));

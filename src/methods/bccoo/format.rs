@@ -742,7 +742,7 @@ impl<T: Scalar> BccooMatrix<T> {
 
     /// Where the kernel writes stacked row `q`'s result: `q` itself, or where BCCOO+ leaves empty
     /// block rows out, its place among the stored block rows (through [`Self::row_map`]), `None`
-    /// when its block row is empty. The combining pass (shaders/bccoo_combine.wgsl) does the same.
+    /// when its block row is empty. The combining pass (shaders/bccoo/combine.wgsl) does the same.
     pub fn result_index(&self, q: usize) -> Option<usize> {
         if self.row_map.is_empty() {
             return Some(q);

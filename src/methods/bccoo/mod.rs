@@ -101,7 +101,7 @@ pub struct BccooOptions {
 /// Default of [`BccooOptions::spin_limit`].
 pub const DEFAULT_SPIN_LIMIT: u32 = 1 << 20;
 
-/// Mirrors `struct Params` in shaders/bccoo_common.wgsl.
+/// Mirrors `struct Params` in shaders/bccoo/common.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct BccooParams {
@@ -119,14 +119,14 @@ pub(crate) struct BccooParams {
     stall_unit: u32,
 }
 
-/// Mirrors `struct CombineParams` in shaders/bccoo_combine.wgsl.
+/// Mirrors `struct CombineParams` in shaders/bccoo/combine.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct CombineParams {
     nrows: u32,
 }
 
-/// Words of the `state` buffer before the repair list (shaders/bccoo_common.wgsl, STATE_LIST).
+/// Words of the `state` buffer before the repair list (shaders/bccoo/common.wgsl, STATE_LIST).
 const STATE_HEADER: usize = 4;
 /// Index of the running count of stalled waits in `state`.
 const STATE_STALLS: usize = 3;

@@ -4,7 +4,7 @@
 //! `cmrs`) bound what one invocation loops over by construction: a row, or a strip, longer than
 //! [`LANE_ITERATIONS`] per lane is treated as empty there, and two passes of their own add the
 //! long rows: workgroups over pieces of a fixed size, then one workgroup per long row
-//! (shaders/long_rows.wgsl).
+//! (shaders/passes/long_rows.wgsl).
 
 use crate::gpu::Gpu;
 use crate::kernel::{LaneMode, Variant};
@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 /// Loop iterations one invocation may spend on a row (or a strip) in the row kernels: well under
 /// llvmpipe's 65 535, leaving room for the kernels' other loops. Mirrors `LONG_ROW_ITERATIONS` in
-/// shaders/common.wgsl.
+/// shaders/shared/common.wgsl.
 pub(crate) const LANE_ITERATIONS: u32 = 16_384;
 
-/// Entries per invocation and piece in the long-row passes (`PER_LANE` in long_rows.wgsl).
+/// Entries per invocation and piece in the long-row passes (`PER_LANE` in shaders/passes/long_rows.wgsl).
 const PER_LANE: u32 = 64;
 
 /// The rows to take out of groups of `group_rows` consecutive rows (strips; 1 for CSR) so that

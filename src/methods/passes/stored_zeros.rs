@@ -1,4 +1,4 @@
-//! Stored zeros for formats whose kernels skip zero values (see shaders/stored_zeros.wgsl): one
+//! Stored zeros for formats whose kernels skip zero values (see shaders/passes/stored_zeros.wgsl): one
 //! pass after the main ones turns the rows where a stored zero meets a NaN or infinite `x` into
 //! NaN, as multiplying every stored entry does.
 

@@ -58,7 +58,7 @@ pub enum HostTransfer {
     Copy,
 }
 
-/// Largest W with products loaded per lane (`MAX_LANE_WORK` in shaders/speculative.wgsl).
+/// Largest W with products loaded per lane (`MAX_LANE_WORK` in shaders/speculative/speculative.wgsl).
 pub const MAX_LANE_WORK: u32 = 16;
 
 /// Parameters of `speculative`; `None` means "choose for this adapter".
@@ -97,7 +97,7 @@ pub struct SpeculativeOptions {
     pub transfer: HostTransfer,
 }
 
-/// Mirrors `struct FinishParams` in shaders/speculative_finish.wgsl.
+/// Mirrors `struct FinishParams` in shaders/speculative/finish.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 struct FinishParams {
@@ -137,7 +137,7 @@ pub fn scattered_columns<T: Scalar>(a: &CsrMatrix<T>) -> bool {
 pub const RESOLVE_DIRTY_FRACTION: f64 = 0.25;
 
 /// Bytes of one row of workgroup-memory banks (32 banks of 4 bytes): staged products get one
-/// padding cell per this many bytes (`PAD_RUN` in speculative.wgsl).
+/// padding cell per this many bytes (`PAD_RUN` in shaders/speculative/speculative.wgsl).
 const PAD_BYTES: u64 = 128;
 
 /// Synchronizer runs longer than this get a workgroup of the finishing pass each.

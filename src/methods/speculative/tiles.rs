@@ -29,7 +29,7 @@ use crate::Scalar;
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Marks a synchronizer entry with nothing to add (mirrors `NONE` in speculative_common.wgsl).
+/// Marks a synchronizer entry with nothing to add (mirrors `NONE` in shaders/speculative/common.wgsl).
 pub const NONE: u32 = u32::MAX;
 
 /// How the nonzeros are cut: tiles of `lanes × work` nonzeros, `tiles_per_team` consecutive

@@ -27,7 +27,7 @@ const SCAN_BLOCK: u32 = 256 * 8;
 /// Entries one workgroup of `suraa_rearrange` copies.
 const REARRANGE_BLOCK: u32 = 256 * 8;
 
-/// Mirrors `struct RadixParams` in shaders/radix_common.wgsl.
+/// Mirrors `struct RadixParams` in shaders/shared/radix_common.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct RadixParams {
@@ -37,7 +37,7 @@ struct RadixParams {
     pad: u32,
 }
 
-/// Mirrors `struct ScanParams` in shaders/scan_u32_common.wgsl.
+/// Mirrors `struct ScanParams` in shaders/shared/scan_u32_common.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ScanParams {
@@ -45,7 +45,7 @@ struct ScanParams {
     blocks: u32,
 }
 
-/// Mirrors `struct KeyParams` in shaders/suraa_keys.wgsl.
+/// Mirrors `struct KeyParams` in shaders/suraa/keys.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct KeyParams {
@@ -55,7 +55,7 @@ struct KeyParams {
     pad: u32,
 }
 
-/// Mirrors `struct PlanParams` in shaders/suraa_plan.wgsl.
+/// Mirrors `struct PlanParams` in shaders/suraa/plan.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct PlanParams {

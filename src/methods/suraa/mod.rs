@@ -4,7 +4,7 @@
 //! The matrix stays plain CSR on the GPU; the setup adds a permutation (sorted position →
 //! row) and a [`Schedule`]. Kernels read rows through the permutation and write `y` in the
 //! original order. WGSL cannot launch kernels from the GPU, so the paper's dynamic parallelism
-//! becomes a planning pass (workgroups per long row, [`setup::schedule`] or `suraa_plan.wgsl`)
+//! becomes a planning pass (workgroups per long row, [`setup::schedule`] or `shaders/suraa/plan.wgsl`)
 //! whose output sizes an indirect dispatch; a second small dispatch adds each long row's
 //! per-workgroup partial sums in order (no float atomics).
 //!
