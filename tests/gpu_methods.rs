@@ -195,6 +195,56 @@ fn shares_an_application_device() {
 }
 
 #[test]
+fn vectors_wrap_application_buffers_and_copy_on_the_gpu() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::ShortRows.generate(3_000, 4).cast::<f32>();
+    let x: Vec<f32> = wgspmv::testing::suite::random_vector(a.ncols(), 9)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
+    // The app's own buffers: x uploaded by the app, y for its next pass.
+    let usage = wgspmv::wgpu::BufferUsages::STORAGE
+        | wgspmv::wgpu::BufferUsages::COPY_SRC
+        | wgspmv::wgpu::BufferUsages::COPY_DST;
+    let make = |len: usize| {
+        gpu.device().create_buffer(&wgspmv::wgpu::BufferDescriptor {
+            label: Some("app buffer"),
+            size: (len * 4).max(16) as u64,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let xb = make(x.len());
+    gpu.queue().write_buffer(&xb, 0, bytemuck::cast_slice(&x));
+    let gx = GpuVector::<f32>::from_buffer(&gpu, xb, x.len()).unwrap();
+    let mut gy = GpuVector::<f32>::from_buffer(&gpu, make(a.nrows()), a.nrows()).unwrap();
+    gy.fill(f32::NAN).unwrap();
+    let plan = gpu.prepare(&a, Method::CsrVector).unwrap();
+    plan.run(&gx, &mut gy).unwrap();
+    let copy = gy.try_clone().unwrap();
+    let want = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+    let y = copy.read().unwrap();
+    let check = wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &y, &want);
+    assert!(check.ok, "worst row {:?}", check.worst_row);
+    assert_eq!(y, gy.read().unwrap());
+    // A buffer too small or without STORAGE is a typed error.
+    assert!(matches!(
+        GpuVector::<f32>::from_buffer(&gpu, make(4), 100),
+        Err(Error::InvalidParameter { .. })
+    ));
+    let plain = gpu.device().create_buffer(&wgspmv::wgpu::BufferDescriptor {
+        label: None,
+        size: 64,
+        usage: wgspmv::wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    assert!(matches!(
+        GpuVector::<f32>::from_buffer(&gpu, plain, 4),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
+
+#[test]
 fn bad_calls_are_errors() {
     let Some(gpu) = gpu() else { return };
     let a = SuiteClass::ShortRows.generate(1_000, 1).cast::<f32>();

@@ -50,6 +50,73 @@ impl<T: Scalar> GpuVector<T> {
         })
     }
 
+    /// Wraps a buffer the application owns (one its own passes write or read) as a vector of its
+    /// first `len` elements, without a copy. The buffer needs `STORAGE` usage, and `COPY_SRC` for
+    /// [`read`](Self::read); it must come from this `Gpu`'s device.
+    pub fn from_buffer(gpu: &Gpu, buffer: wgpu::Buffer, len: usize) -> Result<Self> {
+        gpu.check_scalar::<T>()?;
+        let bad = |reason: String| Error::InvalidParameter {
+            name: "buffer",
+            value: format!("{} bytes, {:?}", buffer.size(), buffer.usage()),
+            reason,
+        };
+        if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
+            return Err(bad("a vector's buffer needs STORAGE usage".into()));
+        }
+        let bytes = len as u64 * std::mem::size_of::<T>() as u64;
+        if bytes > buffer.size() {
+            return Err(bad(format!("{len} {} take {bytes} bytes", T::NAME)));
+        }
+        let limit = gpu.info().max_binding_bytes();
+        if buffer.size() > limit {
+            return Err(Error::TooLargeForAdapter {
+                what: "the vector's buffer".into(),
+                bytes: buffer.size(),
+                limit_name: "max_storage_buffer_binding_size",
+                limit,
+            });
+        }
+        Ok(Self {
+            buffer,
+            len,
+            gpu: gpu.clone(),
+            _t: PhantomData,
+        })
+    }
+
+    /// A copy of this vector in a new buffer, made on the GPU (queued; no wait).
+    pub fn try_clone(&self) -> Result<Self> {
+        if !self.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC) {
+            return Err(Error::InvalidParameter {
+                name: "buffer",
+                value: format!("{:?}", self.buffer.usage()),
+                reason: "copying a vector needs COPY_SRC usage".into(),
+            });
+        }
+        let size = self.buffer.size();
+        let buffer = self.gpu.scoped("allocating a vector copy", || {
+            let buffer = self.gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgspmv vector"),
+                size,
+                usage: self.buffer.usage() | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut enc = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(&self.buffer, 0, &buffer, 0, size);
+            self.gpu.queue().submit([enc.finish()]);
+            buffer
+        })?;
+        Ok(Self {
+            buffer,
+            len: self.len,
+            gpu: self.gpu.clone(),
+            _t: PhantomData,
+        })
+    }
+
     /// A vector of `len` copies of `value`.
     pub fn filled(gpu: &Gpu, len: usize, value: T) -> Result<Self> {
         Self::from_slice(gpu, &vec![value; len])

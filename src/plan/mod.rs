@@ -352,6 +352,16 @@ impl<T: Scalar> SpmvPlan<T> {
     }
 }
 
+impl<T> std::fmt::Debug for SpmvPlan<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpmvPlan")
+            .field("shape", &(self.nrows, self.ncols, self.nnz))
+            .field("finishes_on_host", &self.host.is_some())
+            .field("report", &self.report)
+            .finish_non_exhaustive()
+    }
+}
+
 /// See [`SpmvPlan::minimal_traffic_bytes`].
 pub fn minimal_traffic_bytes<T>(nrows: usize, ncols: usize, nnz: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
