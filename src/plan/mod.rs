@@ -59,6 +59,10 @@ pub(crate) struct HostPath<T> {
 }
 
 /// A sparse matrix uploaded for one method, ready to multiply vectors on its GPU.
+///
+/// A plan keeps the bind groups of its last few calls (per `x`, `y`, α and β), so repeated
+/// products create no GPU objects; those keep the vectors' buffers alive until they are evicted
+/// or the plan is dropped.
 pub struct SpmvPlan<T> {
     gpu: Gpu,
     nrows: usize,
@@ -67,8 +71,23 @@ pub struct SpmvPlan<T> {
     stages: Vec<Stage>,
     host: Option<HostPath<T>>,
     report: Report,
+    /// Bind groups of recent calls, so that a solver's repeated products create none.
+    bound: std::sync::Mutex<Vec<(BindKey, Arc<Vec<wgpu::BindGroup>>)>>,
     _t: PhantomData<T>,
 }
+
+/// What a call's bind groups depend on: the vectors, the coefficients, and which stages.
+#[derive(PartialEq)]
+struct BindKey {
+    x: wgpu::Buffer,
+    y: wgpu::Buffer,
+    alpha: u64,
+    beta: u64,
+    host_path: bool,
+}
+
+/// Calls whose bind groups a plan keeps (each keeps its vectors' buffers alive while cached).
+const BOUND_CALLS: usize = 8;
 
 impl<T: Scalar> SpmvPlan<T> {
     /// A plan of `stages` for a `nrows` × `ncols` matrix with `nnz` entries, reported as the
@@ -107,6 +126,7 @@ impl<T: Scalar> SpmvPlan<T> {
             stages,
             host: None,
             report,
+            bound: Default::default(),
             _t: PhantomData,
         }
     }
@@ -181,8 +201,39 @@ impl<T: Scalar> SpmvPlan<T> {
         Ok(())
     }
 
-    /// Bind groups for one call, created once and reused across repetitions.
+    /// Bind groups for one call: those of an earlier call with the same vectors and
+    /// coefficients, or new ones (kept for the next calls).
     fn bind(
+        &self,
+        stages: &[Stage],
+        x: &GpuVector<T>,
+        y: &GpuVector<T>,
+        alpha: T,
+        beta: T,
+    ) -> Arc<Vec<wgpu::BindGroup>> {
+        let key = BindKey {
+            x: x.buffer.clone(),
+            y: y.buffer.clone(),
+            alpha: alpha.to_f64().to_bits(),
+            beta: beta.to_f64().to_bits(),
+            host_path: !std::ptr::eq(stages, &self.stages[..]),
+        };
+        let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = bound.iter().position(|(k, _)| *k == key) {
+            let hit = bound.remove(i);
+            let groups = hit.1.clone();
+            bound.push(hit);
+            return groups;
+        }
+        let groups = Arc::new(self.create_bind_groups(stages, x, y, alpha, beta));
+        if bound.len() == BOUND_CALLS {
+            bound.remove(0);
+        }
+        bound.push((key, groups.clone()));
+        groups
+    }
+
+    fn create_bind_groups(
         &self,
         stages: &[Stage],
         x: &GpuVector<T>,
@@ -254,7 +305,7 @@ impl<T: Scalar> SpmvPlan<T> {
 
     fn record_stages(
         stages: &[Stage],
-        groups: Vec<wgpu::BindGroup>,
+        groups: Arc<Vec<wgpu::BindGroup>>,
         encoder: &mut wgpu::CommandEncoder,
     ) {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
