@@ -221,6 +221,14 @@ fn vectors_wrap_application_buffers_and_copy_on_the_gpu() {
     gy.fill(f32::NAN).unwrap();
     let plan = gpu.prepare(&a, Method::CsrVector).unwrap();
     plan.run(&gx, &mut gy).unwrap();
+    // Submitted without blocking; the host-finished speculative plan runs its all-GPU path.
+    let spec = gpu.prepare(&a, Method::Speculative).unwrap();
+    let mut gz = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+    spec.submit(&gx, &mut gz).unwrap();
+    let z = gz.read().unwrap();
+    let want = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+    let check = wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &z, &want);
+    assert!(check.ok, "submit: worst row {:?}", check.worst_row);
     let copy = gy.try_clone().unwrap();
     let want = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
     let y = copy.read().unwrap();

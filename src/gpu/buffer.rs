@@ -162,29 +162,21 @@ impl<T: Scalar> GpuVector<T> {
         Self::finish_read(staging, Some(status), self.len)
     }
 
-    /// Reads the vector back without blocking the thread; the future drives the device itself
-    /// (on native backends map callbacks only fire while the device is polled).
+    /// Reads the vector back without blocking the calling thread. The task sleeps until the map
+    /// callback wakes it: on native backends callbacks run only while the device is polled, so a
+    /// short-lived thread waits on the device meanwhile.
     pub async fn read_async(&self) -> Result<Vec<T>> {
-        let (staging, mut rx) = self.start_read()?;
-        let device = self.gpu.device().clone();
-        let gpu = self.gpu.clone();
-        let status = futures::future::poll_fn(move |cx| {
-            if let Err(e) = gpu.check_alive() {
-                return std::task::Poll::Ready(Err(e));
-            }
-            let _ = device.poll(wgpu::PollType::Poll);
-            match rx.try_recv() {
-                Ok(Some(r)) => std::task::Poll::Ready(Ok(r)),
-                Ok(None) => {
-                    cx.waker().wake_by_ref();
-                    std::task::Poll::Pending
-                }
-                Err(_) => {
-                    std::task::Poll::Ready(Err(Error::Map("the map callback was dropped".into())))
-                }
-            }
-        })
-        .await?;
+        let (staging, rx) = self.start_read()?;
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let device = self.gpu.device().clone();
+            std::thread::spawn(move || {
+                let _ = device.poll(wgpu::PollType::wait_indefinitely());
+            });
+        }
+        let status = rx.await;
+        self.gpu.check_alive()?;
+        let status = status.map_err(|_| Error::Map("the map callback was dropped".into()))?;
         Self::finish_read(staging, Some(status), self.len)
     }
 

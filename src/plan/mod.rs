@@ -360,6 +360,36 @@ impl<T: Scalar> SpmvPlan<T> {
         }
     }
 
+    /// Submits `y = α·A·x + β·y` and returns at once, with the submission's index (to wait on
+    /// with `Device::poll`). It runs the all-GPU stages, as [`record`](Self::record) does, also
+    /// for a plan whose `run` finishes on the host.
+    pub fn submit_axpby(
+        &self,
+        alpha: T,
+        x: &GpuVector<T>,
+        beta: T,
+        y: &mut GpuVector<T>,
+    ) -> Result<wgpu::SubmissionIndex> {
+        self.check(x, y)?;
+        self.gpu.scoped("submitting SpMV", || {
+            let mut enc = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            Self::record_stages(
+                &self.stages,
+                self.bind(&self.stages, x, y, alpha, beta),
+                &mut enc,
+            );
+            self.gpu.queue().submit([enc.finish()])
+        })
+    }
+
+    /// Submits `y = A·x` and returns at once (see [`submit_axpby`](Self::submit_axpby)).
+    pub fn submit(&self, x: &GpuVector<T>, y: &mut GpuVector<T>) -> Result<wgpu::SubmissionIndex> {
+        self.submit_axpby(T::from_f64(1.0), x, T::from_f64(0.0), y)
+    }
+
     /// Computes `y = A·x` on the GPU (submitted; the result stays on the GPU).
     pub fn run(&self, x: &GpuVector<T>, y: &mut GpuVector<T>) -> Result<()> {
         self.run_axpby(T::from_f64(1.0), x, T::from_f64(0.0), y)
