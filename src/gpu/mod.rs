@@ -124,6 +124,36 @@ pub(crate) fn next_id() -> u64 {
 }
 
 impl Gpu {
+    /// The limits to create a device with so that every method runs at its best on `adapter`:
+    /// WebGPU's defaults, raised to the adapter's own where the kernels use more (storage buffers
+    /// per stage, binding and buffer sizes, workgroup memory and size). For applications that
+    /// create their own device and share it with [`Gpu::from_device`].
+    pub fn wanted_limits(adapter: &wgpu::Adapter) -> wgpu::Limits {
+        let have = adapter.limits();
+        let default = wgpu::Limits::default();
+        let base = if default.check_limits(&have) {
+            default
+        } else {
+            wgpu::Limits::downlevel_defaults()
+        };
+        wgpu::Limits {
+            max_storage_buffers_per_shader_stage: have.max_storage_buffers_per_shader_stage,
+            max_storage_buffer_binding_size: have.max_storage_buffer_binding_size,
+            max_buffer_size: have.max_buffer_size,
+            max_compute_workgroup_storage_size: have.max_compute_workgroup_storage_size,
+            max_compute_invocations_per_workgroup: have.max_compute_invocations_per_workgroup,
+            max_compute_workgroup_size_x: have.max_compute_workgroup_size_x,
+            max_compute_workgroups_per_dimension: have.max_compute_workgroups_per_dimension,
+            ..base
+        }
+    }
+
+    /// The optional features `wgspmv` uses that `adapter` has (subgroups, f64, timestamps,
+    /// mappable primary buffers, 64-bit integers); none is required.
+    pub fn wanted_features(adapter: &wgpu::Adapter) -> wgpu::Features {
+        adapter.features() & WANTED_FEATURES
+    }
+
     /// Opens the default adapter (see [`GpuOptions::adapter_name`]), blocking.
     pub fn new() -> Result<Self> {
         pollster::block_on(Self::with_options(GpuOptions::default()))

@@ -13,6 +13,21 @@ impl Gpu {
             return Ok(p.clone());
         }
         let label = variant.label();
+        let source = variant.source();
+        // A typed error, not a validation message, for a device created with low limits.
+        let storage = source
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//") && l.contains("var<storage"))
+            .count() as u64;
+        let limit = self.info().limits.max_storage_buffers_per_shader_stage as u64;
+        if storage > limit {
+            return Err(crate::Error::DeviceLimit {
+                kernel: label,
+                limit_name: "max_storage_buffers_per_shader_stage",
+                needed: storage,
+                limit,
+            });
+        }
         let constants: Vec<(&str, f64)> = variant
             .overrides
             .iter()
@@ -21,7 +36,7 @@ impl Gpu {
         let pipeline = self.scoped(&format!("compiling {label}"), || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(&label),
-                source: wgpu::ShaderSource::Wgsl(variant.source().into()),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
             };
             // SAFETY: naga's forced loop bounding (a counter and a branch in every loop) slows
             // row loops several-fold, so it is off, which requires every loop to terminate. Ours
