@@ -105,3 +105,62 @@ fn workgroup_path_needs_no_subgroup_capability() {
         }
     }
 }
+
+/// What wgpu's Metal and DX12 backends do with our WGSL: every f32 variant (both lane modes,
+/// every block height; overrides at their first value) translates to MSL and HLSL. f64 is
+/// offered on Vulkan only, so it is not translated.
+#[test]
+fn f32_variants_translate_to_msl_and_hlsl() {
+    let jobs: Vec<(Kernel, LaneMode, Option<u32>, String)> = all_kernels()
+        .into_iter()
+        .flat_map(|k| {
+            sources(&k)
+                .into_iter()
+                .filter(|v| v.0 != "f64")
+                .map(move |(_, l, h, src)| (k, l, h, src))
+        })
+        .collect();
+    let translated: usize = jobs
+        .par_iter()
+        .map(|(kernel, lanes, height, src)| {
+            let label = format!("{} {lanes:?} height {height:?}", kernel.name);
+            let module = naga::front::wgsl::parse_str(src).unwrap();
+            let info = validator().validate(&module).unwrap();
+            let set = kernel
+                .override_sets()
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            let constants = set
+                .iter()
+                .map(|&(k, v)| (k.to_string(), v as f64))
+                .collect();
+            let (m, i) =
+                naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
+            naga::back::msl::write_string(
+                &m,
+                &i,
+                &naga::back::msl::Options {
+                    lang_version: (2, 4),
+                    ..Default::default()
+                },
+                &naga::back::msl::PipelineOptions::default(),
+            )
+            .unwrap_or_else(|e| panic!("{label} to MSL: {e}"));
+            let mut hlsl = String::new();
+            let hlsl_options = naga::back::hlsl::Options {
+                shader_model: naga::back::hlsl::ShaderModel::V6_0,
+                ..Default::default()
+            };
+            naga::back::hlsl::Writer::new(
+                &mut hlsl,
+                &hlsl_options,
+                &naga::back::hlsl::PipelineOptions::default(),
+            )
+            .write(&m, &i, None)
+            .unwrap_or_else(|e| panic!("{label} to HLSL: {e}"));
+        })
+        .count();
+    assert!(translated >= 30, "only {translated} variants translated");
+}
