@@ -3,13 +3,13 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
-use wgspmv::{io, reference, CsrMatrix, SuiteClass};
+use wgspmv::{matrix::io, testing::reference, testing::SuiteClass, CsrMatrix};
 
 fn host(c: &mut Criterion) {
     let mut g = c.benchmark_group("host");
     for class in [SuiteClass::Banded, SuiteClass::PowerLaw] {
         let a = class.generate(1_000_000, 1);
-        let x = wgspmv::suite::random_vector(a.ncols(), 2);
+        let x = wgspmv::testing::suite::random_vector(a.ncols(), 2);
         g.throughput(Throughput::Elements(a.nnz() as u64));
         let (m, n, rp, ci, v) = a.clone().into_parts();
         g.bench_with_input(

@@ -19,7 +19,13 @@ use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::SetupOn;
 use wgspmv::methods::LanePolicy;
-use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
+use wgspmv::{
+    matrix::io, testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method,
+    PlanOptions, Scalar,
+};
+
+/// Produces one benchmark matrix when asked (so a large suite never sits in memory whole).
+type MatrixSource = Box<dyn Fn() -> wgspmv::Result<CsrMatrix<f64>>>;
 
 /// One benchmarked configuration: a method and its options, under a label.
 struct Variant {
@@ -127,11 +133,9 @@ fn main() {
     }
 }
 
-fn run(args: &Args) -> wgspmv::Result<()> {
-    if !args.suite && args.dir.is_none() {
-        eprintln!("nothing to run: pass --suite and/or --dir DIR");
-        std::process::exit(2);
-    }
+/// The configurations to run: each method, and where an option changes the path it takes
+/// (finishing, setup, lanes), each value of it.
+fn variants(args: &Args) -> wgspmv::Result<Vec<Variant>> {
     let methods: Vec<Method> = if args.methods.is_empty() {
         Method::ALL.to_vec()
     } else {
@@ -239,6 +243,11 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             }),
         }
     }
+    Ok(variants)
+}
+
+/// The matrices to run, produced lazily.
+fn sources(args: &Args) -> wgspmv::Result<Vec<(String, MatrixSource)>> {
     let classes: Vec<SuiteClass> = if args.classes.is_empty() {
         SuiteClass::ALL.to_vec()
     } else {
@@ -249,7 +258,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     };
 
     // Matrices are produced lazily, one at a time, so a large suite never sits in memory whole.
-    let mut sources: Vec<(String, Box<dyn Fn() -> wgspmv::Result<CsrMatrix<f64>>>)> = Vec::new();
+    let mut sources: Vec<(String, MatrixSource)> = Vec::new();
     if args.suite {
         let nnz = (args.scale * 1e6) as usize;
         for &c in &classes {
@@ -283,6 +292,16 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             sources.push((name, Box::new(move || io::read_matrix_market(&f))));
         }
     }
+    Ok(sources)
+}
+
+fn run(args: &Args) -> wgspmv::Result<()> {
+    if !args.suite && args.dir.is_none() {
+        eprintln!("nothing to run: pass --suite and/or --dir DIR");
+        std::process::exit(2);
+    }
+    let variants = variants(args)?;
+    let sources = sources(args)?;
 
     let gpu = Gpu::new()?;
     println!("{}", gpu.info());
@@ -486,7 +505,7 @@ fn bench_matrix<T: Scalar>(
     copy: f64,
     bar: &ProgressBar,
 ) -> (Vec<Row>, Extra) {
-    let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 7)
+    let x: Vec<T> = wgspmv::testing::suite::random_vector(a.ncols(), 7)
         .into_iter()
         .map(T::from_f64)
         .collect();

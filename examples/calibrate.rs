@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use wgspmv::select::{self, calibration, fit, Features, Match, Profile, Sample};
-use wgspmv::{CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
+use wgspmv::testing::SuiteClass;
+use wgspmv::{CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar};
 
 #[derive(Parser)]
 #[command(about = "Fit Method::Auto's cost model on this adapter")]

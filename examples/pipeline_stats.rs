@@ -1,7 +1,7 @@
 //! Prints the driver's statistics for a kernel variant (registers, spills, shared memory: whatever
 //! VK_KHR_pipeline_executable_properties reports). The SPIR-V is written as wgpu's Vulkan backend
 //! writes it for the library; the pipeline is created with ash, since wgpu cannot capture
-//! statistics. NVIDIA's driver (580.159, H100) reports "Local Memory Size" with bit 36 set: the bytes
+//! statistics. NVIDIA's driver reports "Local Memory Size" with bit 36 set: the bytes
 //! are the value less 2^36.
 //!
 //!     cargo run --release --example pipeline_stats -- --kernel bccoo --scalar f64 --height 1 --set WG_SIZE=512
@@ -15,7 +15,7 @@ use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFl
 use std::collections::BTreeMap;
 use std::ffi::c_char;
 use std::process::ExitCode;
-use wgspmv::shaders::{LaneMode, ALL_KERNELS};
+use wgspmv::shaders::{all_kernels, LaneMode};
 
 #[derive(Parser)]
 #[command(
@@ -70,20 +70,14 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), String> {
-    let kernel = ALL_KERNELS
-        .iter()
-        .find(|k| k.name == args.kernel)
-        .ok_or_else(|| {
-            format!(
-                "no kernel {}; kernels: {}",
-                args.kernel,
-                ALL_KERNELS
-                    .iter()
-                    .map(|k| k.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
+    let all = all_kernels();
+    let kernel = all.iter().find(|k| k.name == args.kernel).ok_or_else(|| {
+        format!(
+            "no kernel {}; kernels: {}",
+            args.kernel,
+            all.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+        )
+    })?;
     let want_lanes = args.lanes.map(|l| match l {
         Lanes::Subgroup => LaneMode::Subgroup,
         Lanes::Workgroup => LaneMode::Workgroup,

@@ -15,7 +15,10 @@ use bccoo_args::BccooArgs;
 use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::SetupOn;
-use wgspmv::{io, reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
+use wgspmv::{
+    matrix::io, testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method,
+    PlanOptions, Scalar,
+};
 
 #[derive(Parser)]
 #[command(
@@ -87,7 +90,7 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
         None => {
             // random_vector allocates unchecked: first make sure the host can hold x at all.
             drop(host_vec::<f64>(a.ncols(), "x")?);
-            wgspmv::suite::random_vector(a.ncols(), 7)
+            wgspmv::testing::suite::random_vector(a.ncols(), 7)
         }
     };
     if x.len() != a.ncols() {
@@ -121,14 +124,13 @@ fn run_typed<T: Scalar>(
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut all_ok = true;
     println!(
-        "{:<12} {:>10} {:>9} {:>9} {:>10}  check ({}; {})",
+        "{:<12} {:>10} {:>9} {:>9} {:>10}  check ({}; timer)",
         "method",
         "ms",
         "GFLOP/s",
         "GB/s",
         "rel_err",
         T::NAME,
-        "timer"
     );
     let finish = match args.finish.as_str() {
         "auto" => Finish::Auto,
@@ -335,7 +337,7 @@ mod tests {
         let a = CsrMatrix::from_triplets(5, 3, t).unwrap();
         let x = vec![f32::NAN, f32::INFINITY, 4.0];
         // Row 4 stores a zero times NaN.
-        let y_ref = wgspmv::reference::spmv_par(&a, &x).unwrap();
+        let y_ref = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
         (a, x, y_ref)
     }
 
@@ -387,7 +389,7 @@ mod tests {
         let a = CsrMatrix::<f32>::from_triplets(2, 2, vec![(0, 0, 1.5), (1, 1, -2.0), (1, 0, 1.0)])
             .unwrap();
         let x = vec![2.0f32, 3.0];
-        let y_ref = wgspmv::reference::spmv_par(&a, &x).unwrap();
+        let y_ref = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
         let mut y = rounded(&y_ref);
         assert!(compare(&a, &x, &y, &y_ref).unwrap().ok);
         y[1] += 1e-3;

@@ -142,6 +142,15 @@ pub enum Error {
     },
 
     /// A matrix or vector is larger than this adapter can hold or bind.
+    #[error("{kernel} needs {limit_name} >= {needed}, and the device has {limit}; create the device with the limits `Gpu::wanted_limits` gives, or use another method")]
+    DeviceLimit {
+        kernel: String,
+        limit_name: &'static str,
+        needed: u64,
+        limit: u64,
+    },
+
+    /// A matrix or vector needs more memory than one binding or buffer of this adapter allows.
     #[error("{what} needs {bytes} bytes, more than this adapter's limit {limit_name} = {limit}; use a smaller matrix or an adapter with larger limits")]
     TooLargeForAdapter {
         what: String,

@@ -15,26 +15,28 @@
 //! # Ok(()) }
 //! ```
 
-pub mod csr;
 pub mod error;
 pub mod gpu;
-pub mod io;
+pub mod kernel;
+pub mod matrix;
 pub mod methods;
 pub mod plan;
-pub mod reference;
 pub mod scalar;
 pub mod select;
-pub mod suite;
+#[cfg(feature = "testing")]
+pub mod testing;
 
-pub use csr::{CsrMatrix, RowStats};
 pub use error::{Error, Result};
 pub use gpu::{Gpu, GpuInfo, GpuOptions, GpuVector, Timer, Timing};
+pub use matrix::{CsrMatrix, RowStats};
 pub use methods::{LanePolicy, Method, PlanOptions};
-pub use plan::SpmvPlan;
+pub use plan::{Report, SpmvPlan};
 pub use scalar::Scalar;
-pub use suite::SuiteClass;
+/// wgpu, re-exported so that an application can match the version this crate uses.
+pub use wgpu;
 
 /// The WGSL sources, for validation and inspection (no GPU needed).
 pub mod shaders {
-    pub use crate::gpu::shader::{Kernel, LaneMode, ALL_KERNELS, LANE_WIDTHS, WORKGROUP_SIZES};
+    pub use crate::kernel::{Kernel, LaneMode, Variant, LANE_WIDTHS, WORKGROUP_SIZES};
+    pub use crate::methods::all_kernels;
 }

@@ -7,7 +7,7 @@ mod common;
 
 use common::{check_method, gpu, gpus, has_f64};
 use wgspmv::methods::bccoo::{BccooOptions, Carry, ColumnCoding, Strategy};
-use wgspmv::{CsrMatrix, Error, GpuVector, Method, PlanOptions, SuiteClass};
+use wgspmv::{testing::SuiteClass, CsrMatrix, Error, GpuVector, Method, PlanOptions};
 
 const METHODS: [Method; 2] = [Method::Bccoo, Method::BccooPlus];
 
@@ -200,7 +200,7 @@ fn a_row_across_dozens_of_workgroups_is_race_free() {
             );
             let x = GpuVector::from_slice(
                 &gpu,
-                &wgspmv::suite::random_vector(a.ncols(), 5)
+                &wgspmv::testing::suite::random_vector(a.ncols(), 5)
                     .into_iter()
                     .map(|v| v as f32)
                     .collect::<Vec<_>>(),

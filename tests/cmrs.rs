@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use wgspmv::methods::cmrs::CmrsOptions;
-use wgspmv::{CsrMatrix, Error, LanePolicy, Method, PlanOptions, SuiteClass};
+use wgspmv::{testing::SuiteClass, CsrMatrix, Error, LanePolicy, Method, PlanOptions};
 
 fn opts(cmrs: CmrsOptions) -> PlanOptions {
     PlanOptions {

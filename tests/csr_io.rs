@@ -6,11 +6,11 @@ use proptest::prelude::*;
 use std::io::{Cursor, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use wgspmv::io::{
+use wgspmv::matrix::io::{
     read_matrix_market, read_matrix_market_from, read_vector, write_matrix_market, write_vector,
 };
-use wgspmv::suite::random_vector;
-use wgspmv::{reference, CsrMatrix, Error, Result, Scalar, SuiteClass};
+use wgspmv::testing::suite::random_vector;
+use wgspmv::{testing::reference, testing::SuiteClass, CsrMatrix, Error, Result, Scalar};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

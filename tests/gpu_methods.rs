@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use wgspmv::{CsrMatrix, Error, GpuVector, LanePolicy, Method, PlanOptions, SuiteClass};
+use wgspmv::{testing::SuiteClass, CsrMatrix, Error, GpuVector, LanePolicy, Method, PlanOptions};
 
 #[test]
 fn adapter_describes_itself() {
@@ -158,7 +158,7 @@ fn record_into_callers_encoder_and_read_async() {
     let Some(gpu) = gpu() else { return };
     let a = SuiteClass::Banded.generate(5_000, 4).cast::<f32>();
     let plan = gpu.prepare(&a, Method::CsrVector).unwrap();
-    let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 1)
+    let x: Vec<f32> = wgspmv::testing::suite::random_vector(a.ncols(), 1)
         .into_iter()
         .map(|v| v as f32)
         .collect();
@@ -172,10 +172,10 @@ fn record_into_callers_encoder_and_read_async() {
     gpu.queue().submit([enc.finish()]);
     let r1 = pollster::block_on(y1.read_async()).unwrap();
     let r2 = y2.read().unwrap();
-    let y_ref = wgspmv::reference::spmv_seq(&a, &x).unwrap();
-    assert!(wgspmv::reference::check(1.0, &a, &x, 0.0, None, &r1, &y_ref).ok);
+    let y_ref = wgspmv::testing::reference::spmv_seq(&a, &x).unwrap();
+    assert!(wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &r1, &y_ref).ok);
     let y_ref2: Vec<f64> = y_ref.iter().map(|v| 2.0 * v).collect();
-    assert!(wgspmv::reference::check(2.0, &a, &x, 0.0, None, &r2, &y_ref2).ok);
+    assert!(wgspmv::testing::reference::check(2.0, &a, &x, 0.0, None, &r2, &y_ref2).ok);
 }
 
 #[test]
@@ -192,6 +192,106 @@ fn shares_an_application_device() {
         &PlanOptions::default(),
         "shared device",
     );
+}
+
+#[test]
+fn vectors_wrap_application_buffers_and_copy_on_the_gpu() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::ShortRows.generate(3_000, 4).cast::<f32>();
+    let x: Vec<f32> = wgspmv::testing::suite::random_vector(a.ncols(), 9)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
+    // The app's own buffers: x uploaded by the app, y for its next pass.
+    let usage = wgspmv::wgpu::BufferUsages::STORAGE
+        | wgspmv::wgpu::BufferUsages::COPY_SRC
+        | wgspmv::wgpu::BufferUsages::COPY_DST;
+    let make = |len: usize| {
+        gpu.device().create_buffer(&wgspmv::wgpu::BufferDescriptor {
+            label: Some("app buffer"),
+            size: (len * 4).max(16) as u64,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let xb = make(x.len());
+    gpu.queue().write_buffer(&xb, 0, bytemuck::cast_slice(&x));
+    let gx = GpuVector::<f32>::from_buffer(&gpu, xb, x.len()).unwrap();
+    let mut gy = GpuVector::<f32>::from_buffer(&gpu, make(a.nrows()), a.nrows()).unwrap();
+    gy.fill(f32::NAN).unwrap();
+    let plan = gpu.prepare(&a, Method::CsrVector).unwrap();
+    plan.run(&gx, &mut gy).unwrap();
+    // Submitted without blocking; the host-finished speculative plan runs its all-GPU path.
+    let spec = gpu.prepare(&a, Method::Speculative).unwrap();
+    let mut gz = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+    spec.submit(&gx, &mut gz).unwrap();
+    let z = gz.read().unwrap();
+    let want = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+    let check = wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &z, &want);
+    assert!(check.ok, "submit: worst row {:?}", check.worst_row);
+    let copy = gy.try_clone().unwrap();
+    let want = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+    let y = copy.read().unwrap();
+    let check = wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &y, &want);
+    assert!(check.ok, "worst row {:?}", check.worst_row);
+    assert_eq!(y, gy.read().unwrap());
+    // A buffer too small or without STORAGE is a typed error.
+    assert!(matches!(
+        GpuVector::<f32>::from_buffer(&gpu, make(4), 100),
+        Err(Error::InvalidParameter { .. })
+    ));
+    let plain = gpu.device().create_buffer(&wgspmv::wgpu::BufferDescriptor {
+        label: None,
+        size: 64,
+        usage: wgspmv::wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    assert!(matches!(
+        GpuVector::<f32>::from_buffer(&gpu, plain, 4),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
+
+#[test]
+fn devices_with_default_limits_get_typed_errors_and_wanted_limits_fix_them() {
+    let Some(gpu) = gpu() else { return };
+    let instance = wgspmv::wgpu::Instance::new(
+        wgspmv::wgpu::InstanceDescriptor::new_without_display_handle_from_env(),
+    );
+    let Some(adapter) =
+        pollster::block_on(instance.enumerate_adapters(wgspmv::wgpu::Backends::all()))
+            .into_iter()
+            .find(|a| a.get_info().name == gpu.info().name)
+    else {
+        return;
+    };
+    let open = |limits: wgspmv::wgpu::Limits| {
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&wgspmv::wgpu::DeviceDescriptor {
+                required_features: wgspmv::Gpu::wanted_features(&adapter),
+                required_limits: limits,
+                ..Default::default()
+            }))
+            .unwrap();
+        wgspmv::Gpu::from_device(device, queue)
+    };
+    let a = SuiteClass::EmptyRows.generate(3_000, 2).cast::<f32>();
+    // What most applications request: WebGPU's defaults (8 storage buffers per stage).
+    let small = open(wgspmv::wgpu::Limits::default());
+    for &m in Method::ALL {
+        match small.prepare(&a, m) {
+            Ok(_) => {}
+            Err(e @ Error::DeviceLimit { limit_name, .. }) => {
+                eprintln!("{m}: {e}");
+                assert_eq!(limit_name, "max_storage_buffers_per_shader_stage", "{m}")
+            }
+            Err(e) => panic!("{m} on a default-limits device: {e}"),
+        }
+    }
+    let wide = open(wgspmv::Gpu::wanted_limits(&adapter));
+    for &m in Method::ALL {
+        check_method(&wide, &a, m, &PlanOptions::default(), "wanted limits");
+    }
 }
 
 #[test]

@@ -6,7 +6,9 @@
 
 mod common;
 use common::*;
-use wgspmv::{reference, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar, SuiteClass};
+use wgspmv::{
+    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar,
+};
 
 /// `a` with its values replaced by `f(entry index, row, column, value)`.
 fn map_values(a: &CsrMatrix<f64>, f: impl Fn(usize, usize, u32, f64) -> f64) -> CsrMatrix<f64> {
@@ -29,7 +31,7 @@ fn map_values(a: &CsrMatrix<f64>, f: impl Fn(usize, usize, u32, f64) -> f64) -> 
 
 /// A random `x` with NaN, +Inf and -Inf in three columns spread over the matrix.
 fn special_x(ncols: usize) -> Vec<f64> {
-    let mut x = wgspmv::suite::random_vector(ncols, 5);
+    let mut x = wgspmv::testing::suite::random_vector(ncols, 5);
     for (k, v) in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY]
         .into_iter()
         .enumerate()
@@ -67,7 +69,7 @@ fn check_ieee<T: Scalar>(
         c.worst_row
     );
 
-    let y0: Vec<T> = wgspmv::suite::random_vector(a.nrows(), 3)
+    let y0: Vec<T> = wgspmv::testing::suite::random_vector(a.nrows(), 3)
         .into_iter()
         .map(T::from_f64)
         .collect();
@@ -117,7 +119,7 @@ fn every_method(a: &CsrMatrix<f64>, x: &[f64], label: &str) {
 fn three_cases(a: &CsrMatrix<f64>, label: &str) {
     let x = special_x(a.ncols());
     every_method(a, &x, &format!("{label}, specials in x"));
-    let finite_x = wgspmv::suite::random_vector(a.ncols(), 6);
+    let finite_x = wgspmv::testing::suite::random_vector(a.ncols(), 6);
     let specials_in_a = map_values(a, |i, _, _, v| match i % 97 {
         5 => f64::NAN,
         17 => f64::INFINITY,

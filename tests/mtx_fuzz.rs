@@ -13,7 +13,7 @@ use std::io::{Cursor, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use wgspmv::io::{read_matrix_market, read_matrix_market_from, read_vector};
+use wgspmv::matrix::io::{read_matrix_market, read_matrix_market_from, read_vector};
 use wgspmv::{CsrMatrix, Error, Result};
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
-use wgspmv::{io, CsrMatrix, Error, Method, PlanOptions};
+use wgspmv::{matrix::io, CsrMatrix, Error, Method, PlanOptions};
 
 fn matrix_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -48,7 +48,7 @@ fn real_matrices_all_methods() {
         // Pattern files read as all ones; give them values that are not (a kernel that ignores
         // values must not pass).
         let a = if a.values().iter().all(|&v| v == 1.0) {
-            a.with_values(wgspmv::suite::random_vector(a.nnz(), 5))
+            a.with_values(wgspmv::testing::suite::random_vector(a.nnz(), 5))
                 .unwrap()
         } else {
             a

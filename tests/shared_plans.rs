@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use wgspmv::{reference, Error, GpuVector, Method, PlanOptions, SuiteClass};
+use wgspmv::{testing::reference, testing::SuiteClass, Error, GpuVector, Method, PlanOptions};
 
 #[test]
 fn threads_share_one_plan_of_every_method() {
@@ -18,7 +18,7 @@ fn threads_share_one_plan_of_every_method() {
                     s.spawn(move || {
                         for run in 0..5u64 {
                             let x: Vec<f32> =
-                                wgspmv::suite::random_vector(a.ncols(), 100 * t + run)
+                                wgspmv::testing::suite::random_vector(a.ncols(), 100 * t + run)
                                     .into_iter()
                                     .map(|v| v as f32)
                                     .collect();
@@ -68,10 +68,11 @@ fn threads_share_a_host_finished_speculative_plan() {
                 let (plan, gpu, a) = (&plan, &gpu, &a);
                 s.spawn(move || {
                     for run in 0..6u64 {
-                        let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 7 * t + run)
-                            .into_iter()
-                            .map(|v| v as f32)
-                            .collect();
+                        let x: Vec<f32> =
+                            wgspmv::testing::suite::random_vector(a.ncols(), 7 * t + run)
+                                .into_iter()
+                                .map(|v| v as f32)
+                                .collect();
                         let gx = GpuVector::from_slice(gpu, &x).unwrap();
                         let mut gy = GpuVector::filled(gpu, a.nrows(), f32::NAN).unwrap();
                         plan.run(&gx, &mut gy).unwrap();

@@ -8,7 +8,8 @@ mod common;
 use common::{check_method, gpu, gpu_without_subgroups, gpus, has_f64};
 use wgspmv::methods::speculative::{Finish, HostTransfer, SpeculativeOptions};
 use wgspmv::{
-    CsrMatrix, Error, Gpu, GpuOptions, GpuVector, LanePolicy, Method, PlanOptions, SuiteClass,
+    testing::SuiteClass, CsrMatrix, Error, Gpu, GpuOptions, GpuVector, LanePolicy, Method,
+    PlanOptions,
 };
 
 fn opts(finish: Finish, transfer: HostTransfer) -> PlanOptions {
@@ -286,7 +287,7 @@ fn host_stage_reports_the_dirty_tiles_the_structure_predicts() {
 fn repeated_products_give_identical_results() {
     for (dev, gpu) in gpus() {
         let a = SuiteClass::EmptyRows.generate(30_000, 8).cast::<f32>();
-        let x: Vec<f32> = wgspmv::suite::random_vector(a.ncols(), 2)
+        let x: Vec<f32> = wgspmv::testing::suite::random_vector(a.ncols(), 2)
             .into_iter()
             .map(|v| v as f32)
             .collect();
@@ -296,9 +297,9 @@ fn repeated_products_give_identical_results() {
             let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
             plan.run(&gx, &mut y).unwrap();
             let first = y.read().unwrap();
-            let want = wgspmv::reference::spmv_par(&a, &x).unwrap();
+            let want = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
             assert!(
-                wgspmv::reference::check(1.0, &a, &x, 0.0, None, &first, &want).ok,
+                wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &first, &want).ok,
                 "{how} / {dev}"
             );
             for i in 0..8 {

@@ -7,7 +7,7 @@ mod common;
 
 use common::{check_method, gpus, has_f64};
 use wgspmv::methods::suraa::{setup, ScalarWrites, SetupOn, SuraaOptions};
-use wgspmv::{CsrMatrix, Error, LanePolicy, Method, PlanOptions, SuiteClass};
+use wgspmv::{testing::SuiteClass, CsrMatrix, Error, LanePolicy, Method, PlanOptions};
 
 fn opts(setup: SetupOn) -> PlanOptions {
     PlanOptions {

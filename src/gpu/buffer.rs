@@ -3,6 +3,7 @@
 use super::Gpu;
 use crate::{Error, Result, Scalar};
 use std::marker::PhantomData;
+use std::ops::Range;
 
 /// A dense vector of `T` in GPU memory. Results stay here until the caller reads them.
 pub struct GpuVector<T> {
@@ -45,6 +46,73 @@ impl<T: Scalar> GpuVector<T> {
             buffer,
             len: data.len(),
             gpu: gpu.clone(),
+            _t: PhantomData,
+        })
+    }
+
+    /// Wraps a buffer the application owns (one its own passes write or read) as a vector of its
+    /// first `len` elements, without a copy. The buffer needs `STORAGE` usage, and `COPY_SRC` for
+    /// [`read`](Self::read); it must come from this `Gpu`'s device.
+    pub fn from_buffer(gpu: &Gpu, buffer: wgpu::Buffer, len: usize) -> Result<Self> {
+        gpu.check_scalar::<T>()?;
+        let bad = |reason: String| Error::InvalidParameter {
+            name: "buffer",
+            value: format!("{} bytes, {:?}", buffer.size(), buffer.usage()),
+            reason,
+        };
+        if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
+            return Err(bad("a vector's buffer needs STORAGE usage".into()));
+        }
+        let bytes = len as u64 * std::mem::size_of::<T>() as u64;
+        if bytes > buffer.size() {
+            return Err(bad(format!("{len} {} take {bytes} bytes", T::NAME)));
+        }
+        let limit = gpu.info().max_binding_bytes();
+        if buffer.size() > limit {
+            return Err(Error::TooLargeForAdapter {
+                what: "the vector's buffer".into(),
+                bytes: buffer.size(),
+                limit_name: "max_storage_buffer_binding_size",
+                limit,
+            });
+        }
+        Ok(Self {
+            buffer,
+            len,
+            gpu: gpu.clone(),
+            _t: PhantomData,
+        })
+    }
+
+    /// A copy of this vector in a new buffer, made on the GPU (queued; no wait).
+    pub fn try_clone(&self) -> Result<Self> {
+        if !self.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC) {
+            return Err(Error::InvalidParameter {
+                name: "buffer",
+                value: format!("{:?}", self.buffer.usage()),
+                reason: "copying a vector needs COPY_SRC usage".into(),
+            });
+        }
+        let size = self.buffer.size();
+        let buffer = self.gpu.scoped("allocating a vector copy", || {
+            let buffer = self.gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgspmv vector"),
+                size,
+                usage: self.buffer.usage() | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut enc = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(&self.buffer, 0, &buffer, 0, size);
+            self.gpu.queue().submit([enc.finish()]);
+            buffer
+        })?;
+        Ok(Self {
+            buffer,
+            len: self.len,
+            gpu: self.gpu.clone(),
             _t: PhantomData,
         })
     }
@@ -94,29 +162,21 @@ impl<T: Scalar> GpuVector<T> {
         Self::finish_read(staging, Some(status), self.len)
     }
 
-    /// Reads the vector back without blocking the thread; the future drives the device itself
-    /// (on native backends map callbacks only fire while the device is polled).
+    /// Reads the vector back without blocking the calling thread. The task sleeps until the map
+    /// callback wakes it: on native backends callbacks run only while the device is polled, so a
+    /// short-lived thread waits on the device meanwhile.
     pub async fn read_async(&self) -> Result<Vec<T>> {
-        let (staging, mut rx) = self.start_read()?;
-        let device = self.gpu.device().clone();
-        let gpu = self.gpu.clone();
-        let status = futures::future::poll_fn(move |cx| {
-            if let Err(e) = gpu.check_alive() {
-                return std::task::Poll::Ready(Err(e));
-            }
-            let _ = device.poll(wgpu::PollType::Poll);
-            match rx.try_recv() {
-                Ok(Some(r)) => std::task::Poll::Ready(Ok(r)),
-                Ok(None) => {
-                    cx.waker().wake_by_ref();
-                    std::task::Poll::Pending
-                }
-                Err(_) => {
-                    std::task::Poll::Ready(Err(Error::Map("the map callback was dropped".into())))
-                }
-            }
-        })
-        .await?;
+        let (staging, rx) = self.start_read()?;
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let device = self.gpu.device().clone();
+            std::thread::spawn(move || {
+                let _ = device.poll(wgpu::PollType::wait_indefinitely());
+            });
+        }
+        let status = rx.await;
+        self.gpu.check_alive()?;
+        let status = status.map_err(|_| Error::Map("the map callback was dropped".into()))?;
         Self::finish_read(staging, Some(status), self.len)
     }
 
@@ -138,6 +198,14 @@ impl<T: Scalar> GpuVector<T> {
     }
 }
 
+/// Byte ranges of one buffer to read back: mapped in place when `in_place` (the buffer has
+/// `MAP_READ`), else copied through one staging buffer shared by the whole read.
+pub(crate) struct RangeRead<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub ranges: Vec<Range<u64>>,
+    pub in_place: bool,
+}
+
 impl super::Gpu {
     /// Reads the first `len` elements of a plan's buffer back, blocking (for tests and reports).
     pub(crate) fn read_buffer<P: bytemuck::Pod>(
@@ -145,9 +213,178 @@ impl super::Gpu {
         buffer: &wgpu::Buffer,
         len: usize,
     ) -> Result<Vec<P>> {
-        let (staging, rx) = start_read(self, buffer)?;
-        let status = self.wait_for_callback(rx)?;
-        finish_read(staging, Some(status), len)
+        let bytes = ((len * std::mem::size_of::<P>()) as u64)
+            .next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+            .min(buffer.size());
+        let got = self.read_ranges(&[RangeRead {
+            buffer,
+            ranges: std::iter::once(0..bytes).collect(),
+            in_place: false,
+        }])?;
+        // Collect rather than cast in place: the bytes need not be aligned for P.
+        Ok(bytemuck::pod_collect_to_vec(
+            &got[0][0][..len * std::mem::size_of::<P>()],
+        ))
+    }
+
+    /// Maps `buffer` (or `range` of it) and waits for the mapping.
+    fn map_and_wait(
+        &self,
+        buffer: &wgpu::Buffer,
+        mode: wgpu::MapMode,
+        range: Range<u64>,
+    ) -> Result<()> {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        buffer.map_async(mode, range, move |r| {
+            let _ = tx.send(r);
+        });
+        self.wait_for_callback(rx)?
+            .map_err(|e| Error::Map(e.to_string()))
+    }
+
+    /// Reads the ranges of several buffers in one round trip. Returns the bytes per request and
+    /// range. On an error no buffer is left mapped, so the caller's buffers stay usable.
+    pub(crate) fn read_ranges(&self, reqs: &[RangeRead]) -> Result<Vec<Vec<Vec<u8>>>> {
+        let mut staging_len = 0u64;
+        let mut at = Vec::new();
+        for r in reqs {
+            let mut offs = Vec::new();
+            if !r.in_place {
+                for range in &r.ranges {
+                    offs.push(staging_len);
+                    staging_len += range.end - range.start;
+                }
+            }
+            at.push(offs);
+        }
+        let staging = if staging_len > 0 {
+            let staging = self.scoped("allocating a readback buffer", || {
+                self.device().create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wgspmv readback"),
+                    size: staging_len,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })?;
+            let mut enc = self.device().create_command_encoder(&Default::default());
+            for (r, offs) in reqs.iter().zip(&at) {
+                for (range, &o) in r.ranges.iter().zip(offs) {
+                    enc.copy_buffer_to_buffer(
+                        r.buffer,
+                        range.start,
+                        &staging,
+                        o,
+                        range.end - range.start,
+                    );
+                }
+            }
+            self.queue().submit([enc.finish()]);
+            Some(staging)
+        } else {
+            None
+        };
+        let mut to_map: Vec<&wgpu::Buffer> = reqs
+            .iter()
+            .filter(|r| r.in_place && !r.ranges.is_empty())
+            .map(|r| r.buffer)
+            .collect();
+        to_map.extend(staging.as_ref());
+        let mut pending = Vec::new();
+        for b in &to_map {
+            let (tx, rx) = futures::channel::oneshot::channel();
+            b.map_async(wgpu::MapMode::Read, .., move |r| {
+                let _ = tx.send(r);
+            });
+            pending.push(rx);
+        }
+        let mut waited = Ok(());
+        for rx in pending {
+            if let Err(e) = self
+                .wait_for_callback(rx)
+                .and_then(|r| r.map_err(|e| Error::Map(e.to_string())))
+            {
+                waited = waited.and(Err(e));
+            }
+        }
+        if let Err(e) = waited {
+            for b in to_map {
+                let _ = self.scoped("unmapping after a failed map", || b.unmap());
+            }
+            return Err(e);
+        }
+        let mut out = Vec::new();
+        let staging_view = match &staging {
+            Some(s) => Some(
+                s.get_mapped_range(..)
+                    .map_err(|e| Error::Map(e.to_string()))?,
+            ),
+            None => None,
+        };
+        for (r, offs) in reqs.iter().zip(&at) {
+            let mut got = Vec::new();
+            if r.in_place && !r.ranges.is_empty() {
+                let view = r
+                    .buffer
+                    .get_mapped_range(..)
+                    .map_err(|e| Error::Map(e.to_string()))?;
+                for range in &r.ranges {
+                    got.push(view[range.start as usize..range.end as usize].to_vec());
+                }
+                drop(view);
+                r.buffer.unmap();
+            } else if let Some(view) = &staging_view {
+                for (range, &o) in r.ranges.iter().zip(offs) {
+                    got.push(view[o as usize..(o + range.end - range.start) as usize].to_vec());
+                }
+            }
+            out.push(got);
+        }
+        drop(staging_view);
+        if let Some(s) = staging {
+            s.unmap();
+        }
+        Ok(out)
+    }
+
+    /// Writes byte ranges into `buffer`: through a write mapping of the span they cover when
+    /// `in_place` (the buffer has `MAP_WRITE`), else as queued writes (ordered before the next
+    /// submission).
+    pub(crate) fn write_ranges(
+        &self,
+        buffer: &wgpu::Buffer,
+        writes: &[(u64, Vec<u8>)],
+        in_place: bool,
+    ) -> Result<()> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        if !in_place {
+            for (off, bytes) in writes {
+                self.queue().write_buffer(buffer, *off, bytes);
+            }
+            return Ok(());
+        }
+        let lo =
+            writes.iter().map(|w| w.0).min().unwrap() / wgpu::MAP_ALIGNMENT * wgpu::MAP_ALIGNMENT;
+        let hi = writes
+            .iter()
+            .map(|w| w.0 + w.1.len() as u64)
+            .max()
+            .unwrap()
+            .next_multiple_of(4)
+            .min(buffer.size());
+        self.map_and_wait(buffer, wgpu::MapMode::Write, lo..hi)?;
+        {
+            let mut view = buffer
+                .get_mapped_range_mut(lo..hi)
+                .map_err(|e| Error::Map(e.to_string()))?;
+            for (off, bytes) in writes {
+                let o = (off - lo) as usize;
+                view.slice(o..o + bytes.len()).copy_from_slice(bytes);
+            }
+        }
+        buffer.unmap();
+        Ok(())
     }
 }
 

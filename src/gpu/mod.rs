@@ -1,10 +1,11 @@
 //! The GPU context: adapter and device choice, features and limits, buffers, pipelines, timing.
 
 mod buffer;
-pub(crate) mod shader;
+mod pipeline;
 mod timing;
 
 pub use buffer::GpuVector;
+pub(crate) use buffer::RangeRead;
 pub use timing::{Timer, Timing};
 
 use crate::{Error, Result};
@@ -63,7 +64,9 @@ impl GpuInfo {
     }
     /// The largest buffer this device can bind as one storage binding (and allocate).
     pub fn max_binding_bytes(&self) -> u64 {
-        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
     }
 }
 
@@ -98,21 +101,13 @@ impl std::fmt::Display for GpuInfo {
     }
 }
 
-/// Key of a compiled pipeline: kernel name, assembled variant and override values.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct PipelineKey {
-    pub kernel: &'static str,
-    pub variant: String,
-    pub overrides: Vec<(&'static str, u32)>,
-}
-
 pub(crate) struct GpuInner {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: GpuInfo,
     /// Set by the device-lost callback (only on devices we opened).
     lost: Arc<Mutex<Option<(String, String)>>>,
-    pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    pipelines: Mutex<HashMap<crate::kernel::PipelineKey, Arc<wgpu::ComputePipeline>>>,
     /// Distinguishes devices so that a vector from one is never bound on another.
     pub id: u64,
 }
@@ -129,6 +124,36 @@ pub(crate) fn next_id() -> u64 {
 }
 
 impl Gpu {
+    /// The limits to create a device with so that every method runs at its best on `adapter`:
+    /// WebGPU's defaults, raised to the adapter's own where the kernels use more (storage buffers
+    /// per stage, binding and buffer sizes, workgroup memory and size). For applications that
+    /// create their own device and share it with [`Gpu::from_device`].
+    pub fn wanted_limits(adapter: &wgpu::Adapter) -> wgpu::Limits {
+        let have = adapter.limits();
+        let default = wgpu::Limits::default();
+        let base = if default.check_limits(&have) {
+            default
+        } else {
+            wgpu::Limits::downlevel_defaults()
+        };
+        wgpu::Limits {
+            max_storage_buffers_per_shader_stage: have.max_storage_buffers_per_shader_stage,
+            max_storage_buffer_binding_size: have.max_storage_buffer_binding_size,
+            max_buffer_size: have.max_buffer_size,
+            max_compute_workgroup_storage_size: have.max_compute_workgroup_storage_size,
+            max_compute_invocations_per_workgroup: have.max_compute_invocations_per_workgroup,
+            max_compute_workgroup_size_x: have.max_compute_workgroup_size_x,
+            max_compute_workgroups_per_dimension: have.max_compute_workgroups_per_dimension,
+            ..base
+        }
+    }
+
+    /// The optional features `wgspmv` uses that `adapter` has (subgroups, f64, timestamps,
+    /// mappable primary buffers, 64-bit integers); none is required.
+    pub fn wanted_features(adapter: &wgpu::Adapter) -> wgpu::Features {
+        adapter.features() & WANTED_FEATURES
+    }
+
     /// Opens the default adapter (see [`GpuOptions::adapter_name`]), blocking.
     pub fn new() -> Result<Self> {
         pollster::block_on(Self::with_options(GpuOptions::default()))
@@ -337,53 +362,6 @@ impl Gpu {
             }
             self.check_alive()?;
         }
-    }
-
-    /// The compiled pipeline for a kernel variant, built once per device.
-    pub(crate) fn pipeline(
-        &self,
-        key: PipelineKey,
-        source: impl FnOnce() -> String,
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
-        if let Some(p) = self.inner.pipelines.lock().unwrap().get(&key) {
-            return Ok(p.clone());
-        }
-        let label = format!("{}[{}]", key.kernel, key.variant);
-        let constants: Vec<(&str, f64)> =
-            key.overrides.iter().map(|&(k, v)| (k, v as f64)).collect();
-        let pipeline = self.scoped(&format!("compiling {label}"), || {
-            let desc = wgpu::ShaderModuleDescriptor {
-                label: Some(&label),
-                source: wgpu::ShaderSource::Wgsl(source().into()),
-            };
-            // SAFETY: naga's forced loop bounding (a counter and a branch in every loop) costs up to
-            // 2.5x on row loops (measured on an H200). Turning it off requires every loop to
-            // terminate. Ours do: each runs over an index range read from validated row pointers of
-            // one chunk, whose entries fit one storage binding (at most 2^30 of them with 4-byte
-            // indices), so `k + step` with `step <= 128` never wraps a u32. Bounds checks and
-            // division guards stay on.
-            let checks = wgpu::ShaderRuntimeChecks {
-                force_loop_bounding: false,
-                ..wgpu::ShaderRuntimeChecks::checked()
-            };
-            let module = unsafe { self.inner.device.create_shader_module_trusted(desc, checks) };
-            self.inner
-                .device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(&label),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some("main"),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &constants,
-                        ..Default::default()
-                    },
-                    cache: None,
-                })
-        })?;
-        let p = Arc::new(pipeline);
-        self.inner.pipelines.lock().unwrap().insert(key, p.clone());
-        Ok(p)
     }
 
     /// Creates a storage buffer holding `data` (at least 16 bytes, so that empty arrays bind).

@@ -2,7 +2,7 @@
 //! dispatches in one submission.
 
 use super::Gpu;
-use crate::{Error, Result};
+use crate::Result;
 use std::time::Instant;
 
 /// How a time was taken.
@@ -26,7 +26,7 @@ impl Gpu {
     /// Times `record`: the mean time of one call over `repeats` calls recorded back to back in
     /// one compute pass, the median of several such samples. First the GPU is kept busy until its
     /// speed has settled, so that a discrete GPU's clocks have left their idle state (a GPU idle
-    /// while the host prepared the next matrix otherwise reads two to three times slower).
+    /// while the host prepared the next matrix otherwise reads slow).
     pub fn time_pass(
         &self,
         repeats: u32,
@@ -128,7 +128,7 @@ impl Gpu {
         record: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::QuerySet),
     ) -> Result<u64> {
         let device = self.device();
-        let (resolve, staging) = self.scoped("timestamp queries", || {
+        let resolve = self.scoped("timestamp queries", || {
             let query_set = device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("wgspmv timestamps"),
                 ty: wgpu::QueryType::Timestamp,
@@ -140,32 +140,13 @@ impl Gpu {
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             });
-            let staging = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("wgspmv timestamp readback"),
-                size: 16,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
             let mut enc = device.create_command_encoder(&Default::default());
             record(&mut enc, &query_set);
             enc.resolve_query_set(&query_set, 0..2, &resolve, 0);
-            enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, 16);
             self.queue().submit([enc.finish()]);
-            (resolve, staging)
+            resolve
         })?;
-        let (tx, rx) = futures::channel::oneshot::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        self.wait_for_callback(rx)?
-            .map_err(|e| Error::Map(e.to_string()))?;
-        let view = staging
-            .get_mapped_range(..)
-            .map_err(|e| Error::Map(e.to_string()))?;
-        let t: Vec<u64> = bytemuck::pod_collect_to_vec(&view[..16]);
-        drop(view);
-        staging.unmap();
-        drop(resolve);
+        let t: Vec<u64> = self.read_buffer(&resolve, 2)?;
         Ok(t[1].saturating_sub(t[0]))
     }
 
@@ -174,16 +155,13 @@ impl Gpu {
     pub fn copy_bandwidth(&self, bytes: u64, repeats: u32) -> Result<f64> {
         let limit = self.info().max_binding_bytes();
         let bytes = bytes.min(limit).max(1 << 16) / 16 * 16;
-        let kernel = super::shader::COPY;
         let wg = 256u32;
-        let pipeline = self.pipeline(
-            super::PipelineKey {
-                kernel: kernel.name,
-                variant: String::new(),
-                overrides: vec![("WG_SIZE", wg)],
-            },
-            || kernel.source("u32", super::shader::LaneMode::Workgroup),
-        )?;
+        let pipeline = self.pipeline(&crate::kernel::Variant::new(
+            crate::kernel::COPY,
+            "u32",
+            crate::kernel::LaneMode::Workgroup,
+            vec![("WG_SIZE", wg)],
+        ))?;
         let src = self.scoped("allocating copy buffers", || {
             let mk = |label| {
                 self.device().create_buffer(&wgpu::BufferDescriptor {

@@ -1,15 +1,15 @@
 //! Plan-building pieces every GPU method shares: row chunking under the binding limit, the lane
 //! mode and workgroup size choices, uploads.
 
-use crate::gpu::shader::{self, LaneMode};
 use crate::gpu::Gpu;
+use crate::kernel::LaneMode;
 use crate::methods::{LanePolicy, PlanOptions};
 use crate::plan::Binding;
 use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Mirrors `struct Chunk` in shaders/common.wgsl.
+/// Mirrors `struct Chunk` in shaders/shared/common.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct ChunkUniform {
@@ -51,6 +51,31 @@ pub(crate) fn ptr_chunks(
     Ok(chunks)
 }
 
+/// The pointers of `range` (its units' starts, and the last one's end) made relative to its first
+/// entry: a chunk's own pointer array.
+pub(crate) fn rebased_ptr(ptr: &[u32], range: &Range<usize>) -> Vec<u32> {
+    let base = ptr[range.start];
+    ptr[range.start..=range.end]
+        .iter()
+        .map(|p| p - base)
+        .collect()
+}
+
+/// A deterministic vector of values in [-1, 1) for timing candidates: varied, so that no value
+/// pattern favours one kernel, and the same on every run.
+pub(crate) fn probe_vector<T: crate::Scalar>(n: usize) -> Vec<T> {
+    (0..n as u64)
+        .map(|i| {
+            // SplitMix64 of the index: cheap and well spread.
+            let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            T::from_f64((z >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
+        })
+        .collect()
+}
+
 pub(crate) fn bad(name: &'static str, value: impl ToString, reason: impl Into<String>) -> Error {
     Error::InvalidParameter {
         name,
@@ -62,8 +87,8 @@ pub(crate) fn bad(name: &'static str, value: impl ToString, reason: impl Into<St
 /// Chooses the lane mode for a kernel with teams.
 pub(crate) fn lane_mode(gpu: &Gpu, policy: LanePolicy) -> Result<LaneMode> {
     let info = gpu.info();
-    let has =
-        info.has(wgpu::Features::SUBGROUP) && shader::LANE_WIDTHS.contains(&info.subgroup_min_size);
+    let has = info.has(wgpu::Features::SUBGROUP)
+        && crate::kernel::LANE_WIDTHS.contains(&info.subgroup_min_size);
     match policy {
         LanePolicy::Workgroup => Ok(LaneMode::Workgroup),
         LanePolicy::Subgroup if !has => Err(Error::MissingFeature {
@@ -103,11 +128,11 @@ pub(crate) fn team_width(
         }
         LaneMode::Workgroup => {
             let team = lanes_per_row.unwrap_or(32);
-            if !shader::LANE_WIDTHS.contains(&team) {
+            if !crate::kernel::LANE_WIDTHS.contains(&team) {
                 return Err(bad(
                     "lanes_per_row",
                     team,
-                    format!("must be one of {:?}", shader::LANE_WIDTHS),
+                    format!("must be one of {:?}", crate::kernel::LANE_WIDTHS),
                 ));
             }
             Ok((team, team))
@@ -128,11 +153,11 @@ pub(crate) fn workgroup_size(
         .max_compute_invocations_per_workgroup
         .min(gpu.info().limits.max_compute_workgroup_size_x);
     let wg = requested.unwrap_or(default.max(at_least).min(max));
-    if !shader::WORKGROUP_SIZES.contains(&wg) {
+    if !crate::kernel::WORKGROUP_SIZES.contains(&wg) {
         return Err(bad(
             "workgroup_size",
             wg,
-            format!("must be one of {:?}", shader::WORKGROUP_SIZES),
+            format!("must be one of {:?}", crate::kernel::WORKGROUP_SIZES),
         ));
     }
     if wg > max {
@@ -204,5 +229,35 @@ mod tests {
             Err(Error::TooLargeForAdapter { .. })
         ));
         assert!(ptr_chunks(&[0], 4, 16, "row").unwrap().is_empty());
+    }
+}
+
+#[cfg(test)]
+mod struct_size_tests {
+    use crate::kernel::LaneMode;
+    use crate::methods::csr::kernels::CSR_SCALAR;
+
+    /// Size in bytes of the WGSL struct `name` in an assembled kernel.
+    fn wgsl_struct_size(src: &str, name: &str) -> u32 {
+        let module = naga::front::wgsl::parse_str(src).unwrap();
+        let ty = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no struct {name}"));
+        ty.1.inner.size(module.to_ctx())
+    }
+
+    #[test]
+    fn host_mirrors_match_wgsl_struct_sizes() {
+        for (scalar, size) in [("f32", 4), ("f64", 8)] {
+            let src = CSR_SCALAR.source(scalar, LaneMode::Workgroup);
+            // `Coeffs` is uploaded as `[alpha, beta]` of the scalar type (plan/mod.rs).
+            assert_eq!(wgsl_struct_size(&src, "Coeffs"), 2 * size);
+            assert_eq!(
+                wgsl_struct_size(&src, "Chunk") as usize,
+                std::mem::size_of::<super::ChunkUniform>()
+            );
+        }
     }
 }

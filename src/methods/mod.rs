@@ -1,72 +1,95 @@
-//! The SpMV methods. Each has a host-side format build (pure CPU) and a GPU plan builder that
-//! turns it into dispatch stages.
+//! The SpMV methods and their registry. Each method is one folder (options, host format, plan,
+//! kernels) whose `prepare` returns an [`SpmvPlan`]; this file lists them once, in [`registry!`],
+//! and resolves `Method::Auto`.
 
 pub mod bccoo;
 pub mod cmrs;
 pub(crate) mod common;
 pub mod csr;
-pub(crate) mod long_rows;
+pub(crate) mod passes;
 pub mod speculative;
-pub(crate) mod stored_zeros;
 pub mod suraa;
 
-use crate::{Error, Result};
+use crate::gpu::Gpu;
+use crate::kernel::Kernel;
+use crate::plan::SpmvPlan;
+use crate::{CsrMatrix, Error, Result, Scalar};
 
-/// An SpMV method.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Method {
+/// Declares every method once: its variant, its name and the folder that prepares it (a
+/// `prepare(gpu, a, method, opts)` and a `KERNELS` list). Adding a method is one line here.
+macro_rules! registry {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal => $module:ident, )*) => {
+        /// An SpMV method.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Method {
+            $( $(#[$doc])* $variant, )*
+            /// Chosen for this matrix, adapter and expected number of products (see
+            /// [`crate::select`]).
+            Auto,
+        }
+
+        impl Method {
+            /// Every concrete method, in report order.
+            pub const ALL: &'static [Method] = &[$(Method::$variant),*];
+
+            /// The name used on command lines and in reports.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Method::$variant => $name,)*
+                    Method::Auto => "auto",
+                }
+            }
+        }
+
+        /// Every kernel the library can dispatch, each once.
+        pub fn all_kernels() -> Vec<Kernel> {
+            let mut all: Vec<Kernel> = crate::kernel::SHARED_KERNELS.to_vec();
+            all.extend_from_slice(passes::KERNELS);
+            $(all.extend_from_slice($module::KERNELS);)*
+            let mut seen = std::collections::HashSet::new();
+            all.retain(|k| seen.insert(k.name));
+            all
+        }
+
+        /// Prepares `a` for a concrete method.
+        fn prepare_method<T: Scalar>(
+            gpu: &Gpu,
+            a: &CsrMatrix<T>,
+            method: Method,
+            opts: &PlanOptions,
+        ) -> Result<SpmvPlan<T>> {
+            match method {
+                $(Method::$variant => $module::prepare(gpu, a, method, opts),)*
+                Method::Auto => unreachable!("Auto is resolved before preparing"),
+            }
+        }
+    };
+}
+
+registry! {
     /// One invocation per row (baseline).
-    CsrScalar,
+    CsrScalar = "csr-scalar" => csr,
     /// One SIMD group (subgroup, or a team of lanes in workgroup memory) per row (baseline).
-    CsrVector,
+    CsrVector = "csr-vector" => csr,
     /// Compressed multirow storage: one SIMD group per strip of rows (Koza et al.).
-    Cmrs,
+    Cmrs = "cmrs" => cmrs,
     /// CMRS with the smaller buffer and zero-padded strips of the paper's section 6.7.
-    CmrsPadded,
+    CmrsPadded = "cmrs-padded" => cmrs,
     /// Speculative segmented sum on plain CSR, finished on the host or the GPU (Liu & Vinter).
-    Speculative,
+    Speculative = "speculative" => speculative,
     /// Rows sorted by length and cut into Freedman–Diaconis segments, run by scalar, vector and
     /// "dynamic" kernels (SURAA).
-    Suraa,
+    Suraa = "suraa" => suraa,
     /// Bit-flag blocked COO with the matrix-based segmented sum and adjacent synchronization
     /// between workgroups (yaSpMV).
-    Bccoo,
+    Bccoo = "bccoo" => bccoo,
     /// BCCOO over vertical slices stacked top-down, with a pass that adds the slices' results
     /// (yaSpMV's BCCOO+).
-    BccooPlus,
-    /// Chosen from the matrix's row statistics and the adapter (see [`crate::select`]).
-    Auto,
+    BccooPlus = "bccoo-plus" => bccoo,
 }
 
 impl Method {
-    /// Every concrete method, in report order.
-    pub const ALL: &'static [Method] = &[
-        Method::CsrScalar,
-        Method::CsrVector,
-        Method::Cmrs,
-        Method::CmrsPadded,
-        Method::Speculative,
-        Method::Suraa,
-        Method::Bccoo,
-        Method::BccooPlus,
-    ];
-
-    /// The name used on command lines and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::CsrScalar => "csr-scalar",
-            Method::CsrVector => "csr-vector",
-            Method::Cmrs => "cmrs",
-            Method::CmrsPadded => "cmrs-padded",
-            Method::Speculative => "speculative",
-            Method::Suraa => "suraa",
-            Method::Bccoo => "bccoo",
-            Method::BccooPlus => "bccoo-plus",
-            Method::Auto => "auto",
-        }
-    }
-
     /// Looks a method up by [`name`](Self::name).
     pub fn from_name(name: &str) -> Result<Self> {
         Self::ALL
@@ -84,6 +107,13 @@ impl Method {
                     .collect::<Vec<_>>()
                     .join(", "),
             })
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::from_name(s)
     }
 }
 
@@ -130,4 +160,58 @@ pub struct PlanOptions {
     pub expected_products: Option<u64>,
     /// How `Method::Auto` chooses (profile, timed choice, remembered choices).
     pub auto: crate::select::AutoOptions,
+}
+
+impl Gpu {
+    /// Prepares `a` for `method` with parameters chosen for this adapter.
+    pub fn prepare<T: Scalar>(&self, a: &CsrMatrix<T>, method: Method) -> Result<SpmvPlan<T>> {
+        self.prepare_with(a, method, &PlanOptions::default())
+    }
+
+    /// Prepares `a` for `method` with explicit options. The plan's report holds the setup time
+    /// (GPU work included) and, for `Method::Auto`, the candidates weighed.
+    pub fn prepare_with<T: Scalar>(
+        &self,
+        a: &CsrMatrix<T>,
+        method: Method,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
+        self.check_scalar::<T>()?;
+        let start = std::time::Instant::now();
+        if method == Method::Auto {
+            // The choice builds the plan it chose (a timed choice keeps the plan it timed).
+            let (mut plan, c) = crate::select::prepare_auto(self, a, opts)?;
+            let report = plan.report_mut();
+            report.setup_ms = start.elapsed().as_secs_f64() * 1e3;
+            report.tuning_ms += c.timing_ms;
+            report.choice = Some(crate::plan::Choice {
+                candidates: c
+                    .candidates
+                    .iter()
+                    .map(|k| crate::plan::Candidate {
+                        method: k.method.name(),
+                        predicted_setup_ms: k.setup_ms,
+                        predicted_product_ms: k.product_ms,
+                        measured_product_ms: k.measured_product_ms,
+                    })
+                    .collect(),
+                expected_products: c.expected_products as f64,
+                profile: c.profile.clone(),
+                timed: c.basis == crate::select::Basis::Timed,
+                remembered: c.basis == crate::select::Basis::Remembered,
+            });
+            return Ok(plan);
+        }
+        let mut plan = prepare_method(self, a, method, opts)?;
+        self.wait()?;
+        plan.report_mut().setup_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(plan)
+    }
+}
+
+impl<T: Scalar> SpmvPlan<T> {
+    /// The method this plan runs (never `Auto`: the choice is resolved when preparing).
+    pub fn method(&self) -> Method {
+        Method::from_name(self.report().method).expect("plans are reported under a method name")
+    }
 }

@@ -94,6 +94,8 @@ pub struct AutoChoice {
     pub features: Features,
     /// Every method of the profile, by predicted total time (best first).
     pub candidates: Vec<Candidate>,
+    /// Wall time spent building and timing candidates (timed choice), ms; 0 otherwise.
+    pub timing_ms: f64,
 }
 
 impl AutoChoice {
@@ -331,6 +333,7 @@ fn decide<T: Scalar>(
         expected_products: expected,
         features,
         candidates,
+        timing_ms: 0.0,
     };
     let Some(budget) = auto.timed_budget_products else {
         return Ok((choice, None));
@@ -357,6 +360,7 @@ fn decide<T: Scalar>(
             return Ok((choice, None));
         }
     }
+    let timing_start = Instant::now();
     let k = auto
         .timed_candidates
         .unwrap_or(DEFAULT_TIMED_CANDIDATES)
@@ -419,6 +423,7 @@ fn decide<T: Scalar>(
     };
     choice.method = choice.candidates[i].method;
     choice.basis = Basis::Timed;
+    choice.timing_ms = timing_start.elapsed().as_secs_f64() * 1e3;
     remember::store(
         key,
         remember::Remembered {

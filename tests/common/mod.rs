@@ -3,7 +3,9 @@
 #![allow(dead_code)]
 
 use std::sync::OnceLock;
-use wgspmv::{reference, CsrMatrix, Gpu, GpuOptions, GpuVector, Method, PlanOptions, Scalar};
+use wgspmv::{
+    testing::reference, CsrMatrix, Gpu, GpuOptions, GpuVector, Method, PlanOptions, Scalar,
+};
 
 fn open(disabled: wgpu::Features) -> Option<Gpu> {
     let opts = GpuOptions {
@@ -67,7 +69,7 @@ pub fn check_method<T: Scalar>(
     let plan = gpu
         .prepare_with(a, method, opts)
         .unwrap_or_else(|e| panic!("{label}: prepare failed: {e}"));
-    let x: Vec<T> = wgspmv::suite::random_vector(a.ncols(), 11)
+    let x: Vec<T> = wgspmv::testing::suite::random_vector(a.ncols(), 11)
         .into_iter()
         .map(T::from_f64)
         .collect();
@@ -87,7 +89,7 @@ pub fn check_method<T: Scalar>(
         c.rel_err
     );
 
-    let y0: Vec<T> = wgspmv::suite::random_vector(a.nrows(), 13)
+    let y0: Vec<T> = wgspmv::testing::suite::random_vector(a.nrows(), 13)
         .into_iter()
         .map(T::from_f64)
         .collect();

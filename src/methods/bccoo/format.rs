@@ -36,7 +36,7 @@
 //! [`BccooMatrix::spmv_twin`] is the CPU twin of the GPU kernel: the same tiles, per-thread
 //! sequential segmented sums, workgroup scan and chained carries.
 
-use crate::csr::check_u32;
+use crate::matrix::check_u32;
 use crate::methods::common::bad;
 use crate::{CsrMatrix, Result, Scalar};
 use rayon::prelude::*;
@@ -48,9 +48,7 @@ pub const BLOCK_WIDTHS: &[u32] = &[1, 2, 4];
 /// Vertical slice counts of BCCOO+ (1 is plain BCCOO).
 pub const SLICE_COUNTS: &[u32] = &[1, 2, 4, 8, 16, 32];
 /// BCCOO+ leaves empty block rows out once they are more than 1 in this many stored blocks; below
-/// that, their zero blocks cost less than the combining pass's lookups (on an H100, 790 empty
-/// block rows among 16M blocks: leaving them out made the product 3.6% slower; 10% of the blocks:
-/// 6-7% faster).
+/// that, their zero blocks cost less than the combining pass's lookups (docs/bccoo.md).
 pub const COMPACT_EMPTY_ROWS: u64 = 64;
 /// Largest blocks per thread tile.
 pub const MAX_TILE: u32 = 128;
@@ -292,6 +290,339 @@ fn split_by<X>(mut data: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mu
     out
 }
 
+/// How stored blocks sit in workgroup tiles: `tile` blocks per thread, `wg` threads per group.
+#[derive(Clone, Copy)]
+struct Tiling {
+    tile: usize,
+    wg: usize,
+    /// Blocks per workgroup (`tile · wg`).
+    group_blocks: usize,
+    /// Stored blocks rounded up to whole workgroups.
+    padded_blocks: usize,
+}
+
+impl Tiling {
+    /// Natural block of layout position `within` of a workgroup tile (the offline transpose:
+    /// block k of thread t sits at k·wg + t).
+    fn natural(&self, within: usize) -> usize {
+        (within % self.wg) * self.tile + within / self.wg
+    }
+
+    fn groups(&self) -> usize {
+        self.padded_blocks / self.group_blocks
+    }
+}
+
+/// Blocks in natural order (block row by block row): their columns, row stops and values.
+struct NaturalBlocks<T> {
+    cols: Vec<u32>,
+    stop: Vec<bool>,
+    vals: Vec<T>,
+}
+
+/// Block rows go in runs of this many, each run into its own contiguous range (one range per
+/// block row would take 3 slice descriptors per block row: with many slices most block rows are
+/// empty, and the descriptors cost more than the blocks).
+const ROWS_PER_TASK: usize = 4096;
+
+impl Geometry {
+    /// Pass 1: distinct block columns of every block row.
+    fn block_counts<T: Scalar>(&self, a: &CsrMatrix<T>, block_rows: usize) -> Vec<u32> {
+        let wu = self.w as u32;
+        (0..block_rows)
+            .into_par_iter()
+            .map_init(Vec::new, |scratch, br| {
+                self.entries(a, br, scratch);
+                let mut n = 0u32;
+                let mut last = u32::MAX;
+                for e in scratch.iter() {
+                    if e.0 / wu != last {
+                        n += 1;
+                        last = e.0 / wu;
+                    }
+                }
+                n
+            })
+            .collect()
+    }
+
+    /// Pass 2: natural-order columns, stops and values, each block row into its own range.
+    /// Empty-row and padding blocks repeat a neighbour's column (no escape, x stays cached).
+    /// `stored(n)` is how many blocks a block row of `n` distinct block columns stores.
+    fn natural_blocks<T: Scalar>(
+        &self,
+        a: &CsrMatrix<T>,
+        counts: &[u32],
+        stored: impl Fn(u32) -> usize + Sync,
+        blocks: usize,
+        padded_blocks: usize,
+    ) -> NaturalBlocks<T> {
+        let (w, hw, wu) = (self.w, self.h * self.w, self.w as u32);
+        let mut cols = vec![0u32; padded_blocks];
+        let mut stop = vec![false; padded_blocks];
+        let mut vals = vec![T::default(); padded_blocks * hw];
+        let run_blocks: Vec<usize> = counts
+            .par_chunks(ROWS_PER_TASK)
+            .map(|run| run.iter().map(|&n| stored(n)).sum())
+            .collect();
+        let c = split_by(&mut cols[..blocks], run_blocks.iter().copied());
+        let st = split_by(&mut stop[..blocks], run_blocks.iter().copied());
+        let v = split_by(&mut vals[..blocks * hw], run_blocks.iter().map(|&n| n * hw));
+        c.into_par_iter().zip(st).zip(v).enumerate().for_each_init(
+            Vec::new,
+            |scratch, (run, ((c, st), v))| {
+                let mut at = 0usize;
+                for (i, &n) in counts[run * ROWS_PER_TASK..]
+                    .iter()
+                    .take(ROWS_PER_TASK)
+                    .enumerate()
+                {
+                    let n = stored(n);
+                    if n == 0 {
+                        // An empty block row BCCOO+ leaves out.
+                        continue;
+                    }
+                    self.entries(a, run * ROWS_PER_TASK + i, scratch);
+                    let (c, v) = (&mut c[at..at + n], &mut v[at * hw..(at + n) * hw]);
+                    let mut k = usize::MAX;
+                    let mut last = u32::MAX;
+                    for &(col, r, val) in scratch.iter() {
+                        if col / wu != last {
+                            k = k.wrapping_add(1);
+                            last = col / wu;
+                            c[k] = last;
+                        }
+                        v[k * hw + r as usize * w + (col % wu) as usize] = val;
+                    }
+                    if scratch.is_empty() {
+                        // An empty block row: one zero block, its column filled in below.
+                        c[0] = u32::MAX;
+                    }
+                    at += n;
+                    st[at - 1] = true;
+                }
+            },
+        );
+        // Empty-row blocks take the previous block's column; padding the last one's.
+        let mut prev = 0;
+        for c in cols[..blocks].iter_mut() {
+            if *c == u32::MAX {
+                *c = prev;
+            }
+            prev = *c;
+        }
+        cols[blocks..].fill(prev);
+        NaturalBlocks { cols, stop, vals }
+    }
+}
+
+/// Flags: bit set = "not a row stop" (padding is all 1s).
+fn stop_flags(stop: &[bool], blocks: usize) -> Vec<u32> {
+    stop.par_chunks(32)
+        .enumerate()
+        .map(|(i, s)| {
+            let mut word = 0u32;
+            for (b, &st) in s.iter().enumerate() {
+                if !st || i * 32 + b >= blocks {
+                    word |= 1 << b;
+                }
+            }
+            word
+        })
+        .collect()
+}
+
+/// Values in layout order, one plane per row of the block: each plane holds every block's row,
+/// workgroup tile by workgroup tile, transposed.
+fn layout_values<T: Scalar>(vals_nat: &[T], t: Tiling, h: usize, w: usize) -> Vec<T> {
+    let hw = h * w;
+    let mut values = vec![T::default(); t.padded_blocks * hw];
+    for (r, plane) in values.chunks_mut(t.padded_blocks * w).enumerate() {
+        plane
+            .par_chunks_mut(t.group_blocks * w)
+            .enumerate()
+            .for_each(|(g, out)| {
+                for within in 0..t.group_blocks {
+                    let n = g * t.group_blocks + t.natural(within);
+                    out[within * w..(within + 1) * w]
+                        .copy_from_slice(&vals_nat[n * hw + r * w..n * hw + r * w + w]);
+                }
+            });
+    }
+    values
+}
+
+/// Per-thread row stops, and each thread's first row (the number of stops before its tile).
+fn thread_rows(stop: &[bool], tile: usize) -> (Vec<u32>, Vec<u32>) {
+    let thread_stops: Vec<u32> = stop
+        .par_chunks(tile)
+        .map(|s| s.iter().filter(|&&s| s).count() as u32)
+        .collect();
+    let mut thread_row = Vec::with_capacity(thread_stops.len() + 1);
+    let mut seen = 0u32;
+    for &s in &thread_stops {
+        thread_row.push(seen);
+        seen += s;
+    }
+    thread_row.push(seen);
+    (thread_stops, thread_row)
+}
+
+/// BCCOO+'s row map where empty block rows are left out: per 32 block rows, a bitmap of the
+/// stored ones and how many stored ones come before.
+fn compact_row_map(counts: &[u32]) -> Vec<u32> {
+    let mut row_map = vec![0u32; 2 * counts.len().div_ceil(32)];
+    for (br, _) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
+        row_map[2 * (br / 32)] |= 1 << (br % 32);
+    }
+    let mut before = 0u32;
+    for pair in row_map.chunks_mut(2) {
+        pair[1] = before;
+        before += pair[0].count_ones();
+    }
+    row_map
+}
+
+/// Per-workgroup info (stop flags and carry chain length) and the workgroups that carry a row
+/// from an earlier one.
+fn group_chains(thread_stops: &[u32], stop: &[bool], t: Tiling) -> (Vec<u32>, Vec<u32>) {
+    let mut group_info = Vec::with_capacity(t.groups());
+    let mut carry_groups = Vec::new();
+    let mut last_with_stop = 0usize;
+    for g in 0..t.groups() {
+        let ts = &thread_stops[g * t.wg..(g + 1) * t.wg];
+        let has = ts.iter().any(|&s| s > 0);
+        let all = ts.iter().all(|&s| s > 0);
+        let continues = g > 0 && !stop[g * t.group_blocks - 1];
+        let needs = has && continues;
+        let chain = if needs {
+            (g - last_with_stop) as u32
+        } else {
+            0
+        };
+        let bit = |on: bool, flag: u32| if on { flag } else { 0 };
+        let info = bit(has, GROUP_HAS_STOP)
+            | bit(all, GROUP_ALL_STOP)
+            | bit(needs, GROUP_NEEDS_CARRY)
+            | (chain << GROUP_CHAIN_SHIFT);
+        group_info.push(info);
+        if needs {
+            carry_groups.push(g as u32);
+        }
+        if has {
+            last_with_stop = g;
+        }
+    }
+    (group_info, carry_groups)
+}
+
+/// Column arrays in layout order under a coding.
+struct Columns {
+    coding: ColumnCoding,
+    words: Vec<u32>,
+    escapes: Vec<u32>,
+    thread_escape: Vec<u32>,
+}
+
+/// Resolves `ColumnCoding::Auto` (16 bits when every block column fits, else delta16 where it is
+/// smaller than u32) and encodes each workgroup tile's columns in layout order.
+fn encode_columns(cols_nat: &[u32], requested: ColumnCoding, t: Tiling) -> Result<Columns> {
+    let threads = t.groups() * t.wg;
+    let max_col = cols_nat.par_iter().copied().max().unwrap_or(0);
+    let escapes_per_thread = || -> Vec<u32> {
+        cols_nat
+            .par_chunks(t.tile)
+            .map(|c| delta_codes(c).filter(|c| c.is_none()).count() as u32)
+            .collect()
+    };
+    let coding = match requested {
+        ColumnCoding::Auto if max_col < 65536 => ColumnCoding::U16,
+        ColumnCoding::Auto => {
+            let esc: u64 = escapes_per_thread().iter().map(|&e| e as u64).sum();
+            if (t.padded_blocks * 2 + threads * 4) as u64 + esc * 4 < t.padded_blocks as u64 * 4 {
+                ColumnCoding::Delta16
+            } else {
+                ColumnCoding::U32
+            }
+        }
+        ColumnCoding::U16 if max_col >= 65536 => {
+            return Err(bad(
+                "columns",
+                "u16",
+                format!("block column {max_col} does not fit 16 bits; use u32 or delta16"),
+            ));
+        }
+        c => c,
+    };
+    // 16-bit codes pack two to a word (a tile holds an even number of blocks: the workgroup is a
+    // power of two of at least 4).
+    let pack16 = |code: &(dyn Fn(usize) -> u16 + Sync)| -> Vec<u32> {
+        let mut c = vec![0u32; t.padded_blocks / 2];
+        c.par_chunks_mut(t.group_blocks / 2)
+            .enumerate()
+            .for_each(|(g, out)| {
+                for (i, word) in out.iter_mut().enumerate() {
+                    let n0 = g * t.group_blocks + t.natural(2 * i);
+                    let n1 = g * t.group_blocks + t.natural(2 * i + 1);
+                    *word = code(n0) as u32 | (code(n1) as u32) << 16;
+                }
+            });
+        c
+    };
+    let mut escapes = Vec::new();
+    let mut thread_escape = Vec::new();
+    let words = match coding {
+        ColumnCoding::U32 | ColumnCoding::Auto => {
+            let mut c = vec![0u32; t.padded_blocks];
+            c.par_chunks_mut(t.group_blocks)
+                .enumerate()
+                .for_each(|(g, out)| {
+                    for (within, col) in out.iter_mut().enumerate() {
+                        *col = cols_nat[g * t.group_blocks + t.natural(within)];
+                    }
+                });
+            c
+        }
+        ColumnCoding::U16 => pack16(&|n| cols_nat[n] as u16),
+        ColumnCoding::Delta16 => {
+            let per_thread = escapes_per_thread();
+            let mut total = 0u32;
+            thread_escape = per_thread
+                .iter()
+                .map(|&e| {
+                    total += e;
+                    total - e
+                })
+                .collect();
+            escapes = vec![0u32; total as usize];
+            split_by(&mut escapes, per_thread.iter().map(|&e| e as usize))
+                .into_par_iter()
+                .zip(cols_nat.par_chunks(t.tile))
+                .for_each(|(out, tile)| {
+                    for (slot, col) in out.iter_mut().zip(
+                        tile.iter()
+                            .zip(delta_codes(tile))
+                            .filter(|(_, c)| c.is_none())
+                            .map(|(&col, _)| col),
+                    ) {
+                        *slot = col;
+                    }
+                });
+            let codes: Vec<u16> = cols_nat
+                .par_chunks(t.tile)
+                .flat_map_iter(|tile| delta_codes(tile).map(|c| c.unwrap_or(DELTA_ESCAPE)))
+                .collect();
+            pack16(&|n| codes[n])
+        }
+    };
+    Ok(Columns {
+        coding,
+        words,
+        escapes,
+        thread_escape,
+    })
+}
+
 impl<T: Scalar> BccooMatrix<T> {
     /// Builds the format from CSR, in parallel passes: blocks per block row, their natural-order
     /// columns, stops and values, then the transposed layout, flags and auxiliary data per
@@ -313,25 +644,10 @@ impl<T: Scalar> BccooMatrix<T> {
             slice_width,
         };
         let block_rows = stacked_rows.div_ceil(h);
-        let wu = w as u32;
 
-        // Pass 1: stored blocks per block row (an empty block row counts as one zero block, unless
-        // BCCOO+ leaves it out; see the module's notes).
-        let counts: Vec<u32> = (0..block_rows)
-            .into_par_iter()
-            .map_init(Vec::new, |scratch, br| {
-                geo.entries(a, br, scratch);
-                let mut n = 0u32;
-                let mut last = u32::MAX;
-                for e in scratch.iter() {
-                    if e.0 / wu != last {
-                        n += 1;
-                        last = e.0 / wu;
-                    }
-                }
-                n
-            })
-            .collect();
+        // An empty block row counts as one zero block, unless BCCOO+ leaves it out (see the
+        // module's notes).
+        let counts = geo.block_counts(a, block_rows);
         let empty_block_rows = counts.par_iter().filter(|&&n| n == 0).count();
         let nonempty_blocks: usize = counts.par_iter().map(|&n| n as usize).sum();
         let compact =
@@ -346,273 +662,41 @@ impl<T: Scalar> BccooMatrix<T> {
         let empty_row_blocks = if compact { 0 } else { empty_block_rows };
         let blocks: usize = counts.par_iter().map(|&n| stored(n)).sum();
         let group_blocks = layout.group_blocks() as usize;
-        let padded_blocks = blocks.div_ceil(group_blocks).max(1) * group_blocks;
+        let tiling = Tiling {
+            tile: layout.tile as usize,
+            wg: layout.workgroup as usize,
+            group_blocks,
+            padded_blocks: blocks.div_ceil(group_blocks).max(1) * group_blocks,
+        };
+        let padded_blocks = tiling.padded_blocks;
         check_u32("BCCOO blocks", padded_blocks * w * h)?;
-        let groups = padded_blocks / group_blocks;
-        let (tile, wg) = (layout.tile as usize, layout.workgroup as usize);
-        let threads = groups * wg;
 
-        // Pass 2: natural-order columns, stops and values, each block row into its own range.
-        // Empty-row and padding blocks repeat a neighbour's column (no escape, x stays cached).
-        let hw = h * w;
-        let mut cols_nat = vec![0u32; padded_blocks];
-        let mut stop = vec![false; padded_blocks];
-        let mut vals_nat = vec![T::default(); padded_blocks * hw];
-        {
-            // Block rows go in runs of ROWS_PER_TASK, each run into its own contiguous range (one
-            // range per block row would take 3 slice descriptors per block row: with many slices
-            // most block rows are empty, and the descriptors cost more than the blocks).
-            const ROWS_PER_TASK: usize = 4096;
-            let run_blocks: Vec<usize> = counts
-                .par_chunks(ROWS_PER_TASK)
-                .map(|run| run.iter().map(|&n| stored(n)).sum())
-                .collect();
-            let c = split_by(&mut cols_nat[..blocks], run_blocks.iter().copied());
-            let st = split_by(&mut stop[..blocks], run_blocks.iter().copied());
-            let v = split_by(
-                &mut vals_nat[..blocks * hw],
-                run_blocks.iter().map(|&n| n * hw),
-            );
-            c.into_par_iter().zip(st).zip(v).enumerate().for_each_init(
-                Vec::new,
-                |scratch, (run, ((c, st), v))| {
-                    let mut at = 0usize;
-                    for (i, &n) in counts[run * ROWS_PER_TASK..]
-                        .iter()
-                        .take(ROWS_PER_TASK)
-                        .enumerate()
-                    {
-                        let n = stored(n);
-                        if n == 0 {
-                            // An empty block row BCCOO+ leaves out.
-                            continue;
-                        }
-                        geo.entries(a, run * ROWS_PER_TASK + i, scratch);
-                        let (c, v) = (&mut c[at..at + n], &mut v[at * hw..(at + n) * hw]);
-                        let mut k = usize::MAX;
-                        let mut last = u32::MAX;
-                        for &(col, r, val) in scratch.iter() {
-                            if col / wu != last {
-                                k = k.wrapping_add(1);
-                                last = col / wu;
-                                c[k] = last;
-                            }
-                            v[k * hw + r as usize * w + (col % wu) as usize] = val;
-                        }
-                        if scratch.is_empty() {
-                            // An empty block row: one zero block, its column filled in below.
-                            c[0] = u32::MAX;
-                        }
-                        at += n;
-                        st[at - 1] = true;
-                    }
-                },
-            );
-        }
-        // Empty-row blocks take the previous block's column; padding the last one's.
-        let mut prev = 0;
-        for c in cols_nat[..blocks].iter_mut() {
-            if *c == u32::MAX {
-                *c = prev;
-            }
-            prev = *c;
-        }
-        cols_nat[blocks..].fill(prev);
-        let block_zeros = vals_nat[..blocks * hw]
+        let natural = geo.natural_blocks(a, &counts, stored, blocks, padded_blocks);
+        let block_zeros = natural.vals[..blocks * h * w]
             .par_iter()
             .filter(|v| **v == T::default())
             .count() as u64;
-
-        // Flags: bit set = "not a row stop" (padding is all 1s).
-        let flags: Vec<u32> = stop
-            .par_chunks(32)
-            .enumerate()
-            .map(|(i, s)| {
-                let mut word = 0u32;
-                for (b, &st) in s.iter().enumerate() {
-                    if !st || i * 32 + b >= blocks {
-                        word |= 1 << b;
-                    }
-                }
-                word
-            })
-            .collect();
-        // Natural block of layout position `within` of a workgroup tile (the offline transpose:
-        // block k of thread t sits at k·wg + t).
-        let natural = move |within: usize| (within % wg) * tile + within / wg;
-        let mut values = vec![T::default(); padded_blocks * hw];
-        for (r, plane) in values.chunks_mut(padded_blocks * w).enumerate() {
-            plane
-                .par_chunks_mut(group_blocks * w)
-                .enumerate()
-                .for_each(|(g, out)| {
-                    for within in 0..group_blocks {
-                        let n = g * group_blocks + natural(within);
-                        out[within * w..(within + 1) * w]
-                            .copy_from_slice(&vals_nat[n * hw + r * w..n * hw + r * w + w]);
-                    }
-                });
-        }
-        drop(vals_nat);
-
-        // Per-thread first rows: the number of stops before the thread's tile.
-        let thread_stops: Vec<u32> = stop
-            .par_chunks(tile)
-            .map(|s| s.iter().filter(|&&s| s).count() as u32)
-            .collect();
-        let mut thread_row = Vec::with_capacity(threads + 1);
-        let mut seen = 0u32;
-        for &s in &thread_stops {
-            thread_row.push(seen);
-            seen += s;
-        }
-        thread_row.push(seen);
+        let flags = stop_flags(&natural.stop, blocks);
+        let values = layout_values(&natural.vals, tiling, h, w);
+        let (thread_stops, thread_row) = thread_rows(&natural.stop, tiling.tile);
         let result_block_rows = if compact {
             block_rows - empty_block_rows
         } else {
             block_rows
         };
-        debug_assert_eq!(seen as usize, result_block_rows);
-        let result_rows = if compact {
-            result_block_rows * h
+        debug_assert_eq!(*thread_row.last().unwrap() as usize, result_block_rows);
+        let (result_rows, row_map) = if compact {
+            (result_block_rows * h, compact_row_map(&counts))
         } else {
-            stacked_rows
+            (stacked_rows, Vec::new())
         };
-        let mut row_map = Vec::new();
-        if compact {
-            row_map = vec![0u32; 2 * block_rows.div_ceil(32)];
-            for (br, _) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
-                row_map[2 * (br / 32)] |= 1 << (br % 32);
-            }
-            let mut before = 0u32;
-            for pair in row_map.chunks_mut(2) {
-                pair[1] = before;
-                before += pair[0].count_ones();
-            }
-        }
-
-        // Per-workgroup info and the carry chains.
-        let mut group_info = Vec::with_capacity(groups);
-        let mut carry_groups = Vec::new();
-        let mut last_with_stop = 0usize;
-        for g in 0..groups {
-            let ts = &thread_stops[g * wg..(g + 1) * wg];
-            let has = ts.iter().any(|&s| s > 0);
-            let all = ts.iter().all(|&s| s > 0);
-            let continues = g > 0 && !stop[g * group_blocks - 1];
-            let needs = has && continues;
-            let chain = if needs {
-                (g - last_with_stop) as u32
-            } else {
-                0
-            };
-            let bit = |on: bool, flag: u32| if on { flag } else { 0 };
-            let info = bit(has, GROUP_HAS_STOP)
-                | bit(all, GROUP_ALL_STOP)
-                | bit(needs, GROUP_NEEDS_CARRY)
-                | (chain << GROUP_CHAIN_SHIFT);
-            group_info.push(info);
-            if needs {
-                carry_groups.push(g as u32);
-            }
-            if has {
-                last_with_stop = g;
-            }
-        }
-
-        let max_col = cols_nat.par_iter().copied().max().unwrap_or(0);
-        let escapes_per_thread = || -> Vec<u32> {
-            cols_nat
-                .par_chunks(tile)
-                .map(|t| delta_codes(t).filter(|c| c.is_none()).count() as u32)
-                .collect()
-        };
-        let coding = match layout.columns {
-            ColumnCoding::Auto if max_col < 65536 => ColumnCoding::U16,
-            ColumnCoding::Auto => {
-                let esc: u64 = escapes_per_thread().iter().map(|&e| e as u64).sum();
-                if (padded_blocks * 2 + threads * 4) as u64 + esc * 4 < padded_blocks as u64 * 4 {
-                    ColumnCoding::Delta16
-                } else {
-                    ColumnCoding::U32
-                }
-            }
-            ColumnCoding::U16 if max_col >= 65536 => {
-                return Err(bad(
-                    "columns",
-                    "u16",
-                    format!("block column {max_col} does not fit 16 bits; use u32 or delta16"),
-                ));
-            }
-            c => c,
-        };
-        // Each workgroup tile's column words, in layout order; 16-bit codes pack two to a word
-        // (a tile holds an even number of blocks: the workgroup is a power of two of at least 4).
-        let pack16 = |code: &(dyn Fn(usize) -> u16 + Sync)| -> Vec<u32> {
-            let mut c = vec![0u32; padded_blocks / 2];
-            c.par_chunks_mut(group_blocks / 2)
-                .enumerate()
-                .for_each(|(g, out)| {
-                    for (i, word) in out.iter_mut().enumerate() {
-                        let n0 = g * group_blocks + natural(2 * i);
-                        let n1 = g * group_blocks + natural(2 * i + 1);
-                        *word = code(n0) as u32 | (code(n1) as u32) << 16;
-                    }
-                });
-            c
-        };
-        let mut escapes = Vec::new();
-        let mut thread_escape = Vec::new();
-        let columns = match coding {
-            ColumnCoding::U32 | ColumnCoding::Auto => {
-                let mut c = vec![0u32; padded_blocks];
-                c.par_chunks_mut(group_blocks)
-                    .enumerate()
-                    .for_each(|(g, out)| {
-                        for (within, col) in out.iter_mut().enumerate() {
-                            *col = cols_nat[g * group_blocks + natural(within)];
-                        }
-                    });
-                c
-            }
-            ColumnCoding::U16 => pack16(&|n| cols_nat[n] as u16),
-            ColumnCoding::Delta16 => {
-                let per_thread = escapes_per_thread();
-                let mut total = 0u32;
-                thread_escape = per_thread
-                    .iter()
-                    .map(|&e| {
-                        total += e;
-                        total - e
-                    })
-                    .collect();
-                escapes = vec![0u32; total as usize];
-                split_by(&mut escapes, per_thread.iter().map(|&e| e as usize))
-                    .into_par_iter()
-                    .zip(cols_nat.par_chunks(tile))
-                    .for_each(|(out, t)| {
-                        for (slot, col) in out.iter_mut().zip(
-                            t.iter()
-                                .zip(delta_codes(t))
-                                .filter(|(_, c)| c.is_none())
-                                .map(|(&col, _)| col),
-                        ) {
-                            *slot = col;
-                        }
-                    });
-                let codes: Vec<u16> = cols_nat
-                    .par_chunks(tile)
-                    .flat_map_iter(|t| delta_codes(t).map(|c| c.unwrap_or(DELTA_ESCAPE)))
-                    .collect();
-                pack16(&|n| codes[n])
-            }
-        };
-        let layout = BccooLayout {
-            columns: coding,
-            ..*layout
-        };
+        let (group_info, carry_groups) = group_chains(&thread_stops, &natural.stop, tiling);
+        let columns = encode_columns(&natural.cols, layout.columns, tiling)?;
         Ok(Self {
-            layout,
+            layout: BccooLayout {
+                columns: columns.coding,
+                ..*layout
+            },
             nrows,
             ncols: a.ncols(),
             stacked_rows,
@@ -622,13 +706,13 @@ impl<T: Scalar> BccooMatrix<T> {
             blocks,
             empty_row_blocks,
             padded_blocks,
-            groups,
+            groups: tiling.groups(),
             flags,
-            columns,
-            escapes,
+            columns: columns.words,
+            escapes: columns.escapes,
             values,
             thread_row,
-            thread_escape,
+            thread_escape: columns.thread_escape,
             group_info,
             carry_groups,
             block_zeros,
@@ -658,7 +742,7 @@ impl<T: Scalar> BccooMatrix<T> {
 
     /// Where the kernel writes stacked row `q`'s result: `q` itself, or where BCCOO+ leaves empty
     /// block rows out, its place among the stored block rows (through [`Self::row_map`]), `None`
-    /// when its block row is empty. The combining pass (shaders/bccoo_combine.wgsl) does the same.
+    /// when its block row is empty. The combining pass (shaders/bccoo/combine.wgsl) does the same.
     pub fn result_index(&self, q: usize) -> Option<usize> {
         if self.row_map.is_empty() {
             return Some(q);
@@ -722,12 +806,11 @@ impl<T: Scalar> BccooMatrix<T> {
                     let n = gt * tile + k;
                     let p = g * gb + k * wg + t;
                     let col = self.block_col(n) as usize;
-                    for r in 0..h {
+                    for (r, acc) in sum.iter_mut().enumerate().take(h) {
                         for j in 0..w {
                             let c = col * w + j;
                             if c < self.ncols {
-                                sum[r] +=
-                                    self.values[(r * pb + p) * w + j].to_f64() * x[c].to_f64();
+                                *acc += self.values[(r * pb + p) * w + j].to_f64() * x[c].to_f64();
                             }
                         }
                     }
@@ -950,7 +1033,7 @@ mod tests {
         let x: Vec<f64> = (0..a.ncols())
             .map(|i| 1.0 + (i % 13) as f64 * 0.1)
             .collect();
-        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
+        let y_ref = crate::testing::reference::spmv_seq(&a, &x).unwrap();
         let mut modes = std::collections::HashSet::new();
         for &h in BLOCK_HEIGHTS {
             for &w in BLOCK_WIDTHS {
@@ -1004,11 +1087,11 @@ mod tests {
     #[test]
     fn twin_matches_reference_across_many_runs_of_block_rows() {
         // Tens of thousands of stacked block rows: pass 2 fills them in runs of 4096.
-        let a = crate::SuiteClass::EmptyRows.generate(120_000, 5);
+        let a = crate::testing::SuiteClass::EmptyRows.generate(120_000, 5);
         let x: Vec<f64> = (0..a.ncols())
             .map(|i| 0.5 + (i % 7) as f64 * 0.25)
             .collect();
-        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
+        let y_ref = crate::testing::reference::spmv_seq(&a, &x).unwrap();
         for (h, slices) in [(1, 1), (2, 1), (1, 4), (3, 8)] {
             let layout = BccooLayout {
                 block_height: h,
@@ -1056,7 +1139,7 @@ mod tests {
         assert!(m.row_map.is_empty());
         assert_eq!(m.result_rows, m.stacked_rows);
         let x: Vec<f64> = (0..200).map(|i| 1.0 + i as f64 * 0.01).collect();
-        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
+        let y_ref = crate::testing::reference::spmv_seq(&a, &x).unwrap();
         for (a, b) in m.spmv_twin(&x).iter().zip(&y_ref) {
             assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0));
         }
@@ -1157,7 +1240,7 @@ mod tests {
 
     #[test]
     fn block_counts_match_the_built_format() {
-        let a = crate::SuiteClass::Banded.generate(3000, 3);
+        let a = crate::testing::SuiteClass::Banded.generate(3000, 3);
         for &h in BLOCK_HEIGHTS {
             let counts = block_counts(&a, h);
             for (i, &w) in BLOCK_WIDTHS.iter().enumerate() {

@@ -11,7 +11,7 @@
 //!   workgroup that closes a row waits, on the slots of the workgroups that row crossed, in parallel
 //!   and with a bounded spin. This departs from the paper's chain, where each workgroup without a
 //!   row stop waits for its predecessor's sum before publishing its own: that chain is serial in the
-//!   length of the row (about 0.36 µs a hop on an H200 through Vulkan), this wait is not. If a spin
+//!   length of the row, this wait is not. If a spin
 //!   runs out, the workgroup keeps its row, without the carry, in a pending slot and lists itself;
 //!   the last workgroup of the dispatch to finish adds those carries, so the result is right
 //!   anyway, still without a second kernel.
@@ -23,8 +23,11 @@ pub mod tune;
 
 pub use format::{BccooLayout, BccooMatrix, ColumnCoding, Footprint};
 
-use crate::gpu::shader::{self, LaneMode};
-use crate::gpu::{Gpu, GpuInfo, PipelineKey};
+pub mod kernels;
+pub use kernels::KERNELS;
+
+use crate::gpu::{Gpu, GpuInfo};
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, upload, workgroup_size,
 };
@@ -70,7 +73,7 @@ pub struct BccooOptions {
     pub block_height: Option<u32>,
     /// Block width (1, 2 or 4). Default: the size with the smallest footprint.
     pub block_width: Option<u32>,
-    /// Blocks per thread tile (one of [`shader::BCCOO_TILES`]); default 16.
+    /// Blocks per thread tile (one of [`kernels::BCCOO_TILES`]); default 16.
     pub tile: Option<u32>,
     /// Vertical slices (a power of two up to 32). BCCOO is the one-slice case of BCCOO+: `bccoo`
     /// defaults to 1, and its tuning searches 1..=32 as the paper's tuner chooses between the two
@@ -98,7 +101,7 @@ pub struct BccooOptions {
 /// Default of [`BccooOptions::spin_limit`].
 pub const DEFAULT_SPIN_LIMIT: u32 = 1 << 20;
 
-/// Mirrors `struct Params` in shaders/bccoo_common.wgsl.
+/// Mirrors `struct Params` in shaders/bccoo/common.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct BccooParams {
@@ -116,14 +119,14 @@ pub(crate) struct BccooParams {
     stall_unit: u32,
 }
 
-/// Mirrors `struct CombineParams` in shaders/bccoo_combine.wgsl.
+/// Mirrors `struct CombineParams` in shaders/bccoo/combine.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct CombineParams {
     nrows: u32,
 }
 
-/// Words of the `state` buffer before the repair list (shaders/bccoo_common.wgsl, STATE_LIST).
+/// Words of the `state` buffer before the repair list (shaders/bccoo/common.wgsl, STATE_LIST).
 const STATE_HEADER: usize = 4;
 /// Index of the running count of stalled waits in `state`.
 const STATE_STALLS: usize = 3;
@@ -218,19 +221,40 @@ pub(crate) fn prepare<T: Scalar>(
         });
     }
     if opts.bccoo.tune {
-        let (plan, report) = tune::tune(gpu, a, method, opts)?;
-        return Ok(plan.map_bccoo_report(|r| r.tuning = Some(report)));
+        let (mut plan, report) = tune::tune(gpu, a, method, opts)?;
+        let mut detail = plan
+            .bccoo()
+            .expect("a bccoo plan has a bccoo report")
+            .clone();
+        detail.tuning = Some(report);
+        plan.report_mut().detail = Some(Arc::new(detail));
+        return Ok(plan);
     }
     build(gpu, a, method, opts)
 }
 
-/// Builds the plan for fully or partly given options (no timing).
-pub(crate) fn build<T: Scalar>(
+/// The parameters of one build, from the options or chosen for the adapter.
+struct Params {
+    lanes: LaneMode,
+    tile: u32,
+    h: u32,
+    w: u32,
+    slices: u32,
+    strategy: Strategy,
+    carry: Carry,
+    wg: u32,
+    cache_factor: u32,
+    spin: u32,
+}
+
+/// Resolves and checks the options: block size, slices, strategy, carry path, workgroup size and
+/// cache factor (within the adapter's workgroup memory), spin limit.
+fn params<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
     method: Method,
     opts: &PlanOptions,
-) -> Result<SpmvPlan<T>> {
+) -> Result<Params> {
     let info = gpu.info();
     let o = &opts.bccoo;
     let s = std::mem::size_of::<T>() as u64;
@@ -241,11 +265,11 @@ pub(crate) fn build<T: Scalar>(
         1
     };
     let tile = o.tile.unwrap_or(16);
-    if !shader::BCCOO_TILES.contains(&tile) {
+    if !kernels::BCCOO_TILES.contains(&tile) {
         return Err(bad(
             "bccoo.tile",
             tile,
-            format!("must be one of {:?}", shader::BCCOO_TILES),
+            format!("must be one of {:?}", kernels::BCCOO_TILES),
         ));
     }
     let (h, w) = match (o.block_height, o.block_width) {
@@ -301,12 +325,12 @@ pub(crate) fn build<T: Scalar>(
     };
     // Workgroup memory: the scan's vec4 sums and flags, the cache, the lane module's buffer.
     let have = info.limits.max_compute_workgroup_storage_size as u64;
-    let cache_factor_ok = |f: u32| shader::BCCOO_CACHE_FACTORS.contains(&f);
+    let cache_factor_ok = |f: u32| kernels::BCCOO_CACHE_FACTORS.contains(&f);
     if let Some(f) = o.cache_factor.filter(|&f| !cache_factor_ok(f)) {
         return Err(bad(
             "bccoo.cache_factor",
             f,
-            format!("must be one of {:?}", shader::BCCOO_CACHE_FACTORS),
+            format!("must be one of {:?}", kernels::BCCOO_CACHE_FACTORS),
         ));
     }
     let needs = |wg: u32, f: u32| {
@@ -324,9 +348,7 @@ pub(crate) fn build<T: Scalar>(
                 0
             }
     };
-    // 512 invocations by default (the largest that fits): on an H100 single-pass carries ran
-    // 2.5-3x slower with 256 invocations than with 128 or 512 on a power-law matrix (the tuner
-    // also times both carry paths).
+    // The largest workgroup that fits by default; the tuner times 128, 256 and 512.
     let default_wg = [512, 256, 128, 64]
         .into_iter()
         .find(|&wg| needs(wg, o.cache_factor.unwrap_or(1)) <= have)
@@ -340,6 +362,78 @@ pub(crate) fn build<T: Scalar>(
     check_workgroup_memory(gpu, "workgroup_size", wg, needs(wg, cache_factor))?;
     let spin = o.spin_limit.unwrap_or(DEFAULT_SPIN_LIMIT);
 
+    Ok(Params {
+        lanes,
+        tile,
+        h,
+        w,
+        slices,
+        strategy,
+        carry,
+        wg,
+        cache_factor,
+        spin,
+    })
+}
+
+/// BCCOO+'s second pass: adds the slices' partial results (`out`) into y.
+fn combine_stage<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    m: &BccooMatrix<T>,
+    out: Binding,
+) -> Result<Stage> {
+    let overrides = vec![
+        ("WG_SIZE", 256),
+        ("HEIGHT", m.layout.block_height),
+        ("SLICES", m.layout.slices),
+        ("MAPPED", !m.row_map.is_empty() as u32),
+    ];
+    let combine = gpu.pipeline(&Variant::new(
+        kernels::BCCOO_COMBINE,
+        T::WGSL,
+        LaneMode::Workgroup,
+        overrides,
+    ))?;
+    let cp = CombineParams {
+        nrows: a.nrows() as u32,
+    };
+    Ok(Stage {
+        pipeline: combine,
+        bindings: vec![
+            out,
+            Binding::Y,
+            Binding::Coeffs,
+            Binding::Owned(Arc::new(
+                gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp)),
+            )),
+            upload(gpu, "bccoo+ row map", &m.row_map)?,
+        ],
+        grid: Grid::Direct(gpu.grid((a.nrows() as u32).div_ceil(256))),
+    })
+}
+
+/// Builds the plan for fully or partly given options (no timing).
+pub(crate) fn build<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
+    let o = &opts.bccoo;
+    let s = std::mem::size_of::<T>() as u64;
+    let Params {
+        lanes,
+        tile,
+        h,
+        w,
+        slices,
+        strategy,
+        carry,
+        wg,
+        cache_factor,
+        spin,
+    } = params(gpu, a, method, opts)?;
     let layout = BccooLayout {
         block_height: h,
         block_width: w,
@@ -387,19 +481,12 @@ pub(crate) fn build<T: Scalar>(
     };
 
     let single = carry == Carry::SinglePass;
-    let key = |kernel: &shader::Kernel, overrides: Vec<(&'static str, u32)>| PipelineKey {
-        kernel: kernel.name,
-        variant: kernel.variant(T::WGSL, lanes),
-        overrides,
-    };
-    // The main and carry kernels are assembled per block height; the height joins their variant.
-    let rows_key = |kernel: &shader::Kernel, overrides| PipelineKey {
-        variant: format!("{},h{h}", kernel.variant(T::WGSL, lanes)),
-        ..key(kernel, overrides)
-    };
+    // The main and carry kernels are assembled per block height.
     let main = gpu.pipeline(
-        rows_key(
-            &shader::BCCOO,
+        &Variant::new(
+            kernels::BCCOO,
+            T::WGSL,
+            lanes,
             vec![
                 ("WG_SIZE", wg),
                 ("WIDTH", w),
@@ -416,8 +503,8 @@ pub(crate) fn build<T: Scalar>(
                 ("SINGLE_PASS", single as u32),
                 ("SPIN_LIMIT", spin),
             ],
-        ),
-        || shader::BCCOO.source_for_height(T::WGSL, lanes, h),
+        )
+        .with_height(h),
     )?;
     let grid = gpu.grid(m.groups as u32);
     if single {
@@ -488,8 +575,8 @@ pub(crate) fn build<T: Scalar>(
     }];
     if !single && !m.carry_groups.is_empty() {
         let carry_pipeline = gpu.pipeline(
-            rows_key(&shader::BCCOO_CARRY, vec![("WG_SIZE", wg)]),
-            || shader::BCCOO_CARRY.source_for_height(T::WGSL, lanes, h),
+            &Variant::new(kernels::BCCOO_CARRY, T::WGSL, lanes, vec![("WG_SIZE", wg)])
+                .with_height(h),
         )?;
         stages.push(Stage {
             pipeline: carry_pipeline,
@@ -498,35 +585,11 @@ pub(crate) fn build<T: Scalar>(
         });
     }
     if slices > 1 {
-        let overrides = vec![
-            ("WG_SIZE", 256),
-            ("HEIGHT", h),
-            ("SLICES", slices),
-            ("MAPPED", !m.row_map.is_empty() as u32),
-        ];
-        let combine = gpu.pipeline(key(&shader::BCCOO_COMBINE, overrides), || {
-            shader::BCCOO_COMBINE.source(T::WGSL, LaneMode::Workgroup)
-        })?;
-        let cp = CombineParams {
-            nrows: a.nrows() as u32,
-        };
-        stages.push(Stage {
-            pipeline: combine,
-            bindings: vec![
-                out,
-                Binding::Y,
-                Binding::Coeffs,
-                Binding::Owned(Arc::new(
-                    gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp)),
-                )),
-                upload(gpu, "bccoo+ row map", &m.row_map)?,
-            ],
-            grid: Grid::Direct(gpu.grid((a.nrows() as u32).div_ceil(256))),
-        });
+        stages.push(combine_stage(gpu, a, &m, out)?);
     }
 
     // The kernels skip zero values (fill and padding among them); stored zeros get their own pass.
-    stages.extend(crate::methods::stored_zeros::stage(gpu, a)?);
+    stages.extend(crate::methods::passes::stored_zeros::stage(gpu, a)?);
 
     let longest_chain = m
         .group_info
@@ -559,5 +622,14 @@ pub(crate) fn build<T: Scalar>(
         report.footprint.total() as f64 / 1e6,
         report.footprint.csr as f64 / 1e6,
     );
-    Ok(SpmvPlan::new(gpu, method, a, stages, details).with_bccoo_report(report))
+    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details);
+    plan.report_mut().detail = Some(Arc::new(report));
+    Ok(plan)
+}
+
+impl<T: Scalar> SpmvPlan<T> {
+    /// For `bccoo` and `bccoo-plus` plans: the layout, carry path, footprint and tuning.
+    pub fn bccoo(&self) -> Option<&BccooReport> {
+        self.report().detail()
+    }
 }

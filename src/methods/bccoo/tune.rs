@@ -202,10 +202,7 @@ pub(crate) fn tune<T: Scalar>(
         ));
     }
     let start = Instant::now();
-    let x: Vec<T> = crate::suite::random_vector(a.ncols(), 3)
-        .into_iter()
-        .map(T::from_f64)
-        .collect();
+    let x: Vec<T> = crate::methods::common::probe_vector(a.ncols());
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
     let mut candidates = Vec::new();
@@ -300,8 +297,7 @@ pub(crate) fn tune<T: Scalar>(
             })
             .collect();
         // Each size at the slice count chosen so far and, when that is several, at one slice too:
-        // blocks that pair rows can win without slices where single entries won with them (on an
-        // H100, short_rows: 2x1 without slices 0.194 ms, 1x1 with 2 slices 0.213, 2x1 with 2 0.223).
+        // blocks that pair rows can win without slices where single entries won with them.
         let mut slice_choices = vec![best.slices];
         if given.slices.is_none() && best.slices.is_some_and(|s| s > fewest_slices) {
             slice_choices.push(Some(fewest_slices));
@@ -320,8 +316,7 @@ pub(crate) fn tune<T: Scalar>(
         );
     }
     if given.tile.is_none() {
-        // Small tiles pay where gathers of x limit (on an H100, tile 8 ran permutation 19% and
-        // empty_rows 6% faster than 16), large ones where blocks are dense (banded: 32).
+        // Small tiles pay where gathers of x limit, large ones where blocks are dense.
         stage!(
             [4u32, 8, 16, 32, 64],
             |o: &mut BccooOptions, _: &mut Option<u32>, t| o.tile = Some(t)
@@ -347,9 +342,7 @@ pub(crate) fn tune<T: Scalar>(
             o.cache_factor = Some(f);
         });
     }
-    // Where single pass is allowed, time it against two passes: on an H100 they are within 3% at
-    // workgroups of 128 and 512 invocations, but single pass was 2.5-3x slower at 256 on a
-    // power-law matrix.
+    // Where single pass is allowed, time it against two passes; which wins depends on the layout.
     if given.carry == Carry::Auto && single_pass_is_safe(info) {
         stage!(
             [Carry::SinglePass, Carry::TwoPass],
@@ -357,8 +350,7 @@ pub(crate) fn tune<T: Scalar>(
         );
     }
     // The slice counts next to the chosen one, once more on the final layout: the first round ran
-    // on the default tile and workgroup (on an H100, 2 slices lost to 1 there on a matrix with one
-    // dense row, and won with small tiles).
+    // on the default tile and workgroup.
     if let (None, Some(s)) = (given.slices, best.slices) {
         stage!(slice_counts(&[s * 2, s / 2]), set_slices);
     }

@@ -156,7 +156,7 @@ impl<T: Scalar> CmrsMatrix<T> {
         strip_ptr.push(0u32);
         for s in &per_strip {
             let next = *strip_ptr.last().unwrap() as u64 + s.len() as u64;
-            crate::csr::check_u32("CMRS items (entries plus padding)", next as usize)?;
+            crate::matrix::check_u32("CMRS items (entries plus padding)", next as usize)?;
             strip_ptr.push(next as u32);
         }
         let items: Vec<Item<T>> = per_strip.into_iter().flatten().collect();
@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn small_buffer_cells_have_one_owner_and_passes_are_whole() {
-        let a = crate::SuiteClass::PowerLaw.generate(4000, 3);
+        let a = crate::testing::SuiteClass::PowerLaw.generate(4000, 3);
         for (w, mm) in [(32, 8), (8, 2), (16, 16), (8, 1)] {
             let layout = CmrsLayout {
                 height: 16,
@@ -401,7 +401,7 @@ mod tests {
 
     #[test]
     fn separate_layout_round_trips() {
-        let a = crate::SuiteClass::EmptyRows.generate(3000, 1);
+        let a = crate::testing::SuiteClass::EmptyRows.generate(3000, 1);
         for h in 1..=16 {
             let layout = CmrsLayout {
                 height: h,

@@ -5,13 +5,16 @@ pub mod format;
 
 pub use format::{predicted_speedup, traffic_ratio, CmrsLayout, CmrsMatrix, RowLayout};
 
-use crate::gpu::shader::{self, LaneMode};
-use crate::gpu::{Gpu, GpuInfo, PipelineKey};
+pub mod kernels;
+pub use kernels::KERNELS;
+
+use crate::gpu::{Gpu, GpuInfo};
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
-    workgroup_size, ChunkUniform,
+    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
+    upload, workgroup_size, ChunkUniform,
 };
-use crate::methods::{long_rows, LanePolicy, Method, PlanOptions};
+use crate::methods::{passes::long_rows, LanePolicy, Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
@@ -98,12 +101,15 @@ pub(crate) fn prepare<T: Scalar>(
             ..Default::default()
         }
         .validate()?;
-        let plan = crate::methods::csr::prepare(gpu, a, Method::CsrVector, opts)?;
-        let details = format!(
-            "cmrs: height 1, run as the CSR vector kernel ({})",
-            plan.details()
-        );
-        return Ok(plan.relabel(method, details));
+        let (stages, csr) = crate::methods::csr::stages(gpu, a, Method::CsrVector, opts)?;
+        let details = format!("cmrs: height 1, run as the CSR vector kernel ({csr})");
+        return Ok(SpmvPlan::new(
+            gpu,
+            a.shape(),
+            stages,
+            method.name(),
+            details,
+        ));
     }
     let buf_cols = if padded {
         opts.cmrs.buffer_columns.unwrap_or(8.min(team))
@@ -117,7 +123,7 @@ pub(crate) fn prepare<T: Scalar>(
         small_buffer: padded.then_some((team, buf_cols)),
     };
     layout.validate()?;
-    let cells = shader::cmrs_cells(wg, team, height, buf_cols);
+    let cells = kernels::cmrs_cells(wg, team, height, buf_cols);
     check_workgroup_memory(gpu, "height", height, cells as u64 * elem as u64)?;
     // A lane loops over about a strip's items / team (padded: the passes of its busiest group of
     // `buf_cols` lanes); strips beyond the loop budget hand their longest rows to the long-row
@@ -130,7 +136,7 @@ pub(crate) fn prepare<T: Scalar>(
     );
     let m = CmrsMatrix::from_csr_without(a, &layout, &long)?;
 
-    let kernel = shader::CMRS;
+    let kernel = kernels::CMRS;
     let packed = (m.rows == RowLayout::Packed) as u32;
     let overrides = vec![
         ("WG_SIZE", wg),
@@ -140,14 +146,7 @@ pub(crate) fn prepare<T: Scalar>(
         ("PACKED", packed),
         ("CELLS", cells),
     ];
-    let pipeline = gpu.pipeline(
-        PipelineKey {
-            kernel: kernel.name,
-            variant: kernel.variant(T::WGSL, lanes),
-            overrides,
-        },
-        || kernel.source(T::WGSL, lanes),
-    )?;
+    let pipeline = gpu.pipeline(&Variant::new(kernel, T::WGSL, lanes, overrides))?;
 
     let h = height as usize;
     let strips_per_group = wg / team;
@@ -163,11 +162,7 @@ pub(crate) fn prepare<T: Scalar>(
             m.strip_ptr[strips.start] as usize,
             m.strip_ptr[strips.end] as usize,
         );
-        let strip_ptr: Vec<u32> = m.strip_ptr[strips.clone()]
-            .iter()
-            .chain([&m.strip_ptr[strips.end]])
-            .map(|p| p - s as u32)
-            .collect();
+        let strip_ptr = rebased_ptr(&m.strip_ptr, strips);
         // Row-in-strip nibbles re-packed from the chunk's first item (a dummy word when packed).
         let rows: Vec<u32> = match m.rows {
             RowLayout::Packed => vec![0],
@@ -213,5 +208,11 @@ pub(crate) fn prepare<T: Scalar>(
         chunks.len(),
         long.len()
     );
-    Ok(SpmvPlan::new(gpu, method, a, stages, details))
+    Ok(SpmvPlan::new(
+        gpu,
+        a.shape(),
+        stages,
+        method.name(),
+        details,
+    ))
 }

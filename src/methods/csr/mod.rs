@@ -1,12 +1,16 @@
 //! The CSR baselines `csr-scalar` and `csr-vector`: plain CSR arrays, split into row chunks when
 //! one array would exceed the adapter's storage-binding limit.
 
-use crate::gpu::shader::{self, LaneMode};
-use crate::gpu::{Gpu, PipelineKey};
+pub mod kernels;
+pub use kernels::KERNELS;
+
+use crate::gpu::Gpu;
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    check_workgroup_memory, lane_mode, ptr_chunks, team_width, upload, workgroup_size, ChunkUniform,
+    check_workgroup_memory, lane_mode, ptr_chunks, rebased_ptr, team_width, upload, workgroup_size,
+    ChunkUniform,
 };
-use crate::methods::{long_rows, Method, PlanOptions};
+use crate::methods::{passes::long_rows, Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
@@ -17,10 +21,28 @@ pub(crate) fn prepare<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
+    let (stages, details) = stages(gpu, a, method, opts)?;
+    Ok(SpmvPlan::new(
+        gpu,
+        a.shape(),
+        stages,
+        method.name(),
+        details,
+    ))
+}
+
+/// The stages of `csr-scalar` or `csr-vector` (which CMRS with one row per strip also runs) and
+/// the parameters they were built with.
+pub(crate) fn stages<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<(Vec<Stage>, String)> {
     let (kernel, lanes, wg, team, rows_per_group) = match method {
         Method::CsrScalar => {
             let wg = workgroup_size(gpu, opts.workgroup_size, 256, 1)?;
-            (shader::CSR_SCALAR, LaneMode::Workgroup, wg, 1, wg)
+            (kernels::CSR_SCALAR, LaneMode::Workgroup, wg, 1, wg)
         }
         Method::CsrVector => {
             let lanes = lane_mode(gpu, opts.lanes)?;
@@ -34,23 +56,16 @@ pub(crate) fn prepare<T: Scalar>(
                     wg as u64 * std::mem::size_of::<T>() as u64,
                 )?;
             }
-            (shader::CSR_VECTOR, lanes, wg, team, wg / team)
+            (kernels::CSR_VECTOR, lanes, wg, team, wg / team)
         }
         _ => unreachable!("csr::prepare only builds the CSR baselines"),
     };
-    let overrides = if kernel.name == shader::CSR_VECTOR.name {
+    let overrides = if kernel.name == kernels::CSR_VECTOR.name {
         vec![("WG_SIZE", wg), ("LANES", team)]
     } else {
         vec![("WG_SIZE", wg)]
     };
-    let pipeline = gpu.pipeline(
-        PipelineKey {
-            kernel: kernel.name,
-            variant: kernel.variant(T::WGSL, lanes),
-            overrides,
-        },
-        || kernel.source(T::WGSL, lanes),
-    )?;
+    let pipeline = gpu.pipeline(&Variant::new(kernel, T::WGSL, lanes, overrides))?;
 
     let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
     let entry_bytes = std::mem::size_of::<T>().max(4) as u64;
@@ -61,11 +76,7 @@ pub(crate) fn prepare<T: Scalar>(
             a.row_ptr()[rows.start] as usize,
             a.row_ptr()[rows.end] as usize,
         );
-        let base = a.row_ptr()[rows.start];
-        let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end]
-            .iter()
-            .map(|p| p - base)
-            .collect();
+        let row_ptr = rebased_ptr(a.row_ptr(), rows);
         let params = ChunkUniform {
             row_begin: rows.start as u32,
             nrows: rows.len() as u32,
@@ -103,5 +114,5 @@ pub(crate) fn prepare<T: Scalar>(
         chunks.len(),
         long.len()
     );
-    Ok(SpmvPlan::new(gpu, method, a, stages, details))
+    Ok((stages, details))
 }

@@ -13,11 +13,14 @@ pub mod tiles;
 
 pub use tiles::{Speculation, TileGeometry};
 
-use crate::gpu::shader::{self, LaneMode};
-use crate::gpu::{Gpu, GpuVector, PipelineKey};
+pub mod kernels;
+pub use kernels::KERNELS;
+
+use crate::gpu::{Gpu, GpuVector, RangeRead};
+use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, team_width, upload,
-    workgroup_size, ChunkUniform,
+    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
+    upload, workgroup_size, ChunkUniform,
 };
 use crate::methods::{Method, PlanOptions};
 use crate::plan::{Binding, Grid, HostPath, HostStage, SpmvPlan, Stage};
@@ -55,29 +58,26 @@ pub enum HostTransfer {
     Copy,
 }
 
-/// Largest W with products loaded per lane (`MAX_LANE_WORK` in shaders/speculative.wgsl).
+/// Largest W with products loaded per lane (`MAX_LANE_WORK` in shaders/speculative/speculative.wgsl).
 pub const MAX_LANE_WORK: u32 = 16;
 
 /// Parameters of `speculative`; `None` means "choose for this adapter".
 #[derive(Clone, Debug, Default)]
 pub struct SpeculativeOptions {
     /// W: nonzeros per lane and tile (1, 2, 4, 8, 16, or 32 with staged products). Default 4 with
-    /// products loaded per lane (measured best on an H100); staged, the paper's NVIDIA values: 8
+    /// products loaded per lane (docs/speculative.md); staged, the paper's values: 8
     /// for f32, 4 for f64.
     pub work_per_lane: Option<u32>,
     /// S: tiles per team (1 to 8, 10, 12 or 16). Default with products loaded per lane and
-    /// precomputed tile rows: 4 (on an H100 within 2.5% of the best of 2, 4 and 16 on every
-    /// suite class, 7% faster than 16 on banded, 2% slower on dense). With the paper's search
+    /// precomputed tile rows: 4. With the paper's search
     /// for tile rows, whose cost longer teams amortise: 4 when rows average under
     /// [`SHORT_ROWS`] nonzeros, or when x exceeds [`LARGE_X_BYTES`] and the columns within rows
-    /// are scattered ([`scattered_columns`]), 16 otherwise (there 4 measured 4–9% faster on
-    /// short rows and 4–6% faster on scattered gathers from a large x, 6–8% slower on banded and
-    /// dense matrices). Staged, 7 (the paper's).
+    /// are scattered ([`scattered_columns`]), 16 otherwise. Staged, 7 (the paper's).
     pub tiles_per_team: Option<u32>,
     /// Stage each tile's products in workgroup memory after coalesced loads (the paper's way), or
     /// let each lane load its W consecutive nonzeros itself (the default for f32: almost no
     /// workgroup memory, so more workgroups per core, and one barrier per tile instead of two).
-    /// f64 stages by default (H100: banded 0.12 ms staged against 0.54 per lane). With products per
+    /// f64 stages by default (a lane's f64 product array leaves registers). With products per
     /// lane the default workgroup is 128 invocations, staged 256.
     pub staged_products: Option<bool>,
     /// Resolve dirty tiles (those holding an empty row) in the GPU stage: the lanes building a
@@ -91,13 +91,13 @@ pub struct SpeculativeOptions {
     /// Read each team's tile boundaries from an array of every tile's first row that the plan
     /// computes once (4 bytes per tile, under 1% of the matrix), instead of the paper's binary
     /// search over the row pointers at the start of every team (Algorithm 1, lines 4-7). Default
-    /// true: on an H100 it was 0–5% faster on every suite class (most on the short-row ones).
+    /// true (faster than the search; docs/speculative.md).
     pub precomputed_tile_rows: Option<bool>,
     pub finish: Finish,
     pub transfer: HostTransfer,
 }
 
-/// Mirrors `struct FinishParams` in shaders/speculative_finish.wgsl.
+/// Mirrors `struct FinishParams` in shaders/speculative/finish.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 struct FinishParams {
@@ -132,13 +132,12 @@ pub fn scattered_columns<T: Scalar>(a: &CsrMatrix<T>) -> bool {
 }
 
 /// With at least this fraction of tiles dirty, and the check stage on the GPU, dirty tiles are
-/// resolved in the GPU stage by default. On an H100, resolving took empty_rows (99% of tiles
-/// dirty) from 0.275 to 0.223 ms, but cost 3-5% on clean short-row matrices and 15-25% on
-/// banded and dense ones (which reuse x most); fractions in between were not measured.
+/// resolved in the GPU stage by default: resolving pays on mostly dirty matrices and costs on
+/// clean ones (docs/speculative.md).
 pub const RESOLVE_DIRTY_FRACTION: f64 = 0.25;
 
 /// Bytes of one row of workgroup-memory banks (32 banks of 4 bytes): staged products get one
-/// padding cell per this many bytes (`PAD_RUN` in speculative.wgsl).
+/// padding cell per this many bytes (`PAD_RUN` in shaders/speculative/speculative.wgsl).
 const PAD_BYTES: u64 = 128;
 
 /// Synchronizer runs longer than this get a workgroup of the finishing pass each.
@@ -208,18 +207,26 @@ struct Part {
     shadow: Arc<wgpu::Buffer>,
 }
 
-pub(crate) fn prepare<T: Scalar>(
+/// The kernel's parameters, from the options or chosen for the scalar type and matrix.
+struct KernelParams {
+    staged: bool,
+    wg: u32,
+    work: u32,
+    tiles_per_team: u32,
+    given_rows: bool,
+    geom: TileGeometry,
+}
+
+fn kernel_params<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
     opts: &PlanOptions,
-) -> Result<SpmvPlan<T>> {
-    let info = gpu.info();
+    team: u32,
+    at_least: u32,
+) -> Result<KernelParams> {
     let so = &opts.speculative;
-    let lanes = lane_mode(gpu, opts.lanes)?;
-    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
-    // f64 stages by default: on an H100 per-lane loads ran f64 2.6-4.4x slower than staged (the
-    // lane's array sits in local memory; see MAX_LANE_WORK in the shader), while f32 per-lane
-    // loads beat staging on every class.
+    // f64 stages by default: a lane's f64 array leaves registers (see MAX_LANE_WORK in the
+    // shader); in f32 per-lane loads win.
     let staged = so.staged_products.unwrap_or(T::NEEDS_F64);
     let wg = workgroup_size(
         gpu,
@@ -230,11 +237,11 @@ pub(crate) fn prepare<T: Scalar>(
     let work = so
         .work_per_lane
         .unwrap_or(if T::NEEDS_F64 || !staged { 4 } else { 8 });
-    if !shader::SPECULATIVE_WORK.contains(&work) {
+    if !kernels::SPECULATIVE_WORK.contains(&work) {
         return Err(bad(
             "work_per_lane",
             work,
-            format!("must be one of {:?}", shader::SPECULATIVE_WORK),
+            format!("must be one of {:?}", kernels::SPECULATIVE_WORK),
         ));
     }
     if !staged && work > MAX_LANE_WORK {
@@ -251,11 +258,11 @@ pub(crate) fn prepare<T: Scalar>(
             (false, false) => 16,
         }
     });
-    if !shader::SPECULATIVE_TILES.contains(&tiles_per_team) {
+    if !kernels::SPECULATIVE_TILES.contains(&tiles_per_team) {
         return Err(bad(
             "tiles_per_team",
             tiles_per_team,
-            format!("must be one of {:?}", shader::SPECULATIVE_TILES),
+            format!("must be one of {:?}", kernels::SPECULATIVE_TILES),
         ));
     }
     let geom = TileGeometry {
@@ -264,6 +271,219 @@ pub(crate) fn prepare<T: Scalar>(
         tiles_per_team,
         teams_per_group: wg / team,
     };
+    Ok(KernelParams {
+        staged,
+        wg,
+        work,
+        tiles_per_team,
+        given_rows,
+        geom,
+    })
+}
+
+/// Where the check stage runs (`on_host`) and whether it maps the working buffers (`map`).
+fn finish_path(info: &crate::GpuInfo, so: &SpeculativeOptions) -> Result<(bool, bool)> {
+    let on_host = match so.finish {
+        Finish::Host => true,
+        Finish::Gpu => false,
+        Finish::Auto => info.shares_memory_with_host(),
+    };
+    let mappable = info.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
+    let map = match so.transfer {
+        HostTransfer::Map if !mappable => {
+            return Err(Error::MissingFeature {
+                adapter: info.name.clone(),
+                feature: "MAPPABLE_PRIMARY_BUFFERS",
+                needed_for: "mapping the speculative method's working buffers".into(),
+                hint: " (use HostTransfer::Auto or Copy)",
+            })
+        }
+        HostTransfer::Map => true,
+        HostTransfer::Copy => false,
+        HostTransfer::Auto => mappable && info.shares_memory_with_host(),
+    };
+    Ok((on_host, map))
+}
+
+/// Each chunk's rebased row pointers and what its structure makes the GPU stage do, and the
+/// totals over all chunks.
+fn analyse_chunks<T: Scalar>(
+    a: &CsrMatrix<T>,
+    chunks: &[Range<usize>],
+    geom: &TileGeometry,
+) -> (Vec<(Vec<u32>, Speculation)>, Speculation) {
+    let analysed: Vec<(Vec<u32>, Speculation)> = chunks
+        .iter()
+        .map(|rows| {
+            let row_ptr = rebased_ptr(a.row_ptr(), rows);
+            let spec_info = tiles::analyse(&row_ptr, geom);
+            (row_ptr, spec_info)
+        })
+        .collect();
+    let mut total = Speculation {
+        tiles: 0,
+        dirty_tiles: 0,
+        leading_empty_rows: 0,
+        synchronized: 0,
+    };
+    for (_, i) in &analysed {
+        total.tiles += i.tiles;
+        total.dirty_tiles += i.dirty_tiles;
+        total.leading_empty_rows += i.leading_empty_rows;
+        total.synchronized += i.synchronized;
+    }
+    (analysed, total)
+}
+
+/// What every row chunk's stages share.
+struct ChunkShared<'a> {
+    geom: &'a TileGeometry,
+    main: Arc<wgpu::ComputePipeline>,
+    finish: Arc<wgpu::ComputePipeline>,
+    resolve: bool,
+    given_rows: bool,
+    aux_usage: wgpu::BufferUsages,
+}
+
+/// A chunk's stages on the GPU path, its stages on the host path, and what its check reads.
+type ChunkStages = (Vec<Stage>, Vec<Stage>, Part);
+
+/// One row chunk's buffers and stages: the GPU stage, then (where its structure needs a check)
+/// the GPU finishing pass; `run` on the host path submits only the GPU stage.
+fn chunk_stages<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    c: &ChunkShared,
+    rows: &Range<usize>,
+    row_ptr: Vec<u32>,
+    spec_info: &Speculation,
+) -> Result<ChunkStages> {
+    let (geom, resolve, given_rows, aux_usage) = (c.geom, c.resolve, c.given_rows, c.aux_usage);
+    let (main, finish) = (&c.main, &c.finish);
+    let s = std::mem::size_of::<T>() as u64;
+    let (begin, end) = (
+        a.row_ptr()[rows.start] as usize,
+        a.row_ptr()[rows.end] as usize,
+    );
+    let nnz = (end - begin) as u64;
+    let team_count = geom.teams(nnz);
+    let leading = (spec_info.leading_empty_rows > 0) as u64;
+    let (records, max_records) = if resolve {
+        (leading, 1)
+    } else {
+        (spec_info.dirty_tiles + leading, geom.max_records(nnz))
+    };
+    let zeroed = |label: &str, bytes: u64| {
+        gpu.storage_buffer(label, &vec![0u8; bytes as usize], aux_usage)
+            .map(Arc::new)
+    };
+    // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
+    let sync = zeroed("speculative synchronizer", team_count * 2 * s)?;
+    let spec = zeroed("speculative speculator", (2 + 2 * max_records) * 4)?;
+    // Resolving, only the leading empty rows are recorded (and read no shadow sums).
+    let shadow_rows = if resolve {
+        spec_info.leading_empty_rows as usize
+    } else {
+        rows.len()
+    };
+    let shadow = zeroed("speculative shadow", shadow_rows.max(1) as u64 * s)?;
+    let chunk_params = ChunkUniform {
+        row_begin: rows.start as u32,
+        nrows: rows.len() as u32,
+    };
+    let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
+    let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
+    let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
+    let values = upload(gpu, "values", &quad_padded(&a.values()[begin..end]))?;
+    let tile_rows = if given_rows {
+        tiles::tile_rows(&row_ptr, geom)
+    } else {
+        vec![0]
+    };
+    let main_stage = Stage {
+        pipeline: main.clone(),
+        bindings: vec![
+            row_ptr_buf.clone(),
+            cols.clone(),
+            values.clone(),
+            Binding::X,
+            Binding::Y,
+            Binding::Coeffs,
+            Binding::Owned(chunk.clone()),
+            Binding::Owned(sync.clone()),
+            Binding::Owned(spec.clone()),
+            Binding::Owned(shadow.clone()),
+            cols,
+            values,
+            upload(gpu, "speculative tile rows", &tile_rows)?,
+        ],
+        grid: Grid::Direct(gpu.grid(geom.groups(nnz) as u32)),
+    };
+    let mut gpu_stages = vec![main_stage.clone()];
+    let host_stages = vec![main_stage];
+    // No check at all where the structure allows none (no empty row, no row across teams).
+    let needs_check = spec_info.needs_check(resolve);
+    if needs_check {
+        let mut runs = tiles::sync_run_bounds(&row_ptr, geom);
+        runs.sort_by_key(|r| r.1 > LONG_RUN);
+        let short_runs = runs.iter().filter(|r| r.1 <= LONG_RUN).count() as u32;
+        let long_runs = runs.len() as u32 - short_runs;
+        let runs: Vec<[u32; 2]> = runs.into_iter().map(|r| [r.0, r.1]).collect();
+        let params = FinishParams {
+            short_runs,
+            long_runs,
+            short_groups: short_runs.div_ceil(FINISH_WG),
+            record_groups: (records as u32).div_ceil(FINISH_WG),
+        };
+        let groups = params.short_groups + params.long_runs + params.record_groups;
+        gpu_stages.push(Stage {
+            pipeline: finish.clone(),
+            bindings: vec![
+                row_ptr_buf,
+                Binding::Y,
+                Binding::Coeffs,
+                Binding::Owned(chunk),
+                Binding::Owned(sync.clone()),
+                Binding::Owned(spec.clone()),
+                Binding::Owned(shadow.clone()),
+                upload(gpu, "speculative runs", &runs)?,
+                Binding::Owned(Arc::new(
+                    gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)),
+                )),
+            ],
+            grid: Grid::Direct(gpu.grid(groups)),
+        });
+    }
+    let part = Part {
+        row_begin: rows.start,
+        row_ptr,
+        teams: team_count,
+        needs_check,
+        sync,
+        spec,
+        shadow,
+    };
+    Ok((gpu_stages, host_stages, part))
+}
+
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
+    let info = gpu.info();
+    let so = &opts.speculative;
+    let lanes = lane_mode(gpu, opts.lanes)?;
+    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
+    let KernelParams {
+        staged,
+        wg,
+        work,
+        tiles_per_team,
+        given_rows,
+        geom,
+    } = kernel_params(gpu, a, opts, team, at_least)?;
     let s = std::mem::size_of::<T>() as u64;
     let (w, teams) = (wg as u64, geom.teams_per_group as u64);
     let tile = geom.tile_len();
@@ -285,25 +505,7 @@ pub(crate) fn prepare<T: Scalar>(
         wg_bytes += w * (8 + s) + w * s;
     }
     check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
-    let on_host = match so.finish {
-        Finish::Host => true,
-        Finish::Gpu => false,
-        Finish::Auto => info.shares_memory_with_host(),
-    };
-    let mappable = info.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
-    let map = match so.transfer {
-        HostTransfer::Map if !mappable => {
-            return Err(Error::MissingFeature {
-                adapter: info.name.clone(),
-                feature: "MAPPABLE_PRIMARY_BUFFERS",
-                needed_for: "mapping the speculative method's working buffers".into(),
-                hint: " (use HostTransfer::Auto or Copy)",
-            })
-        }
-        HostTransfer::Map => true,
-        HostTransfer::Copy => false,
-        HostTransfer::Auto => mappable && info.shares_memory_with_host(),
-    };
+    let (on_host, map) = finish_path(info, so)?;
     let aux_usage = match (on_host, map) {
         (false, _) => wgpu::BufferUsages::empty(),
         (true, true) => wgpu::BufferUsages::MAP_READ,
@@ -326,31 +528,7 @@ pub(crate) fn prepare<T: Scalar>(
     } else {
         chunks
     };
-    // Each chunk's rebased row pointers and what its structure makes the GPU stage do.
-    let analysed: Vec<(Vec<u32>, Speculation)> = chunks
-        .iter()
-        .map(|rows| {
-            let begin = a.row_ptr()[rows.start];
-            let row_ptr: Vec<u32> = a.row_ptr()[rows.start..=rows.end]
-                .iter()
-                .map(|p| p - begin)
-                .collect();
-            let spec_info = tiles::analyse(&row_ptr, &geom);
-            (row_ptr, spec_info)
-        })
-        .collect();
-    let mut total = Speculation {
-        tiles: 0,
-        dirty_tiles: 0,
-        leading_empty_rows: 0,
-        synchronized: 0,
-    };
-    for (_, i) in &analysed {
-        total.tiles += i.tiles;
-        total.dirty_tiles += i.dirty_tiles;
-        total.leading_empty_rows += i.leading_empty_rows;
-        total.synchronized += i.synchronized;
-    }
+    let (analysed, total) = analyse_chunks(a, &chunks, &geom);
 
     // Resolving keeps a row index per position of the tile, double-buffered.
     let row_ends = 2 * w * work as u64 * 4;
@@ -364,138 +542,44 @@ pub(crate) fn prepare<T: Scalar>(
         return Err(bad("resolve_dirty_tiles", true, format!("needs {} bytes of workgroup memory with W = {work} and {wg} invocations, the adapter has {have}", wg_bytes + row_ends)));
     }
 
-    let main = gpu.pipeline(
-        PipelineKey {
-            kernel: shader::SPECULATIVE.name,
-            variant: shader::SPECULATIVE.variant(T::WGSL, lanes),
-            overrides: vec![
-                ("WG_SIZE", wg),
-                ("LANES", team),
-                ("WORK", work),
-                ("TILES", tiles_per_team),
-                ("STAGED", staged as u32),
-                ("RESOLVE", resolve as u32),
-                ("TILE_ROWS", given_rows as u32),
-                ("PAD_RUN", pad_run as u32),
-            ],
-        },
-        || shader::SPECULATIVE.source(T::WGSL, lanes),
-    )?;
-    let finish = gpu.pipeline(
-        PipelineKey {
-            kernel: shader::SPECULATIVE_FINISH.name,
-            variant: shader::SPECULATIVE_FINISH.variant(T::WGSL, LaneMode::Workgroup),
-            overrides: vec![("WG_SIZE", FINISH_WG)],
-        },
-        || shader::SPECULATIVE_FINISH.source(T::WGSL, LaneMode::Workgroup),
-    )?;
+    let main = gpu.pipeline(&Variant::new(
+        kernels::SPECULATIVE,
+        T::WGSL,
+        lanes,
+        vec![
+            ("WG_SIZE", wg),
+            ("LANES", team),
+            ("WORK", work),
+            ("TILES", tiles_per_team),
+            ("STAGED", staged as u32),
+            ("RESOLVE", resolve as u32),
+            ("TILE_ROWS", given_rows as u32),
+            ("PAD_RUN", pad_run as u32),
+        ],
+    ))?;
+    let finish = gpu.pipeline(&Variant::new(
+        kernels::SPECULATIVE_FINISH,
+        T::WGSL,
+        LaneMode::Workgroup,
+        vec![("WG_SIZE", FINISH_WG)],
+    ))?;
 
     let mut gpu_stages = Vec::new();
     let mut host_stages = Vec::new();
     let mut parts = Vec::new();
+    let shared = ChunkShared {
+        geom: &geom,
+        main,
+        finish,
+        resolve,
+        given_rows,
+        aux_usage,
+    };
     for (rows, (row_ptr, spec_info)) in chunks.iter().zip(analysed) {
-        let (begin, end) = (
-            a.row_ptr()[rows.start] as usize,
-            a.row_ptr()[rows.end] as usize,
-        );
-        let nnz = (end - begin) as u64;
-        let team_count = geom.teams(nnz);
-        let leading = (spec_info.leading_empty_rows > 0) as u64;
-        let (records, max_records) = if resolve {
-            (leading, 1)
-        } else {
-            (spec_info.dirty_tiles + leading, geom.max_records(nnz))
-        };
-        let zeroed = |label: &str, bytes: u64| {
-            gpu.storage_buffer(label, &vec![0u8; bytes as usize], aux_usage)
-                .map(Arc::new)
-        };
-        // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
-        let sync = zeroed("speculative synchronizer", team_count * 2 * s)?;
-        let spec = zeroed("speculative speculator", (2 + 2 * max_records) * 4)?;
-        // Resolving, only the leading empty rows are recorded (and read no shadow sums).
-        let shadow_rows = if resolve {
-            spec_info.leading_empty_rows as usize
-        } else {
-            rows.len()
-        };
-        let shadow = zeroed("speculative shadow", shadow_rows.max(1) as u64 * s)?;
-        let chunk_params = ChunkUniform {
-            row_begin: rows.start as u32,
-            nrows: rows.len() as u32,
-        };
-        let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
-        let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
-        let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
-        let values = upload(gpu, "values", &quad_padded(&a.values()[begin..end]))?;
-        let tile_rows = if given_rows {
-            tiles::tile_rows(&row_ptr, &geom)
-        } else {
-            vec![0]
-        };
-        let main_stage = Stage {
-            pipeline: main.clone(),
-            bindings: vec![
-                row_ptr_buf.clone(),
-                cols.clone(),
-                values.clone(),
-                Binding::X,
-                Binding::Y,
-                Binding::Coeffs,
-                Binding::Owned(chunk.clone()),
-                Binding::Owned(sync.clone()),
-                Binding::Owned(spec.clone()),
-                Binding::Owned(shadow.clone()),
-                cols,
-                values,
-                upload(gpu, "speculative tile rows", &tile_rows)?,
-            ],
-            grid: Grid::Direct(gpu.grid(geom.groups(nnz) as u32)),
-        };
-        host_stages.push(main_stage.clone());
-        gpu_stages.push(main_stage);
-        // No check at all where the structure allows none (no empty row, no row across teams).
-        let needs_check = spec_info.needs_check(resolve);
-        if needs_check {
-            let mut runs = tiles::sync_run_bounds(&row_ptr, &geom);
-            runs.sort_by_key(|r| r.1 > LONG_RUN);
-            let short_runs = runs.iter().filter(|r| r.1 <= LONG_RUN).count() as u32;
-            let long_runs = runs.len() as u32 - short_runs;
-            let runs: Vec<[u32; 2]> = runs.into_iter().map(|r| [r.0, r.1]).collect();
-            let params = FinishParams {
-                short_runs,
-                long_runs,
-                short_groups: short_runs.div_ceil(FINISH_WG),
-                record_groups: (records as u32).div_ceil(FINISH_WG),
-            };
-            let groups = params.short_groups + params.long_runs + params.record_groups;
-            gpu_stages.push(Stage {
-                pipeline: finish.clone(),
-                bindings: vec![
-                    row_ptr_buf,
-                    Binding::Y,
-                    Binding::Coeffs,
-                    Binding::Owned(chunk),
-                    Binding::Owned(sync.clone()),
-                    Binding::Owned(spec.clone()),
-                    Binding::Owned(shadow.clone()),
-                    upload(gpu, "speculative runs", &runs)?,
-                    Binding::Owned(Arc::new(
-                        gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)),
-                    )),
-                ],
-                grid: Grid::Direct(gpu.grid(groups)),
-            });
-        }
-        parts.push(Part {
-            row_begin: rows.start,
-            row_ptr,
-            teams: team_count,
-            needs_check,
-            sync,
-            spec,
-            shadow,
-        });
+        let (gpu_part, host_part, part) = chunk_stages(gpu, a, &shared, rows, row_ptr, &spec_info)?;
+        gpu_stages.extend(gpu_part);
+        host_stages.extend(host_part);
+        parts.push(part);
     }
 
     let transfer = on_host.then_some(if map { "map" } else { "copy" });
@@ -526,8 +610,8 @@ pub(crate) fn prepare<T: Scalar>(
             None => "GPU".into(),
         }
     );
-    let plan = SpmvPlan::new(gpu, Method::Speculative, a, gpu_stages, details)
-        .with_speculative_report(report.clone());
+    let mut plan = SpmvPlan::new(gpu, a.shape(), gpu_stages, method.name(), details);
+    plan.report_mut().detail = Some(report.clone());
     Ok(if on_host {
         plan.with_host_path(HostPath {
             stages: host_stages,
@@ -567,134 +651,37 @@ struct HostCheck<T> {
 }
 
 /// Byte ranges of one buffer to read.
+/// Byte ranges of one buffer the check stage reads.
 struct Fetch<'a> {
     buffer: &'a wgpu::Buffer,
     ranges: Vec<Range<u64>>,
 }
 
 impl<T: Scalar> HostCheck<T> {
-    fn mapped(&self, b: &wgpu::Buffer, usage: wgpu::BufferUsages) -> bool {
+    /// Whether `b` is mapped in place (the plan maps working buffers and `b` allows `usage`).
+    fn in_place(&self, b: &wgpu::Buffer, usage: wgpu::BufferUsages) -> bool {
         self.map && b.usage().contains(usage)
     }
 
-    /// Reads the ranges of several buffers in one round trip: mappable buffers are mapped in
-    /// place, the others copied to one staging buffer. Returns the bytes per request and range.
+    /// Reads the ranges of several buffers in one round trip, counting the bytes.
     fn fetch(&self, gpu: &Gpu, reqs: &[Fetch], bytes_read: &mut u64) -> Result<Vec<Vec<Vec<u8>>>> {
-        let mut staging_len = 0u64;
-        let mut at = Vec::new();
-        for r in reqs {
-            let mut offs = Vec::new();
-            if !self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) {
-                for range in &r.ranges {
-                    offs.push(staging_len);
-                    staging_len += range.end - range.start;
-                }
-            }
-            at.push(offs);
-        }
-        let staging = if staging_len > 0 {
-            let staging = gpu.scoped("allocating a staging buffer", || {
-                gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("speculative check staging"),
-                    size: staging_len,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            })?;
-            let mut enc = gpu.device().create_command_encoder(&Default::default());
-            for (r, offs) in reqs.iter().zip(&at) {
-                for (range, &o) in r.ranges.iter().zip(offs) {
-                    enc.copy_buffer_to_buffer(
-                        r.buffer,
-                        range.start,
-                        &staging,
-                        o,
-                        range.end - range.start,
-                    );
-                }
-            }
-            gpu.queue().submit([enc.finish()]);
-            Some(staging)
-        } else {
-            None
-        };
-        let mut pending = Vec::new();
-        let mut map_one = |b: &wgpu::Buffer| {
-            let (tx, rx) = futures::channel::oneshot::channel();
-            b.map_async(wgpu::MapMode::Read, .., move |r| {
-                let _ = tx.send(r);
-            });
-            pending.push(rx);
-        };
-        for r in reqs {
-            if self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) && !r.ranges.is_empty() {
-                map_one(r.buffer);
-            }
-        }
-        if let Some(s) = &staging {
-            map_one(s);
-        }
-        let mut waited = Ok(());
-        for rx in pending {
-            if let Err(e) = gpu
-                .wait_for_callback(rx)
-                .and_then(|r| r.map_err(|e| Error::Map(e.to_string())))
-            {
-                waited = waited.and(Err(e));
-            }
-        }
-        if let Err(e) = waited {
-            // Leave no buffer mapped or pending: the plan must stay usable after an error.
-            let mut touched: Vec<&wgpu::Buffer> = reqs
-                .iter()
-                .filter(|r| {
-                    self.mapped(r.buffer, wgpu::BufferUsages::MAP_READ) && !r.ranges.is_empty()
-                })
-                .map(|r| r.buffer)
-                .collect();
-            touched.extend(staging.as_ref());
-            for b in touched {
-                let _ = gpu.scoped("unmapping after a failed map", || b.unmap());
-            }
-            return Err(e);
-        }
-        let mut out = Vec::new();
-        let staging_view = match &staging {
-            Some(s) => Some(
-                s.get_mapped_range(..)
-                    .map_err(|e| Error::Map(e.to_string()))?,
-            ),
-            None => None,
-        };
-        for (r, offs) in reqs.iter().zip(&at) {
-            let mut got = Vec::new();
-            if offs.is_empty() && !r.ranges.is_empty() {
-                let view = r
-                    .buffer
-                    .get_mapped_range(..)
-                    .map_err(|e| Error::Map(e.to_string()))?;
-                for range in &r.ranges {
-                    got.push(view[range.start as usize..range.end as usize].to_vec());
-                }
-                drop(view);
-                r.buffer.unmap();
-            } else if let Some(view) = &staging_view {
-                for (range, &o) in r.ranges.iter().zip(offs) {
-                    got.push(view[o as usize..(o + range.end - range.start) as usize].to_vec());
-                }
-            }
-            *bytes_read += r.ranges.iter().map(|g| g.end - g.start).sum::<u64>();
-            out.push(got);
-        }
-        drop(staging_view);
-        if let Some(s) = staging {
-            s.unmap();
-        }
-        Ok(out)
+        let reads: Vec<RangeRead> = reqs
+            .iter()
+            .map(|r| RangeRead {
+                buffer: r.buffer,
+                ranges: r.ranges.clone(),
+                in_place: self.in_place(r.buffer, wgpu::BufferUsages::MAP_READ),
+            })
+            .collect();
+        *bytes_read += reqs
+            .iter()
+            .flat_map(|r| &r.ranges)
+            .map(|g| g.end - g.start)
+            .sum::<u64>();
+        gpu.read_ranges(&reads)
     }
 
-    /// Writes byte ranges into `buffer`: through a write mapping of the span they cover where the
-    /// buffer maps, else as queued writes (ordered before the next submission).
+    /// Writes byte ranges into `buffer`, counting the bytes.
     fn store(
         &self,
         gpu: &Gpu,
@@ -702,42 +689,9 @@ impl<T: Scalar> HostCheck<T> {
         writes: &[(u64, Vec<u8>)],
         bytes_written: &mut u64,
     ) -> Result<()> {
-        if writes.is_empty() {
-            return Ok(());
-        }
         *bytes_written += writes.iter().map(|w| w.1.len() as u64).sum::<u64>();
-        if !self.mapped(buffer, wgpu::BufferUsages::MAP_WRITE) {
-            for (off, bytes) in writes {
-                gpu.queue().write_buffer(buffer, *off, bytes);
-            }
-            return Ok(());
-        }
-        let lo =
-            writes.iter().map(|w| w.0).min().unwrap() / wgpu::MAP_ALIGNMENT * wgpu::MAP_ALIGNMENT;
-        let hi = writes
-            .iter()
-            .map(|w| w.0 + w.1.len() as u64)
-            .max()
-            .unwrap()
-            .next_multiple_of(4)
-            .min(buffer.size());
-        let (tx, rx) = futures::channel::oneshot::channel();
-        buffer.map_async(wgpu::MapMode::Write, lo..hi, move |r| {
-            let _ = tx.send(r);
-        });
-        gpu.wait_for_callback(rx)?
-            .map_err(|e| Error::Map(e.to_string()))?;
-        {
-            let mut view = buffer
-                .get_mapped_range_mut(lo..hi)
-                .map_err(|e| Error::Map(e.to_string()))?;
-            for (off, bytes) in writes {
-                let o = (off - lo) as usize;
-                view.slice(o..o + bytes.len()).copy_from_slice(bytes);
-            }
-        }
-        buffer.unmap();
-        Ok(())
+        let in_place = self.in_place(buffer, wgpu::BufferUsages::MAP_WRITE);
+        gpu.write_ranges(buffer, writes, in_place)
     }
 }
 
@@ -815,11 +769,11 @@ impl<T: Scalar> HostCheck<T> {
                 [
                     Fetch {
                         buffer: &p.spec,
-                        ranges: vec![0..4],
+                        ranges: std::iter::once(0..4).collect(),
                     },
                     Fetch {
                         buffer: &p.sync,
-                        ranges: vec![0..p.teams * 2 * s],
+                        ranges: std::iter::once(0..p.teams * 2 * s).collect(),
                     },
                 ]
             })
@@ -850,7 +804,7 @@ impl<T: Scalar> HostCheck<T> {
             .map(|(p, &c)| Fetch {
                 buffer: &p.spec,
                 ranges: if c > 0 {
-                    vec![8..8 + 8 * c as u64]
+                    std::iter::once(8..8 + 8 * c as u64).collect()
                 } else {
                     vec![]
                 },
@@ -964,10 +918,18 @@ impl<T: Scalar> HostCheck<T> {
     }
 }
 
+impl<T: Scalar> SpmvPlan<T> {
+    /// For `speculative` plans: the speculation hit rate, how products finish, and what the
+    /// last host-finished product saw and cost.
+    pub fn speculation(&self) -> Option<SpeculationReport> {
+        self.report().detail::<Report>().map(|r| r.snapshot())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::SuiteClass;
+    use crate::testing::SuiteClass;
 
     #[test]
     fn scattered_columns_tell_random_gathers_from_local_ones() {

@@ -29,7 +29,7 @@ use crate::Scalar;
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Marks a synchronizer entry with nothing to add (mirrors `NONE` in speculative_common.wgsl).
+/// Marks a synchronizer entry with nothing to add (mirrors `NONE` in shaders/speculative/common.wgsl).
 pub const NONE: u32 = u32::MAX;
 
 /// How the nonzeros are cut: tiles of `lanes × work` nonzeros, `tiles_per_team` consecutive
@@ -402,7 +402,8 @@ pub fn for_each_record<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{reference, suite, CsrMatrix};
+    use crate::testing::{reference, suite};
+    use crate::CsrMatrix;
 
     fn twin_spmv(
         a: &CsrMatrix<f64>,

@@ -15,8 +15,8 @@
 
 use super::setup::Schedule;
 use super::{Built, ScalarWrites, SetupParams, INDIRECT_BYTES};
-use crate::gpu::shader::{self, Kernel, LaneMode};
-use crate::gpu::{Gpu, PipelineKey};
+use crate::gpu::Gpu;
+use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::plan::SpmvPlan;
 use crate::{Error, Result, Scalar};
 use std::sync::Arc;
@@ -27,7 +27,7 @@ const SCAN_BLOCK: u32 = 256 * 8;
 /// Entries one workgroup of `suraa_rearrange` copies.
 const REARRANGE_BLOCK: u32 = 256 * 8;
 
-/// Mirrors `struct RadixParams` in shaders/radix_common.wgsl.
+/// Mirrors `struct RadixParams` in shaders/shared/radix_common.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct RadixParams {
@@ -37,7 +37,7 @@ struct RadixParams {
     pad: u32,
 }
 
-/// Mirrors `struct ScanParams` in shaders/scan_u32_common.wgsl.
+/// Mirrors `struct ScanParams` in shaders/shared/scan_u32_common.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ScanParams {
@@ -45,7 +45,7 @@ struct ScanParams {
     blocks: u32,
 }
 
-/// Mirrors `struct KeyParams` in shaders/suraa_keys.wgsl.
+/// Mirrors `struct KeyParams` in shaders/suraa/keys.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct KeyParams {
@@ -55,7 +55,7 @@ struct KeyParams {
     pad: u32,
 }
 
-/// Mirrors `struct PlanParams` in shaders/suraa_plan.wgsl.
+/// Mirrors `struct PlanParams` in shaders/suraa/plan.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct PlanParams {
@@ -120,13 +120,13 @@ impl Recorder<'_> {
             bytemuck::bytes_of(&ScanParams { n, blocks }),
         );
         self.dispatch(
-            shader::SCAN_U32_REDUCE,
+            super::kernels::SCAN_U32_REDUCE,
             vec![],
             &[data, block_sums, &params],
             blocks,
         )?;
         self.dispatch(
-            shader::SCAN_U32_DOWN,
+            super::kernels::SCAN_U32_DOWN,
             vec![],
             &[data, block_sums, &params],
             blocks,
@@ -139,14 +139,7 @@ fn pipeline_of(
     kernel: Kernel,
     overrides: Vec<(&'static str, u32)>,
 ) -> Result<Arc<wgpu::ComputePipeline>> {
-    gpu.pipeline(
-        PipelineKey {
-            kernel: kernel.name,
-            variant: kernel.variant("u32", LaneMode::Workgroup),
-            overrides,
-        },
-        || kernel.source("u32", LaneMode::Workgroup),
-    )
+    gpu.pipeline(&Variant::new(kernel, "u32", LaneMode::Workgroup, overrides))
 }
 
 fn val_words<T: Scalar>() -> Vec<(&'static str, u32)> {
@@ -154,20 +147,20 @@ fn val_words<T: Scalar>() -> Vec<(&'static str, u32)> {
 }
 
 fn radix_items() -> Vec<(&'static str, u32)> {
-    vec![("ITEMS", shader::RADIX_ITEMS[0])]
+    vec![("ITEMS", super::kernels::RADIX_ITEMS[0])]
 }
 
 /// Compiles the setup's kernels (once per device), so that timing a setup does not time that.
 pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
     for (k, o) in [
-        (shader::SURAA_KEYS, vec![]),
-        (shader::RADIX_COUNT, radix_items()),
-        (shader::RADIX_SCATTER, radix_items()),
-        (shader::SCAN_U32_REDUCE, vec![]),
-        (shader::SCAN_U32_DOWN, vec![]),
-        (shader::SURAA_LENGTHS, vec![]),
-        (shader::SURAA_PLAN, vec![]),
-        (shader::SURAA_REARRANGE, val_words::<T>()),
+        (super::kernels::SURAA_KEYS, vec![]),
+        (super::kernels::RADIX_COUNT, radix_items()),
+        (super::kernels::RADIX_SCATTER, radix_items()),
+        (super::kernels::SCAN_U32_REDUCE, vec![]),
+        (super::kernels::SCAN_U32_DOWN, vec![]),
+        (super::kernels::SURAA_LENGTHS, vec![]),
+        (super::kernels::SURAA_PLAN, vec![]),
+        (super::kernels::SURAA_REARRANGE, val_words::<T>()),
     ] {
         pipeline_of(gpu, k, o)?;
     }
@@ -325,7 +318,7 @@ pub(crate) fn run<T: Scalar>(
                 .forget_lifetime();
             let mut r = Recorder { gpu, pass };
             r.dispatch(
-                shader::SURAA_KEYS,
+                super::kernels::SURAA_KEYS,
                 vec![],
                 &[row_ptr, col_idx, &lo_a, &hi_a, &rows_a, &key_params],
                 m.div_ceil(256),
@@ -337,28 +330,28 @@ pub(crate) fn run<T: Scalar>(
                     ((&lo_b, &hi_b, &rows_b), (&lo_a, &hi_a, &rows_a))
                 };
                 r.dispatch(
-                    shader::RADIX_COUNT,
+                    super::kernels::RADIX_COUNT,
                     radix_items(),
                     &[lo, hi, &counts, params],
                     tiles,
                 )?;
                 r.scan(&counts, &block_sums, 256 * tiles)?;
                 r.dispatch(
-                    shader::RADIX_SCATTER,
+                    super::kernels::RADIX_SCATTER,
                     radix_items(),
                     &[lo, hi, rows, params, &counts, lo2, hi2, rows2],
                     tiles,
                 )?;
             }
             r.dispatch(
-                shader::SURAA_LENGTHS,
+                super::kernels::SURAA_LENGTHS,
                 vec![],
                 &[row_ptr, perm, &lengths, &length_params, inv],
                 (m + 1).div_ceil(256),
             )?;
             r.scan(&lengths, &block_sums, m + 1)?;
             r.dispatch(
-                shader::SURAA_PLAN,
+                super::kernels::SURAA_PLAN,
                 vec![],
                 &[
                     &lengths,
@@ -371,7 +364,7 @@ pub(crate) fn run<T: Scalar>(
             )?;
             let blocks = nnz.div_ceil(REARRANGE_BLOCK);
             r.dispatch(
-                shader::SURAA_REARRANGE,
+                super::kernels::SURAA_REARRANGE,
                 val_words::<T>(),
                 &[
                     row_ptr,

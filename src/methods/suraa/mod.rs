@@ -4,7 +4,7 @@
 //! The matrix stays plain CSR on the GPU; the setup adds a permutation (sorted position →
 //! row) and a [`Schedule`]. Kernels read rows through the permutation and write `y` in the
 //! original order. WGSL cannot launch kernels from the GPU, so the paper's dynamic parallelism
-//! becomes a planning pass (workgroups per long row, [`setup::schedule`] or `suraa_plan.wgsl`)
+//! becomes a planning pass (workgroups per long row, [`setup::schedule`] or `shaders/suraa/plan.wgsl`)
 //! whose output sizes an indirect dispatch; a second small dispatch adds each long row's
 //! per-workgroup partial sums in order (no float atomics).
 //!
@@ -16,8 +16,11 @@ pub mod setup;
 
 pub use setup::{Schedule, SetupParams};
 
-use crate::gpu::shader::{self, LaneMode};
-use crate::gpu::{Gpu, PipelineKey};
+pub mod kernels;
+pub use kernels::KERNELS;
+
+use crate::gpu::Gpu;
+use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::methods::common::{bad, check_workgroup_memory, lane_mode, team_width, workgroup_size};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
@@ -129,6 +132,7 @@ pub(crate) const INDIRECT_BYTES: u64 = 36;
 pub(crate) fn prepare<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
+    method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
     let o = &opts.suraa;
@@ -142,11 +146,11 @@ pub(crate) fn prepare<T: Scalar>(
     // The scalar kernel's only workgroup array.
     let stage_bytes = |items: u32| (wg * items).max(1) as u64 * scalar_bytes;
     let scalar_stage = match o.scalar_stage {
-        Some(s) if !shader::SURAA_SCALAR_STAGE.contains(&s) => {
+        Some(s) if !kernels::SURAA_SCALAR_STAGE.contains(&s) => {
             return Err(bad(
                 "suraa.scalar_stage",
                 s,
-                format!("must be one of {:?}", shader::SURAA_SCALAR_STAGE),
+                format!("must be one of {:?}", kernels::SURAA_SCALAR_STAGE),
             ));
         }
         Some(s) => {
@@ -162,11 +166,11 @@ pub(crate) fn prepare<T: Scalar>(
         }
     };
     let items = o.dynamic_items.unwrap_or(16);
-    if !shader::SURAA_DYNAMIC_ITEMS.contains(&items) {
+    if !kernels::SURAA_DYNAMIC_ITEMS.contains(&items) {
         return Err(bad(
             "suraa.dynamic_items",
             items,
-            format!("must be one of {:?}", shader::SURAA_DYNAMIC_ITEMS),
+            format!("must be one of {:?}", kernels::SURAA_DYNAMIC_ITEMS),
         ));
     }
     let params = SetupParams {
@@ -231,20 +235,13 @@ pub(crate) fn prepare<T: Scalar>(
     let schedule = gpu_setup::read_schedule(gpu, &b)?;
 
     // Every kernel takes WG_SIZE; `more` are its own overrides.
-    let pipeline = |k: shader::Kernel, more: &[(&'static str, u32)]| {
+    let pipeline = |k: Kernel, more: &[(&'static str, u32)]| {
         let overrides = [&[("WG_SIZE", wg)], more].concat();
-        gpu.pipeline(
-            PipelineKey {
-                kernel: k.name,
-                variant: k.variant(T::WGSL, lanes),
-                overrides,
-            },
-            || k.source(T::WGSL, lanes),
-        )
+        gpu.pipeline(&Variant::new(k, T::WGSL, lanes, overrides))
     };
     let owned = |b: &Arc<wgpu::Buffer>| Binding::Owned(b.clone());
     let main = Stage {
-        pipeline: pipeline(shader::SURAA, &[("LANES", team), ("DYNAMIC_ITEMS", items)])?,
+        pipeline: pipeline(kernels::SURAA, &[("LANES", team), ("DYNAMIC_ITEMS", items)])?,
         bindings: vec![
             owned(&b.row_ptr),
             owned(&b.col_idx),
@@ -261,7 +258,7 @@ pub(crate) fn prepare<T: Scalar>(
     };
     let scalar = Stage {
         pipeline: pipeline(
-            shader::SURAA_SCALAR,
+            kernels::SURAA_SCALAR,
             &[
                 ("SCALAR_STAGE", scalar_stage),
                 ("GATHER", (o.scalar_writes == ScalarWrites::Gather) as u32),
@@ -284,7 +281,7 @@ pub(crate) fn prepare<T: Scalar>(
     // (The schedule is known here, so a plan without G3 rows has no gather pass.)
     if o.scalar_writes == ScalarWrites::Gather && schedule.scalar_rows() > 0 {
         stages.push(Stage {
-            pipeline: pipeline(shader::SURAA_GATHER, &[])?,
+            pipeline: pipeline(kernels::SURAA_GATHER, &[])?,
             bindings: vec![
                 Binding::Y,
                 Binding::Coeffs,
@@ -296,7 +293,7 @@ pub(crate) fn prepare<T: Scalar>(
         });
     }
     let combine = Stage {
-        pipeline: pipeline(shader::SURAA_COMBINE, &[("LANES", team)])?,
+        pipeline: pipeline(kernels::SURAA_COMBINE, &[("LANES", team)])?,
         bindings: vec![
             Binding::Y,
             Binding::Coeffs,
@@ -316,35 +313,25 @@ pub(crate) fn prepare<T: Scalar>(
         buffers: Arc::new(b),
     };
     let details = format!(
-        "suraa: {} rows per segment ({} segments), G1 {} rows in {} workgroups, G2 {} rows, G3 {} rows ({}); base width {team} via {}, workgroup {wg}, setup on the {}",
+        "suraa: {} rows per segment ({} segments), G1 {} rows in {} workgroups, G2 {} rows, G3 {} rows ({}, {}); base width {team} via {}, workgroup {wg}, setup on the {}",
         schedule.segment_rows,
         schedule.segments,
         schedule.dynamic_rows,
         schedule.dynamic_groups,
         schedule.vector_rows(),
         schedule.scalar_rows(),
-        format!(
-            "{}, {}",
-            if scalar_stage == 0 { "read directly".to_owned() } else { format!("staged {scalar_stage} per lane") },
-            match o.scalar_writes {
-                ScalarWrites::Gather => "gathered into y",
-                ScalarWrites::Scatter => "scattered into y",
-            }
-        ),
+        if scalar_stage == 0 { "read directly".to_owned() } else { format!("staged {scalar_stage} per lane") },
+        match o.scalar_writes {
+            ScalarWrites::Gather => "gathered into y",
+            ScalarWrites::Scatter => "scattered into y",
+        },
         lanes.name(),
         report.setup_on,
     );
-    Ok(SpmvPlan::new(
-        gpu,
-        Method::Suraa,
-        a,
-        {
-            stages.push(combine);
-            stages
-        },
-        details,
-    )
-    .with_suraa_report(report))
+    stages.push(combine);
+    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details);
+    plan.report_mut().detail = Some(Arc::new(report));
+    Ok(plan)
 }
 
 /// The setup's results on the GPU: the matrix in sorted row order and the schedule.
@@ -429,5 +416,12 @@ impl Built {
             schedule_storage: None,
             schedule_value: *sc,
         })
+    }
+}
+
+impl<T: Scalar> SpmvPlan<T> {
+    /// For `suraa` plans: the groups, segments and what the setup cost.
+    pub fn suraa(&self) -> Option<&SuraaReport> {
+        self.report().detail()
     }
 }

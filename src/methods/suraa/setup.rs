@@ -11,7 +11,7 @@ use rayon::prelude::*;
 /// a workgroup of at most 512 give at most 8).
 pub const MAX_CLASSES: usize = 8;
 
-/// Mirrors `struct Schedule` in shaders/suraa_common.wgsl: which sorted rows each dispatch
+/// Mirrors `struct Schedule` in shaders/suraa/common.wgsl: which sorted rows each dispatch
 /// covers. The main grid is laid out as `[dynamic workgroups | vector classes, widest first]`;
 /// the scalar rows have a dispatch of their own.
 #[repr(C)]
@@ -190,7 +190,7 @@ fn count_while(n: u32, pred: impl Fn(u32) -> bool) -> u32 {
 }
 
 /// Groups, classes and the dynamic kernel's work, from the sorted lengths' exclusive prefix sums
-/// `prefix` (`m + 1` entries). The GPU's `suraa_plan.wgsl` computes the same things the same way.
+/// `prefix` (`m + 1` entries). The GPU's `shaders/suraa/plan.wgsl` computes the same things the same way.
 pub fn schedule(prefix: &[u32], p: &SetupParams) -> (Schedule, Vec<u32>) {
     let m = (prefix.len() - 1) as u32;
     let len = |i: u32| prefix[i as usize + 1] - prefix[i as usize];
@@ -408,6 +408,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::manual_is_multiple_of)] // the assertion reads as the paper states it
     fn groups_classes_and_dynamic_plan() {
         // 2 huge rows, 300 rows of 100, 400 rows of 40, 3000 rows of 3, 500 empty rows.
         let mut lens = vec![3u32; 3000];

@@ -1,0 +1,38 @@
+//! Embeds every WGSL file under `shaders/` so that kernels are assembled from the `#import`
+//! lines the files declare, with no list of files to keep in step by hand.
+
+use std::path::Path;
+
+fn collect(dir: &Path, root: &Path, out: &mut Vec<String>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("shaders/ is readable")
+        .map(|e| e.expect("shaders/ entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            collect(&path, root, out);
+        } else if path.extension().is_some_and(|e| e == "wgsl") {
+            let name = path.strip_prefix(root).unwrap().with_extension("");
+            let name = name.to_str().expect("UTF-8 shader path").replace('\\', "/");
+            out.push(format!(
+                "    ({name:?}, include_str!({:?})),\n",
+                path.canonicalize().unwrap()
+            ));
+        }
+    }
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    println!("cargo:rerun-if-changed=shaders");
+    let mut rows = Vec::new();
+    collect(&root, &root, &mut rows);
+    let table = format!(
+        "/// Every WGSL file under shaders/, by its path without the extension.\n\
+         pub(crate) const FILES: &[(&str, &str)] = &[\n{}];\n",
+        rows.concat()
+    );
+    let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("shader_files.rs");
+    std::fs::write(out, table).unwrap();
+}

@@ -1,0 +1,356 @@
+//! WGSL assembly. Each kernel is one file under `shaders/` that declares the files it needs with
+//! `#import path` lines (as vello's shaders do); a [`Variant`] (kernel, scalar type, lane mode,
+//! block height, override values) yields both its source and its pipeline key, so a key cannot
+//! miss an input of the source. Tunable sizes are WGSL `override` constants, never copies.
+//!
+//! Import paths may hold placeholders filled from the variant: `{lanes}` (`subgroup` or
+//! `workgroup`), `{scalar}` (`f32` or `f64`) and `{height}` (a generated block-rows prelude).
+
+use std::collections::HashSet;
+
+include!(concat!(env!("OUT_DIR"), "/shader_files.rs"));
+
+/// How a kernel reduces across a team of lanes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaneMode {
+    /// Subgroup operations (`Features::SUBGROUP`).
+    Subgroup,
+    /// Workgroup memory and barriers; runs everywhere.
+    Workgroup,
+}
+
+impl LaneMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            LaneMode::Subgroup => "subgroup",
+            LaneMode::Workgroup => "workgroup",
+        }
+    }
+}
+
+/// Override constants and every value the library may give each.
+pub type Overrides = &'static [(&'static str, &'static [u32])];
+/// Override values of one pipeline.
+pub type OverrideSet = Vec<(&'static str, u32)>;
+
+/// A kernel: its file under `shaders/` (which names what it imports), its override ranges, and
+/// the block heights it is assembled for (empty unless it imports a `{height}` prelude).
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel {
+    pub name: &'static str,
+    /// Path under `shaders/` without `.wgsl`.
+    pub file: &'static str,
+    /// Block heights of kernels importing `…_{height}`: one source per height.
+    pub heights: &'static [u32],
+    pub overrides: Overrides,
+    /// Keeps only the combinations the library can produce and adds the overrides derived from
+    /// the others (e.g. a buffer size); `None` keeps every combination.
+    pub derive: Option<fn(&mut OverrideSet) -> bool>,
+}
+
+/// Workgroup sizes the library chooses from (all powers of two, so team reductions halve cleanly).
+pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512];
+/// Team widths for the workgroup-memory path and subgroup sizes the subgroup path accepts.
+pub const LANE_WIDTHS: &[u32] = &[4, 8, 16, 32, 64, 128];
+
+/// The file that makes a kernel an SpMV kernel (scalar type, coefficients, row chunks).
+const SPMV_COMMON: &str = "shared/common";
+
+fn file(path: &str) -> &'static str {
+    FILES
+        .iter()
+        .find(|(p, _)| *p == path)
+        .unwrap_or_else(|| panic!("no shader file shaders/{path}.wgsl"))
+        .1
+}
+
+/// The `#import` paths a file declares, in order, placeholders unfilled.
+fn imports_of(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("#import "))
+        .map(str::trim)
+}
+
+/// The prelude a `{height}` import stands for: `const HEIGHT`, and `rows`, a block row's sums.
+/// Height 1 keeps a bare scalar, so the driver has no unused vector lanes to carry.
+fn block_rows_prelude(h: u32) -> String {
+    let (ty, get, put) = if h == 1 {
+        ("scalar".to_owned(), "v", "*v = s")
+    } else {
+        (format!("vec{h}<scalar>"), "v[r]", "(*v)[r] = s")
+    };
+    format!(
+        "const HEIGHT: u32 = {h}u;\nalias rows = {ty};\n\
+         fn row_of(v: rows, r: u32) -> scalar {{ return {get}; }}\n\
+         fn put_row(v: ptr<function, rows>, r: u32, s: scalar) {{ {put}; }}\n"
+    )
+}
+
+/// One buildable form of a kernel: what a pipeline is compiled from and cached under.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub kernel: Kernel,
+    pub scalar: &'static str,
+    pub lanes: LaneMode,
+    pub height: Option<u32>,
+    pub overrides: Vec<(&'static str, u32)>,
+}
+
+/// Key of a compiled pipeline: every input of the variant's source and constants.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PipelineKey {
+    pub kernel: &'static str,
+    pub scalar: &'static str,
+    pub lanes: Option<LaneMode>,
+    pub height: Option<u32>,
+    pub overrides: Vec<(&'static str, u32)>,
+}
+
+impl Variant {
+    /// A variant of `kernel`; inputs the kernel does not use are normalised away, so that equal
+    /// sources share one key.
+    pub fn new(
+        kernel: Kernel,
+        scalar: &'static str,
+        lanes: LaneMode,
+        overrides: Vec<(&'static str, u32)>,
+    ) -> Self {
+        let scalar = if kernel.is_spmv() { scalar } else { "u32" };
+        let lanes = if kernel.uses_lanes() {
+            lanes
+        } else {
+            LaneMode::Workgroup
+        };
+        Self {
+            kernel,
+            scalar,
+            lanes,
+            height: None,
+            overrides,
+        }
+    }
+
+    /// The same variant assembled for blocks `h` rows high.
+    pub fn with_height(mut self, h: u32) -> Self {
+        self.height = Some(h);
+        self
+    }
+
+    pub fn key(&self) -> PipelineKey {
+        PipelineKey {
+            kernel: self.kernel.name,
+            scalar: self.scalar,
+            lanes: self.kernel.uses_lanes().then_some(self.lanes),
+            height: self.height,
+            overrides: self.overrides.clone(),
+        }
+    }
+
+    /// A short label for pipelines and messages, e.g. `bccoo[f32,subgroup,h2]`.
+    pub fn label(&self) -> String {
+        let mut parts = vec![self.scalar.to_owned()];
+        if self.kernel.uses_lanes() {
+            parts.push(self.lanes.name().to_owned());
+        }
+        if let Some(h) = self.height {
+            parts.push(format!("h{h}"));
+        }
+        format!("{}[{}]", self.kernel.name, parts.join(","))
+    }
+
+    /// The assembled WGSL: the kernel's file after everything it imports, each file once.
+    pub fn source(&self) -> String {
+        assert_eq!(
+            self.height.is_some(),
+            !self.kernel.heights.is_empty(),
+            "{}: a block height is needed exactly for kernels assembled per height",
+            self.kernel.name
+        );
+        if let Some(h) = self.height {
+            assert!(
+                self.kernel.heights.contains(&h),
+                "{}: no block rows of height {h}",
+                self.kernel.name
+            );
+        }
+        let mut out = String::new();
+        let mut seen = HashSet::new();
+        self.append(self.kernel.file, &mut seen, &mut out);
+        // Only the alias: a blanket replace would also rename identifiers such as SCALAR_STAGE.
+        out.replace(
+            "alias scalar = SCALAR;",
+            &format!("alias scalar = {};", self.scalar),
+        )
+    }
+
+    fn fill(&self, path: &str) -> String {
+        path.replace("{lanes}", self.lanes.name())
+            .replace("{scalar}", self.scalar)
+    }
+
+    fn append(&self, path: &str, seen: &mut HashSet<String>, out: &mut String) {
+        if path.contains("{height}") {
+            if seen.insert(path.to_owned()) {
+                out.push_str(&block_rows_prelude(self.height.unwrap_or(1)));
+            }
+            return;
+        }
+        let path = self.fill(path);
+        if !seen.insert(path.clone()) {
+            return;
+        }
+        let text = file(&path);
+        for dep in imports_of(text) {
+            self.append(dep, seen, out);
+        }
+        for line in text.lines().filter(|l| !l.trim().starts_with("#import ")) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+}
+
+impl Kernel {
+    /// Every file this kernel reads, placeholders unfilled (`{height}` kept as written).
+    fn closure(&self) -> Vec<String> {
+        fn walk(path: &str, out: &mut Vec<String>) {
+            if out.iter().any(|p| p == path) {
+                return;
+            }
+            out.push(path.to_owned());
+            if path.contains("{height}") {
+                return;
+            }
+            // Placeholders do not change which files a file imports, only which twin is read.
+            let concrete = path
+                .replace("{lanes}", "workgroup")
+                .replace("{scalar}", "f32");
+            for dep in imports_of(file(&concrete)) {
+                walk(dep, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(self.file, &mut out);
+        out
+    }
+
+    /// An SpMV kernel, built in f32 and f64; the others work on u32 data only.
+    pub fn is_spmv(&self) -> bool {
+        self.closure().iter().any(|p| p == SPMV_COMMON)
+    }
+
+    /// Whether the kernel has a subgroup and a workgroup-memory variant.
+    pub fn uses_lanes(&self) -> bool {
+        self.closure().iter().any(|p| p.contains("{lanes}"))
+    }
+
+    /// Whether the `scalar` variant needs `SHADER_INT64` (bit casts of f64).
+    pub fn needs_int64(&self, scalar: &str) -> bool {
+        scalar == "f64" && self.closure().iter().any(|p| p.contains("{scalar}"))
+    }
+
+    /// The assembled WGSL for one scalar type and lane mode (ignored by kernels without teams).
+    /// Kernels with block rows are assembled per height instead ([`Kernel::source_for_height`]).
+    pub fn source(&self, scalar: &'static str, lanes: LaneMode) -> String {
+        Variant::new(*self, scalar, lanes, vec![]).source()
+    }
+
+    /// The assembled WGSL of a kernel with block rows, for blocks `h` rows high.
+    pub fn source_for_height(&self, scalar: &'static str, lanes: LaneMode, h: u32) -> String {
+        Variant::new(*self, scalar, lanes, vec![])
+            .with_height(h)
+            .source()
+    }
+
+    /// The block heights this kernel is assembled for: none for kernels without block rows.
+    pub fn block_heights(&self) -> &'static [u32] {
+        self.heights
+    }
+
+    /// The variant label used in test messages.
+    pub fn variant(&self, scalar: &'static str, lanes: LaneMode) -> String {
+        Variant::new(*self, scalar, lanes, vec![]).label()
+    }
+
+    /// Every combination of override values the library can produce for this kernel (team
+    /// widths never exceed the workgroup).
+    pub fn override_sets(&self) -> Vec<Vec<(&'static str, u32)>> {
+        let mut sets: Vec<Vec<(&'static str, u32)>> = vec![vec![]];
+        for &(name, values) in self.overrides {
+            sets = sets
+                .into_iter()
+                .flat_map(|s| {
+                    values.iter().map(move |&v| {
+                        let mut s = s.clone();
+                        s.push((name, v));
+                        s
+                    })
+                })
+                .collect();
+        }
+        let get = |s: &[(&str, u32)], n: &str| s.iter().find(|p| p.0 == n).map(|p| p.1);
+        sets.retain(|s| match (get(s, "WG_SIZE"), get(s, "LANES")) {
+            (Some(w), Some(l)) => l <= w,
+            _ => true,
+        });
+        if let Some(derive) = self.derive {
+            sets.retain_mut(derive);
+        }
+        sets
+    }
+
+    /// The (scalar, lane mode) pairs this kernel is built in.
+    pub fn variants(&self) -> Vec<(&'static str, LaneMode)> {
+        let scalars: &[&'static str] = if self.is_spmv() {
+            &["f32", "f64"]
+        } else {
+            &["u32"]
+        };
+        let modes: &[LaneMode] = if self.uses_lanes() {
+            &[LaneMode::Subgroup, LaneMode::Workgroup]
+        } else {
+            &[LaneMode::Workgroup]
+        };
+        scalars
+            .iter()
+            .flat_map(|&s| modes.iter().map(move |&m| (s, m)))
+            .collect()
+    }
+}
+
+/// The device copy: the bandwidth ceiling every SpMV is reported against.
+pub const COPY: Kernel = Kernel {
+    name: "copy",
+    file: "shared/copy",
+    heights: &[],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+    derive: None,
+};
+
+/// Kernels that belong to no method.
+pub const SHARED_KERNELS: &[Kernel] = &[COPY];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_import_names_a_file() {
+        for (path, text) in FILES {
+            for dep in imports_of(text) {
+                if dep.contains("{height}") {
+                    continue;
+                }
+                for lanes in ["subgroup", "workgroup"] {
+                    for scalar in ["f32", "f64"] {
+                        let p = dep.replace("{lanes}", lanes).replace("{scalar}", scalar);
+                        assert!(
+                            FILES.iter().any(|(f, _)| *f == p),
+                            "{path} imports {p}, which is no file"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! Validated host-side CSR matrices with 32-bit indices (WGSL has no 64-bit integers).
+
+use crate::{Error, Result, Scalar};
+use rayon::prelude::*;
+
+/// A sparse matrix in compressed sparse row form whose invariants have been checked:
+/// `row_ptr` starts at 0, never decreases and ends at `nnz`; every column index is below `ncols`;
+/// column indices increase strictly within each row. Every GPU method builds from one of these.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsrMatrix<T> {
+    nrows: usize,
+    ncols: usize,
+    row_ptr: Vec<u32>,
+    col_idx: Vec<u32>,
+    values: Vec<T>,
+}
+
+/// Row-length statistics that the methods use to choose their parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowStats {
+    pub nrows: usize,
+    pub ncols: usize,
+    pub nnz: usize,
+    /// Mean stored entries per row (μ).
+    pub mean: f64,
+    /// Population variance of the row lengths.
+    pub variance: f64,
+    pub min_len: usize,
+    pub max_len: usize,
+    pub empty_rows: usize,
+}
+
+impl RowStats {
+    /// Standard deviation of the row lengths.
+    pub fn std_dev(&self) -> f64 {
+        self.variance.sqrt()
+    }
+}
+
+impl std::fmt::Display for RowStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}x{}, nnz {}, row length mean {:.2} sd {:.2} min {} max {}, {} empty rows",
+            self.nrows,
+            self.ncols,
+            self.nnz,
+            self.mean,
+            self.std_dev(),
+            self.min_len,
+            self.max_len,
+            self.empty_rows
+        )
+    }
+}
+
+/// Refuses counts that do not fit the GPU's 32-bit indices.
+pub(crate) fn check_u32(what: &'static str, value: usize) -> Result<()> {
+    if value as u64 > u32::MAX as u64 {
+        return Err(Error::TooLargeForU32 {
+            what,
+            value: value as u64,
+            max: u32::MAX as u64,
+        });
+    }
+    Ok(())
+}
+
+/// `OutOfHostMemory` for `count` elements of `E`.
+fn out_of_host_memory<E>(what: &'static str, count: usize) -> Error {
+    Error::OutOfHostMemory {
+        what,
+        bytes: (count as u64).saturating_mul(std::mem::size_of::<E>() as u64),
+    }
+}
+
+// Sizes that come from the input go through these, so that one the host cannot hold is an Err, not
+// an abort.
+
+/// Makes room for `additional` more elements of `v`, growing it geometrically like `push` does.
+pub(crate) fn try_reserve<E>(v: &mut Vec<E>, additional: usize, what: &'static str) -> Result<()> {
+    v.try_reserve(additional)
+        .map_err(|_| out_of_host_memory::<E>(what, v.len().saturating_add(additional)))
+}
+
+/// An empty vector with room for exactly `n` elements.
+pub(crate) fn try_with_capacity<E>(n: usize, what: &'static str) -> Result<Vec<E>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| out_of_host_memory::<E>(what, n))?;
+    Ok(v)
+}
+
+/// `vec![value; n]`.
+pub(crate) fn try_filled<E: Clone>(n: usize, value: E, what: &'static str) -> Result<Vec<E>> {
+    let mut v = try_with_capacity(n, what)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// `v.push(item)`.
+pub(crate) fn try_push<E>(v: &mut Vec<E>, item: E, what: &'static str) -> Result<()> {
+    if v.len() == v.capacity() {
+        try_reserve(v, 1, what)?;
+    }
+    v.push(item);
+    Ok(())
+}
+
+impl<T: Scalar> CsrMatrix<T> {
+    /// Builds a matrix from CSR arrays, checking every invariant; each violation is its own
+    /// [`Error`] variant naming the offending position.
+    pub fn try_new(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<u32>,
+        col_idx: Vec<u32>,
+        values: Vec<T>,
+    ) -> Result<Self> {
+        check_u32("nrows", nrows)?;
+        check_u32("ncols", ncols)?;
+        check_u32("nnz", col_idx.len())?;
+        if row_ptr.len() != nrows + 1 {
+            return Err(Error::LengthMismatch {
+                array: "row_ptr",
+                expected: nrows + 1,
+                actual: row_ptr.len(),
+            });
+        }
+        if values.len() != col_idx.len() {
+            return Err(Error::LengthMismatch {
+                array: "values",
+                expected: col_idx.len(),
+                actual: values.len(),
+            });
+        }
+        if row_ptr[0] != 0 {
+            return Err(Error::RowPtrStart(row_ptr[0]));
+        }
+        for i in 1..row_ptr.len() {
+            if row_ptr[i] < row_ptr[i - 1] {
+                return Err(Error::RowPtrNotMonotone {
+                    index: i,
+                    value: row_ptr[i],
+                    prev: row_ptr[i - 1],
+                });
+            }
+        }
+        let last = row_ptr[nrows];
+        if last as usize != col_idx.len() {
+            return Err(Error::RowPtrEnd {
+                last,
+                nnz: col_idx.len(),
+            });
+        }
+        // Rows are independent, so check them in parallel; report the first bad row.
+        let bad = (0..nrows).into_par_iter().find_first(|&r| {
+            let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
+            let cols = &col_idx[s..e];
+            cols.iter().any(|&c| c as usize >= ncols) || cols.windows(2).any(|w| w[1] <= w[0])
+        });
+        if let Some(row) = bad {
+            let (s, e) = (row_ptr[row] as usize, row_ptr[row + 1] as usize);
+            for entry in s..e {
+                let col = col_idx[entry];
+                if col as usize >= ncols {
+                    return Err(Error::ColumnOutOfRange {
+                        row,
+                        entry,
+                        col,
+                        ncols,
+                    });
+                }
+                if entry > s && col <= col_idx[entry - 1] {
+                    return Err(Error::ColumnsNotSorted {
+                        row,
+                        entry,
+                        col,
+                        prev: col_idx[entry - 1],
+                    });
+                }
+            }
+        }
+        Ok(Self {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+        })
+    }
+
+    /// Builds a matrix from `(row, col, value)` triplets in any order; duplicates are summed
+    /// (in f64, then rounded once).
+    pub fn from_triplets(
+        nrows: usize,
+        ncols: usize,
+        mut triplets: Vec<(usize, usize, T)>,
+    ) -> Result<Self> {
+        check_u32("nrows", nrows)?;
+        check_u32("ncols", ncols)?;
+        if let Some((entry, &(row, col, _))) = triplets
+            .iter()
+            .enumerate()
+            .find(|(_, &(r, c, _))| r >= nrows || c >= ncols)
+        {
+            return Err(Error::TripletOutOfRange {
+                entry,
+                row,
+                col,
+                nrows,
+                ncols,
+            });
+        }
+        // nrows alone sets the size of row_ptr: a few bytes of input can ask for gigabytes.
+        let mut row_ptr = try_filled(nrows + 1, 0u32, "row_ptr")?;
+        let mut col_idx = try_with_capacity(triplets.len(), "col_idx")?;
+        let mut values = try_with_capacity(triplets.len(), "values")?;
+        triplets.par_sort_by_key(|&(r, c, _)| (r, c));
+        let mut i = 0;
+        while i < triplets.len() {
+            let (r, c, _) = triplets[i];
+            let mut sum = 0.0f64;
+            while i < triplets.len() && triplets[i].0 == r && triplets[i].1 == c {
+                sum += triplets[i].2.to_f64();
+                i += 1;
+            }
+            col_idx.push(c as u32);
+            values.push(T::from_f64(sum));
+            row_ptr[r + 1] += 1;
+        }
+        check_u32("nnz", col_idx.len())?;
+        for r in 0..nrows {
+            row_ptr[r + 1] += row_ptr[r];
+        }
+        Ok(Self {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+        })
+    }
+
+    /// An all-zero matrix with no stored entries.
+    pub fn zeros(nrows: usize, ncols: usize) -> Result<Self> {
+        check_u32("nrows", nrows)?;
+        Self::try_new(
+            nrows,
+            ncols,
+            try_filled(nrows + 1, 0, "row_ptr")?,
+            Vec::new(),
+            Vec::new(),
+        )
+    }
+
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    /// Number of stored entries.
+    pub fn nnz(&self) -> usize {
+        self.col_idx.len()
+    }
+    /// `(nrows, ncols, nnz)`.
+    pub fn shape(&self) -> (usize, usize, usize) {
+        (self.nrows, self.ncols, self.nnz())
+    }
+    pub fn row_ptr(&self) -> &[u32] {
+        &self.row_ptr
+    }
+    pub fn col_idx(&self) -> &[u32] {
+        &self.col_idx
+    }
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+    /// Number of stored entries in row `r`.
+    pub fn row_len(&self, r: usize) -> usize {
+        (self.row_ptr[r + 1] - self.row_ptr[r]) as usize
+    }
+    /// Column indices and values of row `r`.
+    pub fn row(&self, r: usize) -> (&[u32], &[T]) {
+        let (s, e) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
+        (&self.col_idx[s..e], &self.values[s..e])
+    }
+
+    /// Splits into `(nrows, ncols, row_ptr, col_idx, values)`.
+    pub fn into_parts(self) -> (usize, usize, Vec<u32>, Vec<u32>, Vec<T>) {
+        (
+            self.nrows,
+            self.ncols,
+            self.row_ptr,
+            self.col_idx,
+            self.values,
+        )
+    }
+
+    /// The same matrix with values converted to another scalar type.
+    pub fn cast<U: Scalar>(&self) -> CsrMatrix<U> {
+        CsrMatrix {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: self.row_ptr.clone(),
+            col_idx: self.col_idx.clone(),
+            values: self
+                .values
+                .par_iter()
+                .map(|v| U::from_f64(v.to_f64()))
+                .collect(),
+        }
+    }
+
+    /// The same sparsity pattern with new values (same length as `nnz`).
+    pub fn with_values<U: Scalar>(&self, values: Vec<U>) -> Result<CsrMatrix<U>> {
+        if values.len() != self.nnz() {
+            return Err(Error::LengthMismatch {
+                array: "values",
+                expected: self.nnz(),
+                actual: values.len(),
+            });
+        }
+        Ok(CsrMatrix {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: self.row_ptr.clone(),
+            col_idx: self.col_idx.clone(),
+            values,
+        })
+    }
+
+    /// Refuses NaN and infinite values, naming the first one (row, column, entry).
+    pub fn check_finite(&self) -> Result<()> {
+        if let Some(entry) = self
+            .values
+            .par_iter()
+            .position_first(|v| !v.to_f64().is_finite())
+        {
+            let row = self.row_ptr.partition_point(|&p| p as usize <= entry) - 1;
+            return Err(Error::NonFinite {
+                location: format!("entry {entry} (row {row}, column {})", self.col_idx[entry]),
+                value: self.values[entry].to_f64(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Row-length statistics.
+    pub fn row_stats(&self) -> RowStats {
+        let lens = |r: usize| (self.row_ptr[r + 1] - self.row_ptr[r]) as usize;
+        let (min_len, max_len, empty_rows) = (0..self.nrows)
+            .into_par_iter()
+            .map(|r| {
+                let l = lens(r);
+                (l, l, (l == 0) as usize)
+            })
+            .reduce(
+                || (usize::MAX, 0, 0),
+                |a, b| (a.0.min(b.0), a.1.max(b.1), a.2 + b.2),
+            );
+        let mean = if self.nrows == 0 {
+            0.0
+        } else {
+            self.nnz() as f64 / self.nrows as f64
+        };
+        let variance = if self.nrows == 0 {
+            0.0
+        } else {
+            (0..self.nrows)
+                .into_par_iter()
+                .map(|r| (lens(r) as f64 - mean).powi(2))
+                .sum::<f64>()
+                / self.nrows as f64
+        };
+        RowStats {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            nnz: self.nnz(),
+            mean,
+            variance,
+            min_len: if self.nrows == 0 { 0 } else { min_len },
+            max_len,
+            empty_rows,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triplets_sort_and_sum_duplicates() {
+        let m = CsrMatrix::<f64>::from_triplets(
+            3,
+            3,
+            vec![(2, 0, 1.0), (0, 2, 2.0), (0, 1, 3.0), (0, 2, 4.0)],
+        )
+        .unwrap();
+        assert_eq!(m.row_ptr(), &[0, 2, 2, 3]);
+        assert_eq!(m.col_idx(), &[1, 2, 0]);
+        assert_eq!(m.values(), &[3.0, 6.0, 1.0]);
+    }
+
+    #[test]
+    fn stats_count_empty_rows() {
+        let m = CsrMatrix::<f32>::try_new(
+            4,
+            5,
+            vec![0, 0, 3, 3, 4],
+            vec![0, 2, 4, 1],
+            vec![1.0, 2.0, 3.0, 4.0],
+        )
+        .unwrap();
+        let s = m.row_stats();
+        assert_eq!((s.min_len, s.max_len, s.empty_rows), (0, 3, 2));
+        assert_eq!(s.mean, 1.0);
+        assert_eq!(s.variance, (1.0 + 4.0 + 1.0 + 0.0) / 4.0);
+    }
+}

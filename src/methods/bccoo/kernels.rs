@@ -1,0 +1,52 @@
+//! BCCOO's kernels (shaders/bccoo/) and the parameter values the library sets.
+
+use super::format::BLOCK_HEIGHTS;
+use crate::kernel::{Kernel, WORKGROUP_SIZES};
+
+/// Blocks per thread tile of `bccoo` (the paper's strategy-2 tile sizes, and 4); a uniform, not an
+/// override.
+pub const BCCOO_TILES: &[u32] = &[4, 8, 16, 24, 32, 40, 64, 96, 128];
+/// Result-cache rows per invocation of `bccoo` (the paper limits it to 1 and 2).
+pub const BCCOO_CACHE_FACTORS: &[u32] = &[1, 2];
+/// Spin limits the library sets: the default and 0 (nobody waits; tests of the last workgroup's
+/// finishing).
+pub const BCCOO_SPIN_LIMITS: &[u32] = &[0, 1 << 20];
+
+pub const BCCOO: Kernel = Kernel {
+    name: "bccoo",
+    file: "bccoo/bccoo",
+    heights: BLOCK_HEIGHTS,
+    overrides: &[
+        ("WG_SIZE", WORKGROUP_SIZES),
+        ("WIDTH", &[1, 2, 4]),
+        ("COLS", &[0, 1, 2]),
+        ("STRATEGY", &[1, 2]),
+        ("CACHE_FACTOR", BCCOO_CACHE_FACTORS),
+        ("SINGLE_PASS", &[0, 1]),
+        ("SPIN_LIMIT", BCCOO_SPIN_LIMITS),
+    ],
+    derive: None,
+};
+
+pub const BCCOO_CARRY: Kernel = Kernel {
+    name: "bccoo_carry",
+    file: "bccoo/carry",
+    heights: BLOCK_HEIGHTS,
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+    derive: None,
+};
+
+pub const BCCOO_COMBINE: Kernel = Kernel {
+    name: "bccoo_combine",
+    file: "bccoo/combine",
+    heights: &[],
+    overrides: &[
+        ("WG_SIZE", &[256]),
+        ("HEIGHT", &[1, 2, 3, 4]),
+        ("SLICES", &[2, 4, 8, 16, 32]),
+        ("MAPPED", &[0, 1]),
+    ],
+    derive: None,
+};
+
+pub const KERNELS: &[Kernel] = &[BCCOO, BCCOO_CARRY, BCCOO_COMBINE];

@@ -1,0 +1,21 @@
+//! The CSR baselines' kernels (shaders/csr/).
+
+use crate::kernel::{Kernel, LANE_WIDTHS, WORKGROUP_SIZES};
+
+pub const CSR_SCALAR: Kernel = Kernel {
+    name: "csr_scalar",
+    file: "csr/scalar",
+    heights: &[],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+    derive: None,
+};
+
+pub const CSR_VECTOR: Kernel = Kernel {
+    name: "csr_vector",
+    file: "csr/vector",
+    heights: &[],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
+    derive: None,
+};
+
+pub const KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR];

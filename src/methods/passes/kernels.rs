@@ -1,0 +1,23 @@
+//! Passes several methods append (shaders/passes/).
+
+use crate::kernel::{Kernel, WORKGROUP_SIZES};
+
+/// The long-row passes of the row kernels: pieces, then rows.
+pub const LONG_ROWS: Kernel = Kernel {
+    name: "long_rows",
+    file: "passes/long_rows",
+    heights: &[],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("FINISH", &[0, 1])],
+    derive: None,
+};
+
+/// The pass that lets stored zeros meet NaN and ±Inf in x, for formats that skip zero values.
+pub const STORED_ZEROS: Kernel = Kernel {
+    name: "stored_zeros",
+    file: "passes/stored_zeros",
+    heights: &[],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+    derive: None,
+};
+
+pub const KERNELS: &[Kernel] = &[LONG_ROWS, STORED_ZEROS];

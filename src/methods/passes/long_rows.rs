@@ -1,0 +1,172 @@
+//! Rows too long for one invocation. Some drivers stop a loop after a fixed number of iterations
+//! (Mesa's llvmpipe: 65 535 back edges per invocation, all loops together), and one invocation
+//! walking a whole long row is slow everywhere. So the row kernels (`csr-scalar`, `csr-vector`,
+//! `cmrs`) bound what one invocation loops over by construction: a row, or a strip, longer than
+//! [`LANE_ITERATIONS`] per lane is treated as empty there, and two passes of their own add the
+//! long rows: workgroups over pieces of a fixed size, then one workgroup per long row
+//! (shaders/passes/long_rows.wgsl).
+
+use crate::gpu::Gpu;
+use crate::kernel::{LaneMode, Variant};
+use crate::methods::common::{upload, workgroup_size};
+use crate::plan::{Binding, Grid, Stage};
+use crate::{CsrMatrix, Error, Result, Scalar};
+use std::sync::Arc;
+
+/// Loop iterations one invocation may spend on a row (or a strip) in the row kernels: well under
+/// llvmpipe's 65 535, leaving room for the kernels' other loops. Mirrors `LONG_ROW_ITERATIONS` in
+/// shaders/shared/common.wgsl.
+pub(crate) const LANE_ITERATIONS: u32 = 16_384;
+
+/// Entries per invocation and piece in the long-row passes (`PER_LANE` in shaders/passes/long_rows.wgsl).
+const PER_LANE: u32 = 64;
+
+/// The rows to take out of groups of `group_rows` consecutive rows (strips; 1 for CSR) so that
+/// what is left of each group has at most `max_entries` entries: the longest rows first.
+pub(crate) fn rows_to_split(row_ptr: &[u32], group_rows: usize, max_entries: u64) -> Vec<u32> {
+    let nrows = row_ptr.len() - 1;
+    let len = |r: usize| (row_ptr[r + 1] - row_ptr[r]) as u64;
+    let mut out = Vec::new();
+    for first in (0..nrows).step_by(group_rows.max(1)) {
+        let rows = first..(first + group_rows.max(1)).min(nrows);
+        let mut total: u64 = rows.clone().map(len).sum();
+        if total <= max_entries {
+            continue;
+        }
+        let mut by_len: Vec<usize> = rows.collect();
+        by_len.sort_by_key(|&r| std::cmp::Reverse(len(r)));
+        let start = out.len();
+        for r in by_len {
+            if total <= max_entries {
+                break;
+            }
+            total -= len(r);
+            out.push(r as u32);
+        }
+        out[start..].sort_unstable();
+    }
+    out
+}
+
+/// The two passes that add `rows` (ascending) of `a` into `y`, after a main kernel that treated
+/// them as empty (leaving `β·y` there). Long rows are grouped into batches whose entries fit one
+/// storage binding of `max_bytes`; each batch is a pair of stages.
+pub(crate) fn stages<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    rows: &[u32],
+    max_bytes: u64,
+) -> Result<Vec<Stage>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wg = workgroup_size(gpu, None, 256, 1)?;
+    let piece = (wg * PER_LANE) as usize;
+    let kernel = super::kernels::LONG_ROWS;
+    let pipeline = |finish: u32| {
+        gpu.pipeline(&Variant::new(
+            kernel,
+            T::WGSL,
+            LaneMode::Workgroup,
+            vec![("WG_SIZE", wg), ("FINISH", finish)],
+        ))
+    };
+    let (pieces_pipeline, finish_pipeline) = (pipeline(0)?, pipeline(1)?);
+    let max_entries = (max_bytes / std::mem::size_of::<T>().max(4) as u64) as usize;
+    let mut stages = Vec::new();
+    let mut batch_start = 0;
+    while batch_start < rows.len() {
+        // The longest run of rows whose entries fit one binding (at least one row, checked below).
+        let mut entries = 0usize;
+        let mut batch_end = batch_start;
+        while batch_end < rows.len() {
+            let len = a.row_len(rows[batch_end] as usize);
+            if entries + len > max_entries {
+                break;
+            }
+            entries += len;
+            batch_end += 1;
+        }
+        if batch_end == batch_start {
+            let r = rows[batch_start] as usize;
+            return Err(Error::TooLargeForAdapter {
+                what: format!("row {r} with {} entries", a.row_len(r)),
+                bytes: (a.row_len(r) * std::mem::size_of::<T>()) as u64,
+                limit_name: "max_storage_buffer_binding_size",
+                limit: max_bytes,
+            });
+        }
+        let batch = &rows[batch_start..batch_end];
+        let (mut cols, mut vals) = (Vec::with_capacity(entries), Vec::with_capacity(entries));
+        let mut piece_bounds = Vec::new();
+        let mut row_desc = Vec::with_capacity(3 * batch.len());
+        for &r in batch {
+            let (c, v) = a.row(r as usize);
+            let first_piece = piece_bounds.len() / 2;
+            for start in (0..c.len()).step_by(piece) {
+                piece_bounds.push((cols.len() + start) as u32);
+                piece_bounds.push((cols.len() + (start + piece).min(c.len())) as u32);
+            }
+            cols.extend_from_slice(c);
+            vals.extend_from_slice(v);
+            row_desc.extend([r, first_piece as u32, (piece_bounds.len() / 2) as u32]);
+        }
+        let npieces = piece_bounds.len() / 2;
+        let mut desc = vec![npieces as u32, batch.len() as u32];
+        desc.extend(piece_bounds);
+        desc.extend(row_desc);
+        let partials = Binding::Owned(Arc::new(gpu.storage_zeroed(
+            "long-row partials",
+            (npieces * std::mem::size_of::<T>()) as u64,
+            wgpu::BufferUsages::empty(),
+        )?));
+        let bindings = vec![
+            upload(gpu, "long-row pieces", &desc)?,
+            upload(gpu, "long-row columns", &cols)?,
+            upload(gpu, "long-row values", &vals)?,
+            Binding::X,
+            Binding::Y,
+            Binding::Coeffs,
+            partials,
+        ];
+        stages.push(Stage {
+            pipeline: pieces_pipeline.clone(),
+            bindings: bindings.clone(),
+            grid: Grid::Direct(gpu.grid(npieces as u32)),
+        });
+        stages.push(Stage {
+            pipeline: finish_pipeline.clone(),
+            bindings,
+            grid: Grid::Direct(gpu.grid(batch.len() as u32)),
+        });
+        batch_start = batch_end;
+    }
+    Ok(stages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_the_longest_rows_of_each_group() {
+        // Rows of lengths 5, 1, 9, 0 | 2, 2.
+        let row_ptr = [0u32, 5, 6, 15, 15, 17, 19];
+        assert_eq!(rows_to_split(&row_ptr, 1, 4), vec![0, 2]);
+        assert_eq!(rows_to_split(&row_ptr, 4, 6), vec![2]);
+        assert_eq!(rows_to_split(&row_ptr, 4, 5), vec![0, 2]);
+        assert_eq!(rows_to_split(&row_ptr, 4, 10), vec![2]);
+        assert_eq!(rows_to_split(&row_ptr, 4, 15), Vec::<u32>::new());
+        assert_eq!(rows_to_split(&row_ptr, 2, 3), vec![0, 2, 4]);
+    }
+
+    #[test]
+    fn wgsl_constants_match() {
+        let common = include_str!("../../../shaders/shared/common.wgsl");
+        assert!(common.contains(&format!(
+            "const LONG_ROW_ITERATIONS: u32 = {LANE_ITERATIONS}u;"
+        )));
+        let pass = include_str!("../../../shaders/passes/long_rows.wgsl");
+        assert!(pass.contains(&format!("const PER_LANE: u32 = {PER_LANE}u;")));
+    }
+}

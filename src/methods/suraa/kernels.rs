@@ -1,0 +1,89 @@
+//! SURAA's kernels (shaders/suraa/): the product's, then the GPU setup's (with the radix sort
+//! and u32 scans of shaders/shared/).
+
+use crate::kernel::{Kernel, LANE_WIDTHS, WORKGROUP_SIZES};
+
+/// Nonzeros per lane of one workgroup of SURAA's dynamic kernel.
+pub const SURAA_DYNAMIC_ITEMS: &[u32] = &[1, 2, 4, 8, 16, 32, 64];
+/// Products per lane SURAA's scalar role stages per round (0: rows are read directly).
+pub const SURAA_SCALAR_STAGE: &[u32] = &[0, 1, 2, 4, 8, 16];
+/// Keys per invocation of one radix-sort tile.
+pub const RADIX_ITEMS: &[u32] = &[8];
+
+const fn kernel(
+    name: &'static str,
+    file: &'static str,
+    overrides: crate::kernel::Overrides,
+) -> Kernel {
+    Kernel {
+        name,
+        file,
+        heights: &[],
+        overrides,
+        derive: None,
+    }
+}
+
+pub const SURAA: Kernel = kernel(
+    "suraa",
+    "suraa/suraa",
+    &[
+        ("WG_SIZE", WORKGROUP_SIZES),
+        ("LANES", LANE_WIDTHS),
+        ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS),
+    ],
+);
+pub const SURAA_SCALAR: Kernel = kernel(
+    "suraa_scalar",
+    "suraa/scalar",
+    &[
+        ("WG_SIZE", WORKGROUP_SIZES),
+        ("SCALAR_STAGE", SURAA_SCALAR_STAGE),
+        ("GATHER", &[0, 1]),
+    ],
+);
+pub const SURAA_GATHER: Kernel = kernel(
+    "suraa_gather",
+    "suraa/gather",
+    &[("WG_SIZE", WORKGROUP_SIZES)],
+);
+pub const SURAA_COMBINE: Kernel = kernel(
+    "suraa_combine",
+    "suraa/combine",
+    &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
+);
+pub const SURAA_KEYS: Kernel = kernel("suraa_keys", "suraa/keys", &[]);
+pub const RADIX_COUNT: Kernel = kernel(
+    "radix_count",
+    "shared/radix_count",
+    &[("ITEMS", RADIX_ITEMS)],
+);
+pub const RADIX_SCATTER: Kernel = kernel(
+    "radix_scatter",
+    "shared/radix_scatter",
+    &[("ITEMS", RADIX_ITEMS)],
+);
+pub const SCAN_U32_REDUCE: Kernel = kernel("scan_u32_reduce", "shared/scan_u32_reduce", &[]);
+pub const SCAN_U32_DOWN: Kernel = kernel("scan_u32_down", "shared/scan_u32_down", &[]);
+pub const SURAA_LENGTHS: Kernel = kernel("suraa_lengths", "suraa/lengths", &[]);
+pub const SURAA_REARRANGE: Kernel = kernel(
+    "suraa_rearrange",
+    "suraa/rearrange",
+    &[("VAL_WORDS", &[1, 2])],
+);
+pub const SURAA_PLAN: Kernel = kernel("suraa_plan", "suraa/plan", &[]);
+
+pub const KERNELS: &[Kernel] = &[
+    SURAA,
+    SURAA_SCALAR,
+    SURAA_GATHER,
+    SURAA_COMBINE,
+    SURAA_KEYS,
+    RADIX_COUNT,
+    RADIX_SCATTER,
+    SCAN_U32_REDUCE,
+    SCAN_U32_DOWN,
+    SURAA_LENGTHS,
+    SURAA_PLAN,
+    SURAA_REARRANGE,
+];

@@ -1,0 +1,450 @@
+//! `SpmvPlan`: a matrix prepared on the GPU, as a list of dispatch stages (pipeline, bindings,
+//! grid), an optional host stage and one [`Report`]. Every method shares this recording, running
+//! and timing code; nothing here knows which method built the stages.
+
+mod report;
+
+pub use report::{Candidate, Choice, Report};
+
+use crate::gpu::{Gpu, GpuVector, Timing};
+use crate::{Error, Result, Scalar};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// What one binding slot of a stage is bound to.
+#[derive(Clone)]
+pub(crate) enum Binding {
+    /// A buffer the plan owns (matrix arrays, per-chunk parameters).
+    Owned(Arc<wgpu::Buffer>),
+    /// The caller's input vector.
+    X,
+    /// The caller's output vector.
+    Y,
+    /// The per-call α/β uniform.
+    Coeffs,
+}
+
+/// How many workgroups a stage dispatches.
+#[derive(Clone)]
+pub(crate) enum Grid {
+    /// A grid known when the plan is built (see [`Gpu::grid`]).
+    Direct([u32; 2]),
+    /// Read by the GPU from `(buffer, byte offset)`, where an earlier GPU pass wrote it
+    /// (`dispatch_workgroups_indirect`).
+    Indirect(Arc<wgpu::Buffer>, u64),
+}
+
+/// One dispatch: a pipeline, its bindings in slot order, and a grid.
+#[derive(Clone)]
+pub(crate) struct Stage {
+    pub pipeline: Arc<wgpu::ComputePipeline>,
+    pub bindings: Vec<Binding>,
+    pub grid: Grid,
+}
+
+/// A stage that runs on the host after the GPU stages (the speculative method's check stage).
+pub(crate) trait HostStage<T>: Send + Sync {
+    /// Finishes a product whose GPU stages (`HostPath::stages`) were submitted.
+    fn finish(&self, gpu: &Gpu, alpha: T, beta: T, y: &mut GpuVector<T>) -> Result<()>;
+}
+
+/// How `run` finishes on the host: the GPU stages it submits first, then the host stage.
+/// Recording into a caller's encoder always uses the plan's all-GPU `stages` instead.
+pub(crate) struct HostPath<T> {
+    pub stages: Vec<Stage>,
+    pub stage: Box<dyn HostStage<T>>,
+    /// Held from submitting `stages` to the end of the host stage: both use the plan's scratch
+    /// buffers, so products from several threads take turns.
+    pub turn: std::sync::Mutex<()>,
+}
+
+/// A sparse matrix uploaded for one method, ready to multiply vectors on its GPU.
+///
+/// A plan keeps the bind groups of its last few calls (per `x`, `y`, α and β), so repeated
+/// products create no GPU objects; those keep the vectors' buffers alive until they are evicted
+/// or the plan is dropped.
+pub struct SpmvPlan<T> {
+    gpu: Gpu,
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+    stages: Vec<Stage>,
+    host: Option<HostPath<T>>,
+    report: Report,
+    /// Bind groups of recent calls, so that a solver's repeated products create none.
+    bound: std::sync::Mutex<Vec<(BindKey, Arc<Vec<wgpu::BindGroup>>)>>,
+    _t: PhantomData<T>,
+}
+
+/// What a call's bind groups depend on: the vectors, the coefficients, and which stages.
+#[derive(PartialEq)]
+struct BindKey {
+    x: wgpu::Buffer,
+    y: wgpu::Buffer,
+    alpha: u64,
+    beta: u64,
+    host_path: bool,
+}
+
+/// Calls whose bind groups a plan keeps (each keeps its vectors' buffers alive while cached).
+const BOUND_CALLS: usize = 8;
+
+impl<T: Scalar> SpmvPlan<T> {
+    /// A plan of `stages` for a `nrows` × `ncols` matrix with `nnz` entries, reported as the
+    /// method named `method` with `parameters`.
+    pub(crate) fn new(
+        gpu: &Gpu,
+        (nrows, ncols, nnz): (usize, usize, usize),
+        stages: Vec<Stage>,
+        method: &'static str,
+        parameters: String,
+    ) -> Self {
+        // A buffer bound in several slots or stages counts once.
+        let mut owned: Vec<&Arc<wgpu::Buffer>> = stages
+            .iter()
+            .flat_map(|s| &s.bindings)
+            .filter_map(|b| match b {
+                Binding::Owned(buf) => Some(buf),
+                _ => None,
+            })
+            .collect();
+        owned.sort_by_key(|b| Arc::as_ptr(b));
+        owned.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let device_bytes = owned.iter().map(|b| b.size()).sum();
+        let report = Report {
+            method,
+            parameters,
+            device_bytes,
+            dispatches: stages.len(),
+            ..Report::default()
+        };
+        Self {
+            gpu: gpu.clone(),
+            nrows,
+            ncols,
+            nnz,
+            stages,
+            host: None,
+            report,
+            bound: Default::default(),
+            _t: PhantomData,
+        }
+    }
+
+    /// Makes `run` submit `host.stages` and finish with `host.stage` on the host.
+    pub(crate) fn with_host_path(mut self, host: HostPath<T>) -> Self {
+        self.host = Some(host);
+        self
+    }
+
+    /// Whether `run` finishes on the host (the speculative method's host check stage).
+    pub fn finishes_on_host(&self) -> bool {
+        self.host.is_some()
+    }
+
+    /// What the plan is, what it chose and why, and what it cost to build.
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    pub(crate) fn report_mut(&mut self) -> &mut Report {
+        &mut self.report
+    }
+
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+    /// The parameters chosen for this adapter and matrix (lanes, workgroup size, chunks).
+    pub fn details(&self) -> &str {
+        &self.report.parameters
+    }
+    /// Bytes of GPU memory the plan's own buffers take.
+    pub fn device_bytes(&self) -> u64 {
+        self.report.device_bytes
+    }
+    /// Number of dispatches one product takes.
+    pub fn dispatches(&self) -> usize {
+        self.stages.len()
+    }
+
+    fn check(&self, x: &GpuVector<T>, y: &GpuVector<T>) -> Result<()> {
+        if x.gpu.inner.id != self.gpu.inner.id {
+            return Err(Error::WrongDevice { what: "x" });
+        }
+        if y.gpu.inner.id != self.gpu.inner.id {
+            return Err(Error::WrongDevice { what: "y" });
+        }
+        if x.len() != self.ncols {
+            return Err(Error::DimensionMismatch {
+                what: "x",
+                expected: self.ncols,
+                actual: x.len(),
+            });
+        }
+        if y.len() != self.nrows {
+            return Err(Error::DimensionMismatch {
+                what: "y",
+                expected: self.nrows,
+                actual: y.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Bind groups for one call: those of an earlier call with the same vectors and
+    /// coefficients, or new ones (kept for the next calls).
+    fn bind(
+        &self,
+        stages: &[Stage],
+        x: &GpuVector<T>,
+        y: &GpuVector<T>,
+        alpha: T,
+        beta: T,
+    ) -> Arc<Vec<wgpu::BindGroup>> {
+        let key = BindKey {
+            x: x.buffer.clone(),
+            y: y.buffer.clone(),
+            alpha: alpha.to_f64().to_bits(),
+            beta: beta.to_f64().to_bits(),
+            host_path: !std::ptr::eq(stages, &self.stages[..]),
+        };
+        let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = bound.iter().position(|(k, _)| *k == key) {
+            let hit = bound.remove(i);
+            let groups = hit.1.clone();
+            bound.push(hit);
+            return groups;
+        }
+        let groups = Arc::new(self.create_bind_groups(stages, x, y, alpha, beta));
+        if bound.len() == BOUND_CALLS {
+            bound.remove(0);
+        }
+        bound.push((key, groups.clone()));
+        groups
+    }
+
+    fn create_bind_groups(
+        &self,
+        stages: &[Stage],
+        x: &GpuVector<T>,
+        y: &GpuVector<T>,
+        alpha: T,
+        beta: T,
+    ) -> Vec<wgpu::BindGroup> {
+        // Mirrors `struct Coeffs { alpha: scalar, beta: scalar }` in shaders/shared/common.wgsl.
+        let coeffs = self
+            .gpu
+            .uniform_buffer("wgspmv coeffs", bytemuck::cast_slice(&[alpha, beta]));
+        stages
+            .iter()
+            .map(|s| {
+                let entries: Vec<wgpu::BindGroupEntry> = s
+                    .bindings
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| wgpu::BindGroupEntry {
+                        binding: i as u32,
+                        resource: match b {
+                            Binding::Owned(buf) => buf.as_entire_binding(),
+                            Binding::X => x.buffer.as_entire_binding(),
+                            Binding::Y => y.buffer.as_entire_binding(),
+                            Binding::Coeffs => coeffs.as_entire_binding(),
+                        },
+                    })
+                    .collect();
+                self.gpu
+                    .device()
+                    .create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some("wgspmv stage"),
+                        layout: &s.pipeline.get_bind_group_layout(0),
+                        entries: &entries,
+                    })
+            })
+            .collect()
+    }
+
+    fn encode(stages: &[Stage], pass: &mut wgpu::ComputePass<'_>, groups: &[wgpu::BindGroup]) {
+        for (s, g) in stages.iter().zip(groups) {
+            pass.set_pipeline(&s.pipeline);
+            pass.set_bind_group(0, g, &[]);
+            match &s.grid {
+                Grid::Direct([x, y]) => pass.dispatch_workgroups(*x, *y, 1),
+                Grid::Indirect(buf, offset) => pass.dispatch_workgroups_indirect(buf, *offset),
+            }
+        }
+    }
+
+    /// Records `y = α·A·x + β·y` into the caller's encoder (nothing is submitted). With β = 0,
+    /// `y` is not read, so it may hold anything, NaN included.
+    pub fn record_axpby(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        alpha: T,
+        x: &GpuVector<T>,
+        beta: T,
+        y: &mut GpuVector<T>,
+    ) -> Result<()> {
+        self.check(x, y)?;
+        Self::record_stages(
+            &self.stages,
+            self.bind(&self.stages, x, y, alpha, beta),
+            encoder,
+        );
+        Ok(())
+    }
+
+    fn record_stages(
+        stages: &[Stage],
+        groups: Arc<Vec<wgpu::BindGroup>>,
+        encoder: &mut wgpu::CommandEncoder,
+    ) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("wgspmv spmv"),
+            timestamp_writes: None,
+        });
+        Self::encode(stages, &mut pass, &groups);
+    }
+
+    /// Records `y = A·x` into the caller's encoder.
+    pub fn record(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+    ) -> Result<()> {
+        self.record_axpby(encoder, T::from_f64(1.0), x, T::from_f64(0.0), y)
+    }
+
+    /// Computes `y = α·A·x + β·y` on the GPU (submitted; the result stays on the GPU). A plan
+    /// that finishes on the host ([`finishes_on_host`](Self::finishes_on_host)) returns once
+    /// the host stage is done.
+    pub fn run_axpby(
+        &self,
+        alpha: T,
+        x: &GpuVector<T>,
+        beta: T,
+        y: &mut GpuVector<T>,
+    ) -> Result<()> {
+        self.check(x, y)?;
+        // A panic elsewhere cannot leave the scratch buffers half used: the host stage resets them.
+        let _turn = self.host.as_ref().map(|h| {
+            h.turn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
+        let stages = self
+            .host
+            .as_ref()
+            .map_or(&self.stages[..], |h| &h.stages[..]);
+        self.gpu.scoped("running SpMV", || {
+            let mut enc = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            Self::record_stages(stages, self.bind(stages, x, y, alpha, beta), &mut enc);
+            self.gpu.queue().submit([enc.finish()]);
+        })?;
+        match &self.host {
+            Some(h) => h.stage.finish(&self.gpu, alpha, beta, y),
+            None => Ok(()),
+        }
+    }
+
+    /// Submits `y = α·A·x + β·y` and returns at once, with the submission's index (to wait on
+    /// with `Device::poll`). It runs the all-GPU stages, as [`record`](Self::record) does, also
+    /// for a plan whose `run` finishes on the host.
+    pub fn submit_axpby(
+        &self,
+        alpha: T,
+        x: &GpuVector<T>,
+        beta: T,
+        y: &mut GpuVector<T>,
+    ) -> Result<wgpu::SubmissionIndex> {
+        self.check(x, y)?;
+        self.gpu.scoped("submitting SpMV", || {
+            let mut enc = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            Self::record_stages(
+                &self.stages,
+                self.bind(&self.stages, x, y, alpha, beta),
+                &mut enc,
+            );
+            self.gpu.queue().submit([enc.finish()])
+        })
+    }
+
+    /// Submits `y = A·x` and returns at once (see [`submit_axpby`](Self::submit_axpby)).
+    pub fn submit(&self, x: &GpuVector<T>, y: &mut GpuVector<T>) -> Result<wgpu::SubmissionIndex> {
+        self.submit_axpby(T::from_f64(1.0), x, T::from_f64(0.0), y)
+    }
+
+    /// Computes `y = A·x` on the GPU (submitted; the result stays on the GPU).
+    pub fn run(&self, x: &GpuVector<T>, y: &mut GpuVector<T>) -> Result<()> {
+        self.run_axpby(T::from_f64(1.0), x, T::from_f64(0.0), y)
+    }
+
+    /// Mean time of one `y = A·x` over `repeats` back-to-back products in one submission; for a
+    /// plan that finishes on the host, the median wall-clock time of whole `run` calls.
+    pub fn time(&self, x: &GpuVector<T>, y: &mut GpuVector<T>, repeats: u32) -> Result<Timing> {
+        self.check(x, y)?;
+        if self.host.is_some() {
+            return self.time_runs(x, y, repeats);
+        }
+        let groups = self.bind(&self.stages, x, y, T::from_f64(1.0), T::from_f64(0.0));
+        self.gpu
+            .time_pass(repeats, |pass| Self::encode(&self.stages, pass, &groups))
+    }
+
+    fn time_runs(&self, x: &GpuVector<T>, y: &mut GpuVector<T>, repeats: u32) -> Result<Timing> {
+        let mut once = || -> Result<f64> {
+            let t = std::time::Instant::now();
+            self.run(x, y)?;
+            self.gpu.wait()?;
+            Ok(t.elapsed().as_secs_f64() * 1e3)
+        };
+        once()?;
+        let first = once()?;
+        let reps = repeats.clamp(3, ((1000.0 / first.max(1e-3)) as u32).max(3));
+        let mut ms = (0..reps).map(|_| once()).collect::<Result<Vec<f64>>>()?;
+        ms.sort_by(f64::total_cmp);
+        Ok(Timing {
+            ms: ms[ms.len() / 2],
+            repeats: reps,
+            timer: crate::gpu::Timer::WallClock,
+        })
+    }
+
+    /// Bytes one product must move at least: values, column indices, row pointers, x and y,
+    /// each once (the traffic GB/s figures are computed from, as for cuSPARSE).
+    pub fn minimal_traffic_bytes(&self) -> u64 {
+        minimal_traffic_bytes::<T>(self.nrows, self.ncols, self.nnz)
+    }
+}
+
+impl<T> std::fmt::Debug for SpmvPlan<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpmvPlan")
+            .field("shape", &(self.nrows, self.ncols, self.nnz))
+            .field("finishes_on_host", &self.host.is_some())
+            .field("report", &self.report)
+            .finish_non_exhaustive()
+    }
+}
+
+/// See [`SpmvPlan::minimal_traffic_bytes`].
+pub fn minimal_traffic_bytes<T>(nrows: usize, ncols: usize, nnz: usize) -> u64 {
+    let s = std::mem::size_of::<T>() as u64;
+    nnz as u64 * (s + 4) + (nrows as u64 + 1) * 4 + ncols as u64 * s + nrows as u64 * s
+}

@@ -1,0 +1,123 @@
+//! One report type for every plan: what it runs, with which parameters, what it cost to build,
+//! and for `Method::Auto` the candidates it weighed.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+/// What a plan is and why: printed by the examples, read by tests and by `Auto`.
+#[derive(Clone, Default)]
+pub struct Report {
+    /// The method's name (`Method::name`).
+    pub method: &'static str,
+    /// The parameters chosen for this adapter and matrix (lanes, workgroup size, chunks, layout).
+    pub parameters: String,
+    /// Wall-clock time from `prepare` to a plan ready to run (its GPU work included), in ms.
+    pub setup_ms: f64,
+    /// Of `setup_ms`, the time spent timing candidates (tuning, timed `Auto`), in ms.
+    pub tuning_ms: f64,
+    /// Bytes of GPU memory the plan's own buffers take.
+    pub device_bytes: u64,
+    /// Dispatches one product takes.
+    pub dispatches: usize,
+    /// For `Method::Auto`: the candidates and the choice.
+    pub choice: Option<Choice>,
+    /// The method's own report (see the method's accessor on `SpmvPlan`, e.g. `bccoo()`).
+    pub(crate) detail: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+/// How `Method::Auto` chose: every candidate with its predicted (and, if timed, measured) cost.
+#[derive(Clone, Debug, Default)]
+pub struct Choice {
+    pub candidates: Vec<Candidate>,
+    /// The products the choice was made for (`PlanOptions::expected_products`).
+    pub expected_products: f64,
+    /// The cost model profile used (e.g. `generic`, `nvidia`, or a calibrated file).
+    pub profile: String,
+    /// Whether the candidates were timed on the device (`Some` measured times) or only predicted.
+    pub timed: bool,
+    /// Whether the choice was remembered from an earlier one for the same matrix and adapter.
+    pub remembered: bool,
+}
+
+/// One method `Auto` considered.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub method: &'static str,
+    pub predicted_setup_ms: f64,
+    pub predicted_product_ms: f64,
+    pub measured_product_ms: Option<f64>,
+}
+
+impl Candidate {
+    /// Setup plus `products` products, by the model.
+    pub fn predicted_total_ms(&self, products: f64) -> f64 {
+        self.predicted_setup_ms + products * self.predicted_product_ms
+    }
+}
+
+impl Report {
+    /// Setup time in products of `product_ms` each (the plan's own product time, once measured).
+    pub fn setup_products(&self, product_ms: f64) -> f64 {
+        self.setup_ms / product_ms.max(1e-9)
+    }
+
+    /// The method's own report, if it has one of type `R`.
+    pub(crate) fn detail<R: Any + Send + Sync>(&self) -> Option<&R> {
+        self.detail.as_deref().and_then(|d| d.downcast_ref())
+    }
+}
+
+impl fmt::Debug for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Report")
+            .field("method", &self.method)
+            .field("parameters", &self.parameters)
+            .field("setup_ms", &self.setup_ms)
+            .field("tuning_ms", &self.tuning_ms)
+            .field("device_bytes", &self.device_bytes)
+            .field("dispatches", &self.dispatches)
+            .field("choice", &self.choice)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}); setup {:.2} ms",
+            self.method, self.parameters, self.setup_ms
+        )?;
+        if self.tuning_ms > 0.0 {
+            write!(f, " (tuning {:.2} ms)", self.tuning_ms)?;
+        }
+        write!(
+            f,
+            "; {:.1} MiB on the device; {} dispatches",
+            self.device_bytes as f64 / (1u64 << 20) as f64,
+            self.dispatches
+        )?;
+        if let Some(c) = &self.choice {
+            write!(
+                f,
+                "\nauto ({} profile, {} products{}{}):",
+                c.profile,
+                c.expected_products,
+                if c.timed { ", timed" } else { "" },
+                if c.remembered { ", remembered" } else { "" }
+            )?;
+            for k in &c.candidates {
+                write!(
+                    f,
+                    "\n  {:<12} setup {:>10.3} ms  product {:>9.4} ms",
+                    k.method, k.predicted_setup_ms, k.predicted_product_ms
+                )?;
+                if let Some(m) = k.measured_product_ms {
+                    write!(f, "  measured {m:.4} ms")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
