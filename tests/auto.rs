@@ -390,6 +390,17 @@ fn auto_plans_are_correct() {
             select::prepare_auto(&gpu, &a.cast::<f32>(), &PlanOptions::default()).unwrap();
         assert_eq!(plan.method(), c.method);
         assert_ne!(plan.method(), Method::Auto);
+        // Through `prepare`, the plan's report carries the candidates.
+        let plan = gpu.prepare(&a.cast::<f32>(), Method::Auto).unwrap();
+        let choice = plan
+            .report()
+            .choice
+            .as_ref()
+            .expect("Auto's report has its choice");
+        assert_eq!(choice.candidates.len(), Method::ALL.len(), "{name}");
+        assert_eq!(choice.candidates[0].method, plan.method().name(), "{name}");
+        assert_eq!(choice.expected_products, 1000.0);
+        assert!(!choice.timed && !choice.remembered);
     }
 }
 
