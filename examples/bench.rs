@@ -61,6 +61,10 @@ struct Args {
     /// Compute in f64.
     #[arg(long)]
     f64: bool,
+    /// Products `auto` rows choose for (`PlanOptions::expected_products`), comma-separated: one
+    /// `auto@N` row each (one value: a plain `auto` row).
+    #[arg(long, value_delimiter = ',', default_values_t = [1000u64])]
+    auto_products: Vec<u64>,
     /// Products per timing.
     #[arg(long, default_value_t = 50)]
     repeat: u32,
@@ -116,6 +120,10 @@ struct Row {
     gbps: f64,
     frac: f64,
     rel_err: f64,
+    /// Time from `prepare` to a ready plan, and that in products of this plan.
+    setup_ms: f64,
+    /// The concrete method (differs from `method` for `auto` rows).
+    chosen: String,
     note: String,
 }
 
@@ -137,7 +145,7 @@ fn main() {
 /// (finishing, setup, lanes), each value of it.
 fn variants(args: &Args) -> wgspmv::Result<Vec<Variant>> {
     let methods: Vec<Method> = if args.methods.is_empty() {
-        Method::ALL.to_vec()
+        Method::ALL.iter().copied().chain([Method::Auto]).collect()
     } else {
         args.methods
             .iter()
@@ -236,6 +244,22 @@ fn variants(args: &Args) -> wgspmv::Result<Vec<Variant>> {
                     });
                 }
             }
+            Method::Auto => {
+                for &e in &args.auto_products {
+                    variants.push(Variant {
+                        label: if args.auto_products.len() == 1 {
+                            "auto".to_owned()
+                        } else {
+                            format!("auto@{e}")
+                        },
+                        method: m,
+                        opts: PlanOptions {
+                            expected_products: Some(e),
+                            ..base.clone()
+                        },
+                    });
+                }
+            }
             _ => variants.push(Variant {
                 label: m.to_string(),
                 method: m,
@@ -311,7 +335,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     writeln!(header, "# copy_gbps: {copy:.0}").unwrap();
     writeln!(
         header,
-        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err"
+        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen"
     )
     .unwrap();
     print!("{header}");
@@ -362,7 +386,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         reports.extend(report);
         for r in out {
             println!(
-                "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e}{}",
+                "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{}{}",
                 r.matrix,
                 r.method,
                 r.rows,
@@ -373,6 +397,9 @@ fn run(args: &Args) -> wgspmv::Result<()> {
                 r.gbps,
                 r.frac,
                 r.rel_err,
+                r.setup_ms,
+                r.setup_ms / r.ms,
+                r.chosen,
                 if r.note.is_empty() {
                     String::new()
                 } else {
@@ -426,7 +453,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         for r in rows.iter().filter(|r| r.note.is_empty()) {
             writeln!(
                 text,
-                "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e}",
+                "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{}",
                 r.matrix,
                 r.method,
                 r.rows,
@@ -436,7 +463,10 @@ fn run(args: &Args) -> wgspmv::Result<()> {
                 r.gflops,
                 r.gbps,
                 r.frac,
-                r.rel_err
+                r.rel_err,
+                r.setup_ms,
+                r.setup_ms / r.ms,
+                r.chosen
             )
             .unwrap();
         }
@@ -613,6 +643,8 @@ fn bench_matrix<T: Scalar>(
                 gbps,
                 frac: gbps / copy,
                 rel_err: c.rel_err,
+                setup_ms: plan.report().setup_ms,
+                chosen: plan.report().method.to_owned(),
                 note: if c.ok {
                     String::new()
                 } else {
@@ -688,20 +720,25 @@ fn cmrs_report<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, rows: &[Row])
 
 fn print_table(rows: &[Row], copy: f64) {
     println!(
-        "\n{:<22} {:<12} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9}",
-        "matrix", "method", "nnz", "ms", "GFLOP/s", "GB/s", "%copy", "rel_err"
+        "\n{:<22} {:<16} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9} {:>10}",
+        "matrix", "method", "nnz", "ms", "GFLOP/s", "GB/s", "%copy", "rel_err", "setup/prod"
     );
     for r in rows {
         println!(
-            "{:<22} {:<12} {:>10} {:>10.4} {:>9.2} {:>9.1} {:>6.1}% {:>9.1e}{}",
+            "{:<22} {:<16} {:>10} {:>10.4} {:>9.2} {:>9.1} {:>6.1}% {:>9.1e} {:>10.1}{}",
             r.matrix,
-            r.method,
+            if r.chosen == r.method {
+                r.method.clone()
+            } else {
+                format!("{}:{}", r.method, r.chosen)
+            },
             r.nnz,
             r.ms,
             r.gflops,
             r.gbps,
             100.0 * r.frac,
             r.rel_err,
+            r.setup_ms / r.ms,
             if r.note.is_empty() { "" } else { "  FAILED" }
         );
     }

@@ -75,7 +75,7 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> wgspmv::Result<bool> {
     let methods = match &args.method {
         Some(name) => vec![Method::from_name(name)?],
-        None => Method::ALL.to_vec(),
+        None => Method::ALL.iter().copied().chain([Method::Auto]).collect(),
     };
     let (name, a) = match &args.matrix {
         Some(p) => (p.display().to_string(), io::read_matrix_market::<f64>(p)?),
@@ -185,6 +185,16 @@ fn run_typed<T: Scalar>(
             t.timer,
             plan.details()
         );
+        println!(
+            "             setup {:.2} ms = {:.1} products",
+            plan.report().setup_ms,
+            plan.report().setup_products(t.ms)
+        );
+        if plan.report().choice.is_some() {
+            // The report lists the candidates Auto weighed.
+            let text = plan.report().to_string();
+            println!("             {}", text.replace('\n', "\n             "));
+        }
         if let Some(r) = plan.speculation() {
             if let Some(h) = r.last_host_run {
                 println!(

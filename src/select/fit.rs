@@ -40,8 +40,9 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         b.swap(c, p);
         for r in c + 1..n {
             let f = a[r][c] / a[c][c];
-            for k in c..n {
-                a[r][k] -= f * a[c][k];
+            let (upper, lower) = a.split_at_mut(r);
+            for (x, &p) in lower[0][c..n].iter_mut().zip(&upper[c][c..n]) {
+                *x -= f * p;
             }
             b[r] -= f * b[c];
         }

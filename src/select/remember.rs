@@ -91,8 +91,7 @@ pub fn recall(key: &Key, file: Option<&Path>) -> Option<Remembered> {
     let found = text
         .lines()
         .filter_map(parse_line)
-        .filter(|(k, _)| k == key)
-        .last()
+        .rfind(|(k, _)| k == key)
         .map(|(_, r)| r)?;
     memory()
         .lock()
