@@ -213,6 +213,9 @@ impl super::Gpu {
         buffer: &wgpu::Buffer,
         len: usize,
     ) -> Result<Vec<P>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
         let bytes = ((len * std::mem::size_of::<P>()) as u64)
             .next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
             .min(buffer.size());
@@ -332,9 +335,15 @@ impl super::Gpu {
                 }
                 drop(view);
                 r.buffer.unmap();
-            } else if let Some(view) = &staging_view {
+            } else {
+                // Empty ranges (and a read of nothing but empty ranges) have no staging bytes.
                 for (range, &o) in r.ranges.iter().zip(offs) {
-                    got.push(view[o as usize..(o + range.end - range.start) as usize].to_vec());
+                    got.push(match &staging_view {
+                        Some(view) if range.end > range.start => {
+                            view[o as usize..(o + range.end - range.start) as usize].to_vec()
+                        }
+                        _ => Vec::new(),
+                    });
                 }
             }
             out.push(got);
