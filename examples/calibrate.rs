@@ -57,6 +57,10 @@ struct Args {
     /// Write the suite comparison CSV here.
     #[arg(long)]
     check_csv: Option<PathBuf>,
+    /// Only these structures of the calibration set (comma-separated names; default: all), e.g.
+    /// to fill in a size tier a time limit cut short.
+    #[arg(long, value_delimiter = ',')]
+    structures: Vec<String>,
     /// Stop measuring new calibration matrices after this many seconds (then fit).
     #[arg(long, default_value_t = 1e9)]
     max_seconds: f64,
@@ -264,7 +268,16 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         }
         let mut samples = Vec::new();
         'outer: for &n in &sizes {
-            for st in calibration::STRUCTURES {
+            // In the order given, so that what matters most is measured before a time limit.
+            let chosen: Vec<&calibration::Structure> = if args.structures.is_empty() {
+                calibration::STRUCTURES.iter().collect()
+            } else {
+                args.structures
+                    .iter()
+                    .filter_map(|n| calibration::STRUCTURES.iter().find(|s| s.name == n))
+                    .collect()
+            };
+            for st in chosen {
                 if START.elapsed().as_secs_f64() > args.max_seconds {
                     log("--max-seconds reached: fitting what was measured");
                     break 'outer;
