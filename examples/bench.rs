@@ -127,6 +127,28 @@ struct Row {
     note: String,
 }
 
+impl Row {
+    /// The CSV line of this row (the header's columns, in order).
+    fn csv(&self) -> String {
+        format!(
+            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{}",
+            self.matrix,
+            self.method,
+            self.rows,
+            self.cols,
+            self.nnz,
+            self.ms,
+            self.gflops,
+            self.gbps,
+            self.frac,
+            self.rel_err,
+            self.setup_ms,
+            self.setup_ms / self.ms,
+            self.chosen
+        )
+    }
+}
+
 /// When the run began (progress lines on stderr carry the elapsed time).
 static START: std::sync::LazyLock<std::time::Instant> =
     std::sync::LazyLock::new(std::time::Instant::now);
@@ -386,20 +408,8 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         reports.extend(report);
         for r in out {
             println!(
-                "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{}{}",
-                r.matrix,
-                r.method,
-                r.rows,
-                r.cols,
-                r.nnz,
-                r.ms,
-                r.gflops,
-                r.gbps,
-                r.frac,
-                r.rel_err,
-                r.setup_ms,
-                r.setup_ms / r.ms,
-                r.chosen,
+                "{}{}",
+                r.csv(),
                 if r.note.is_empty() {
                     String::new()
                 } else {
@@ -451,24 +461,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         })?;
         let mut text = header.clone();
         for r in rows.iter().filter(|r| r.note.is_empty()) {
-            writeln!(
-                text,
-                "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{}",
-                r.matrix,
-                r.method,
-                r.rows,
-                r.cols,
-                r.nnz,
-                r.ms,
-                r.gflops,
-                r.gbps,
-                r.frac,
-                r.rel_err,
-                r.setup_ms,
-                r.setup_ms / r.ms,
-                r.chosen
-            )
-            .unwrap();
+            writeln!(text, "{}", r.csv()).unwrap();
         }
         writeln!(text, "# copy_gbps_end: {copy_end:.0}").unwrap();
         f.write_all(text.as_bytes())

@@ -23,9 +23,8 @@ pub struct Sample {
     pub product_ms: f64,
 }
 
-/// Ridge penalty on the non-bias weights, per sample. On the H100 calibration set, 0.002
-/// predicted the held-out suite best (geometric mean 1.031 of the fastest, against 1.072 with
-/// 0.02; 0.0002 the same as 0.002).
+/// Ridge penalty on the non-bias weights, per sample: the value that predicted a held-out set
+/// best (docs/auto.md).
 pub const RIDGE: f64 = 0.002;
 
 /// Solves the symmetric system `a · x = b` (Gaussian elimination with partial pivoting).
