@@ -101,7 +101,7 @@ fn run(args: Args) -> Result<(), String> {
         (hs, _) => return Err(format!("{} needs --height, one of {hs:?}", kernel.name)),
     };
     let module = naga::front::wgsl::parse_str(&source).map_err(|e| e.emit_to_string(&source))?;
-    // The capabilities tests/shaders.rs validates with.
+    // The capabilities tests/integration/shaders.rs validates with.
     let mut validator = Validator::new(
         ValidationFlags::all(),
         Capabilities::FLOAT64 | Capabilities::SUBGROUP | Capabilities::SHADER_INT64,

@@ -2,7 +2,6 @@
 #import shared/common
 #import shared/lanes_{lanes}
 #import shared/team_scan_{lanes}
-#import shared/csr_bindings
 #import shared/csr_chunk
 #import speculative/common
 // speculative: the GPU stage of the speculative segmented sum CSR SpMV (Liu & Vinter,
@@ -11,17 +10,21 @@
 // synchronizer, or the shadow of a dirty tile) is explained in src/methods/speculative/tiles.rs,
 // whose CPU twin follows this kernel step by step.
 
-// Bindings 0-5: shaders/shared/csr_bindings.wgsl, 6: shaders/shared/csr_chunk.wgsl; then the speculative method's own.
+// Eight storage buffers at most (WebGPU's default limit): the columns and values are bound once,
+// four at a time (the host pads them to whole quads), and the tile rows ride at the end of the
+// row pointers. Binding 6: shaders/shared/csr_chunk.wgsl.
+// row_ptr[0..=nrows] are the chunk's row pointers; with TILE_ROWS, entry nrows + 1 + team * TILES + i
+// is the first row of the team's tile i (the rightmost row starting at or before its first
+// nonzero), computed once by the plan.
+@group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
+@group(0) @binding(1) var<storage, read> col_quads: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> val_quads: array<vec4<scalar>>;
+@group(0) @binding(3) var<storage, read> x: array<scalar>;
+@group(0) @binding(4) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(5) var<uniform> coeffs: Coeffs;
 @group(0) @binding(7) var<storage, read_write> sync: array<SyncEntry>;
 @group(0) @binding(8) var<storage, read_write> spec: array<atomic<u32>>;
 @group(0) @binding(9) var<storage, read_write> shadow: array<scalar>;
-// The same columns and values as bindings 1 and 2, four at a time (the host pads them to whole
-// quads): a lane that loads its WORK consecutive nonzeros itself reads WORK / 4 vectors.
-@group(0) @binding(10) var<storage, read> col_quads: array<vec4<u32>>;
-@group(0) @binding(11) var<storage, read> val_quads: array<vec4<scalar>>;
-// With TILE_ROWS, the first row of every tile (the rightmost row starting at or before its first
-// nonzero), computed once by the plan: entry team * TILES + i for the team's tile i.
-@group(0) @binding(12) var<storage, read> tile_rows: array<u32>;
 
 override WG_SIZE: u32 = 256u;
 // T: lanes per team (the smallest subgroup size on the subgroup path).
@@ -46,7 +49,7 @@ override STAGED: bool = true;
 // the shadow and its rows to a speculator record. (A binary search per segment instead stops
 // the unrolling of the segmented sum's loop.)
 override RESOLVE: bool = false;
-// TILE_ROWS: read the team's tile boundaries from tile_rows (one load each) rather than search
+// TILE_ROWS: read the team's tile boundaries from row_ptr's tail (one load each) rather than search
 // the row pointers for them (the paper's lines 4-7: about log2(rows) dependent loads).
 override TILE_ROWS: bool = false;
 // Products of one tile per team, lane-major, with one padding cell after every PAD_RUN so that
@@ -101,7 +104,7 @@ fn store_record(pos: u32, begin: u32, end: u32) {
 
 fn product(g: u32, end: u32) -> scalar {
     if (g < end) {
-        return vals[g] * x[col_idx[g]];
+        return val_quads[g / 4u][g % 4u] * x[col_quads[g / 4u][g % 4u]];
     }
     return scalar(0);
 }
@@ -170,7 +173,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         if (TILE_ROWS) {
             // Teams past the last nonzero (a 2-D grid can launch more than the plan counted)
             // have no entry; every boundary of theirs is nrows.
-            bounds[bb + i] = select(chunk.nrows, tile_rows[min(team * TILES + i, arrayLength(&tile_rows) - 1u)], team_begin < nnz);
+            let tile_rows = chunk.nrows + 1u;
+            let last = arrayLength(&row_ptr) - 1u;
+            bounds[bb + i] = select(chunk.nrows, row_ptr[min(tile_rows + team * TILES + i, last)], team_begin < nnz);
         } else {
             bounds[bb + i] = rightmost_row(min(team_begin + i * tile_len, nnz));
         }

@@ -71,11 +71,38 @@ impl Gpu {
         })
     }
 
+    /// Times several recordings against one another, ms per call in the order given: each is
+    /// sampled in turn, `rounds` times over, and keeps its fastest sample. A clock still ramping
+    /// up (a GPU left idle while the host built a plan) then slows every one of them alike, so
+    /// no warm-up loop is needed; each sample is a few milliseconds of GPU time, at most
+    /// `max_reps` calls.
+    pub(crate) fn time_round_robin(
+        &self,
+        records: &mut [&mut dyn FnMut(&mut wgpu::ComputePass<'_>)],
+        rounds: u32,
+        max_reps: u32,
+    ) -> Result<Vec<f64>> {
+        let mut reps = Vec::with_capacity(records.len());
+        for record in records.iter_mut() {
+            // The first call compiles and faults pages in; the second estimates one call.
+            self.submit_pass(1, record)?;
+            let once = self.submit_pass(1, record)?.max(1e-6);
+            reps.push(((0.003 / once) as u32).clamp(1, max_reps.max(1)));
+        }
+        let mut best = vec![f64::INFINITY; records.len()];
+        for _ in 0..rounds.max(1) {
+            for (i, record) in records.iter_mut().enumerate() {
+                best[i] = best[i].min(self.sample(reps[i], record)?.0);
+            }
+        }
+        Ok(best)
+    }
+
     /// Submits `reps` calls in one pass and waits; returns the wall-clock seconds.
     fn submit_pass(
         &self,
         reps: u32,
-        record: &mut impl FnMut(&mut wgpu::ComputePass<'_>),
+        record: &mut (impl FnMut(&mut wgpu::ComputePass<'_>) + ?Sized),
     ) -> Result<f64> {
         let start = Instant::now();
         self.scoped("timed submission", || {
@@ -96,7 +123,7 @@ impl Gpu {
     fn sample(
         &self,
         reps: u32,
-        record: &mut impl FnMut(&mut wgpu::ComputePass<'_>),
+        record: &mut (impl FnMut(&mut wgpu::ComputePass<'_>) + ?Sized),
     ) -> Result<(f64, Timer)> {
         if self.info().has(wgpu::Features::TIMESTAMP_QUERY) {
             let ticks = self.timestamps(|enc, query_set| {

@@ -407,6 +407,55 @@ impl<T: Scalar> SpmvPlan<T> {
             .time_pass(repeats, |pass| Self::encode(&self.stages, pass, &groups))
     }
 
+    /// Times plans of the same shape against one another on the same vectors, ms per product
+    /// in the order given ([`Gpu::time_round_robin`]: each keeps its fastest of `rounds`
+    /// samples of at most `max_reps` products). A plan that finishes on the host is timed by
+    /// whole `run` calls after the others.
+    pub(crate) fn time_together(
+        plans: &[&SpmvPlan<T>],
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+        rounds: u32,
+        max_reps: u32,
+    ) -> Result<Vec<f64>> {
+        let Some(first) = plans.first() else {
+            return Ok(Vec::new());
+        };
+        for p in plans {
+            p.check(x, y)?;
+        }
+        let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+        let groups: Vec<Arc<Vec<wgpu::BindGroup>>> = plans
+            .iter()
+            .map(|p| p.bind(&p.stages, x, y, one, zero))
+            .collect();
+        let on_device: Vec<usize> = (0..plans.len())
+            .filter(|&i| !plans[i].finishes_on_host())
+            .collect();
+        type Record<'a> = Box<dyn FnMut(&mut wgpu::ComputePass<'_>) + 'a>;
+        let mut records: Vec<Record<'_>> = on_device
+            .iter()
+            .map(|&i| {
+                let (stages, groups) = (&plans[i].stages, &groups[i]);
+                Box::new(move |pass: &mut wgpu::ComputePass<'_>| Self::encode(stages, pass, groups))
+                    as Box<dyn FnMut(&mut wgpu::ComputePass<'_>)>
+            })
+            .collect();
+        let mut refs: Vec<&mut dyn FnMut(&mut wgpu::ComputePass<'_>)> =
+            records.iter_mut().map(|r| r.as_mut() as _).collect();
+        let device_ms = first.gpu.time_round_robin(&mut refs, rounds, max_reps)?;
+        let mut ms = vec![0.0; plans.len()];
+        for (&i, t) in on_device.iter().zip(device_ms) {
+            ms[i] = t;
+        }
+        for (i, p) in plans.iter().enumerate() {
+            if p.finishes_on_host() {
+                ms[i] = p.time_runs(x, y, rounds.max(1) * max_reps.clamp(1, 3))?.ms;
+            }
+        }
+        Ok(ms)
+    }
+
     fn time_runs(&self, x: &GpuVector<T>, y: &mut GpuVector<T>, repeats: u32) -> Result<Timing> {
         let mut once = || -> Result<f64> {
             let t = std::time::Instant::now();

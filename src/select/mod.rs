@@ -36,6 +36,9 @@ pub const DEFAULT_EXPECTED_PRODUCTS: u64 = 1000;
 /// Candidates built and timed by a timed choice unless [`AutoOptions::timed_candidates`] says.
 pub const DEFAULT_TIMED_CANDIDATES: usize = 3;
 
+/// Samples per candidate in a timed choice (each candidate keeps its fastest).
+const TIMING_ROUNDS: u32 = 3;
+
 /// The environment variable naming a profile file.
 pub const PROFILE_ENV: &str = "WGSPMV_PROFILE";
 
@@ -44,8 +47,9 @@ pub const PROFILE_ENV: &str = "WGSPMV_PROFILE";
 pub struct AutoOptions {
     /// The cost-model profile; `None`: `WGSPMV_PROFILE`, else the built-in one for the adapter.
     pub profile: Option<Arc<Profile>>,
-    /// Build the model's best few candidates and time each on the device, spending about this
-    /// many products' time on each (at least 2 products each); `None`: the model alone decides.
+    /// Build the model's best few candidates and time them on the device, spending about this
+    /// many products' time on the timing in all (at least 5 products per candidate); `None`:
+    /// the model alone decides.
     pub timed_budget_products: Option<f64>,
     /// How many candidates a timed choice builds (default [`DEFAULT_TIMED_CANDIDATES`]).
     pub timed_candidates: Option<usize>,
@@ -222,39 +226,6 @@ fn adapter_hash(gpu: &Gpu) -> u64 {
     )
 }
 
-/// Mean time of one product of `plan` over `reps` products, ms: recorded back to back into one
-/// submission and timed on the host clock (a plan that finishes on the host: `reps` whole `run`
-/// calls). One product runs first, untimed. Cheap enough for a timed choice (no clock warm-up
-/// loop, unlike `SpmvPlan::time`), so less precise on a GPU that was idle.
-pub fn measure_products<T: Scalar>(
-    gpu: &Gpu,
-    plan: &SpmvPlan<T>,
-    x: &GpuVector<T>,
-    y: &mut GpuVector<T>,
-    reps: u32,
-) -> Result<f64> {
-    let reps = reps.max(1);
-    plan.run(x, y)?;
-    gpu.wait()?;
-    if plan.finishes_on_host() {
-        let t = Instant::now();
-        for _ in 0..reps {
-            plan.run(x, y)?;
-        }
-        gpu.wait()?;
-        return Ok(t.elapsed().as_secs_f64() * 1e3 / reps as f64);
-    }
-    let mut enc = gpu.device().create_command_encoder(&Default::default());
-    for _ in 0..reps {
-        plan.record(&mut enc, x, y)?;
-    }
-    let cmd = enc.finish();
-    let t = Instant::now();
-    gpu.queue().submit([cmd]);
-    gpu.wait()?;
-    Ok(t.elapsed().as_secs_f64() * 1e3 / reps as f64)
-}
-
 /// The options a candidate is built with: the caller's, with `Auto`'s own settings untouched.
 fn concrete<T: Scalar>(
     gpu: &Gpu,
@@ -365,7 +336,9 @@ fn decide<T: Scalar>(
         .timed_candidates
         .unwrap_or(DEFAULT_TIMED_CANDIDATES)
         .max(1);
-    let reps = ((budget / k as f64).floor() as u32).max(2);
+    // Two untimed products each, then the rounds' samples.
+    let per_candidate = budget / k.min(choice.candidates.len()) as f64 - 2.0;
+    let reps = ((per_candidate / TIMING_ROUNDS as f64).floor() as u32).max(1);
     let x: Vec<T> = calibration::test_vector(a.ncols(), 17)
         .into_iter()
         .map(T::from_f64)
@@ -389,20 +362,13 @@ fn decide<T: Scalar>(
             }
         }
     }
-    let half = (reps / 2).max(1);
-    let order: Vec<usize> = (0..built.len()).chain((0..built.len()).rev()).collect();
-    for j in order {
-        let (i, plan) = &built[j];
-        match measure_products(gpu, plan, &gx, &mut gy, half) {
-            Ok(ms) => {
-                let c = &mut choice.candidates[*i];
-                c.measured_product_ms = Some(c.measured_product_ms.map_or(ms, |m| m.min(ms)));
-            }
-            Err(e) => {
-                choice.candidates[*i].error = Some(e.to_string());
-                first_err.get_or_insert(e);
-            }
-        }
+    // Every built candidate in turns, each keeping its fastest of TIMING_ROUNDS samples: a GPU
+    // left idle while the host built a plan slows them all alike (GPU timestamps where the
+    // adapter has them).
+    let plans: Vec<&SpmvPlan<T>> = built.iter().map(|(_, p)| p).collect();
+    let ms = SpmvPlan::time_together(&plans, &gx, &mut gy, TIMING_ROUNDS, reps)?;
+    for ((i, _), ms) in built.iter().zip(ms) {
+        choice.candidates[*i].measured_product_ms = Some(ms);
     }
     let mut best: Option<(f64, usize, SpmvPlan<T>)> = None;
     for (i, plan) in built {

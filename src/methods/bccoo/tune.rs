@@ -140,6 +140,9 @@ fn pinned<T: Scalar>(plan: &SpmvPlan<T>, o: &BccooOptions) -> BccooOptions {
     }
 }
 
+/// Rounds of a candidate's timing against the best so far (each keeps its fastest).
+const ROUNDS: u32 = 3;
+
 /// Tunes and returns the plan built with the chosen parameters.
 pub(crate) fn tune<T: Scalar>(
     gpu: &Gpu,
@@ -207,24 +210,34 @@ pub(crate) fn tune<T: Scalar>(
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
     let mut candidates = Vec::new();
     // Builds and times a candidate, returning the plan so that the winner is not built again.
-    let mut time = |o: &BccooOptions, wg: Option<u32>| -> Result<Option<(f64, SpmvPlan<T>)>> {
-        let po = PlanOptions {
-            bccoo: o.clone(),
-            workgroup_size: wg,
-            ..opts.clone()
+    // The first candidate is timed after a warm-up that settles the clocks; each later one
+    // against the best so far, in turns (both times come back: the best's is taken again).
+    type Timed<T> = Option<(f64, Option<f64>, SpmvPlan<T>)>;
+    let mut time =
+        |o: &BccooOptions, wg: Option<u32>, best: Option<&SpmvPlan<T>>| -> Result<Timed<T>> {
+            let po = PlanOptions {
+                bccoo: o.clone(),
+                workgroup_size: wg,
+                ..opts.clone()
+            };
+            // A candidate this adapter cannot hold (workgroup memory, binding size) is skipped.
+            let plan = match build(gpu, a, method, &po) {
+                Ok(p) => p,
+                Err(
+                    crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
+                ) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            let (ms, best_ms) = match best {
+                None => (plan.time(&gx, &mut gy, 10)?.ms, None),
+                Some(b) => {
+                    let t = SpmvPlan::time_together(&[&plan, b], &gx, &mut gy, ROUNDS, 200)?;
+                    (t[0], Some(t[1]))
+                }
+            };
+            candidates.push((plan.bccoo().map_or(String::new(), |r| r.summary()), ms));
+            Ok(Some((ms, best_ms, plan)))
         };
-        // A candidate this adapter cannot hold (workgroup memory, binding size) is skipped.
-        let plan = match build(gpu, a, method, &po) {
-            Ok(p) => p,
-            Err(
-                crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
-            ) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let ms = plan.time(&gx, &mut gy, 10)?.ms;
-        candidates.push((plan.bccoo().map_or(String::new(), |r| r.summary()), ms));
-        Ok(Some((ms, plan)))
-    };
 
     let mut best = given.clone();
     let mut best_wg = opts.workgroup_size;
@@ -249,7 +262,10 @@ pub(crate) fn tune<T: Scalar>(
                 if timed.contains(&(o.clone(), wg)) {
                     continue;
                 }
-                if let Some((ms, plan)) = time(&o, wg)? {
+                if let Some((ms, best_again, plan)) = time(&o, wg, best_plan.as_ref())? {
+                    if let Some(b) = best_again {
+                        best_ms = b;
+                    }
                     let key = (
                         BccooOptions {
                             columns: given.columns,

@@ -392,14 +392,15 @@ fn chunk_stages<T: Scalar>(
         nrows: rows.len() as u32,
     };
     let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
-    let row_ptr_buf = upload(gpu, "row_ptr", &row_ptr)?;
+    // The kernel finds the tile rows after the row pointers (8 storage buffers at most).
+    let mut ptr_and_tiles = row_ptr.clone();
+    if given_rows {
+        ptr_and_tiles.extend(tiles::tile_rows(&row_ptr, geom));
+    }
+    let row_ptr_buf = upload(gpu, "row_ptr and tile rows", &ptr_and_tiles)?;
+    drop(ptr_and_tiles);
     let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
     let values = upload(gpu, "values", &quad_padded(&a.values()[begin..end]))?;
-    let tile_rows = if given_rows {
-        tiles::tile_rows(&row_ptr, geom)
-    } else {
-        vec![0]
-    };
     let main_stage = Stage {
         pipeline: main.clone(),
         bindings: vec![
@@ -413,9 +414,6 @@ fn chunk_stages<T: Scalar>(
             Binding::Owned(sync.clone()),
             Binding::Owned(spec.clone()),
             Binding::Owned(shadow.clone()),
-            cols,
-            values,
-            upload(gpu, "speculative tile rows", &tile_rows)?,
         ],
         grid: Grid::Direct(gpu.grid(geom.groups(nnz) as u32)),
     };

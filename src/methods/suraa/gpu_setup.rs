@@ -10,7 +10,7 @@
 //!    and the indirect dispatch sizes; the schedule is then copied into the uniform buffer the
 //!    kernels read.
 //!
-//! `setup.rs` is the CPU twin; `tests/suraa.rs` checks that both give the same permutation and
+//! `setup.rs` is the CPU twin; `tests/integration/suraa.rs` checks that both give the same permutation and
 //! schedule.
 
 use super::setup::Schedule;

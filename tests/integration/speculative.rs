@@ -3,7 +3,7 @@
 //! across many teams, tiny matrices, the host stage's report against the structure analysis,
 //! repeated products (the dirty counter must be reset between them) and bad options.
 
-mod common;
+use crate::common;
 
 use common::{check_method, gpu, gpu_without_subgroups, gpus, has_f64};
 use wgspmv::methods::speculative::{Finish, HostTransfer, SpeculativeOptions};

@@ -1,7 +1,7 @@
 //! The real matrices in ../shared/matrices (SuiteSparse, NetworKit, HiGHS, PyAMG, Debian), every
 //! method, f32 and f64, with and without subgroups. Skipped, visibly, when the folder is absent.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};

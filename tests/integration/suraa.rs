@@ -3,7 +3,7 @@
 //! short ones (the dynamic kernel spread over hundreds of workgroups), many empty rows, empty
 //! groups, fewer rows than a segment, a small G1 budget, narrow geometries and bad options.
 
-mod common;
+use crate::common;
 
 use common::{check_method, gpus, has_f64};
 use wgspmv::methods::suraa::{setup, ScalarWrites, SetupOn, SuraaOptions};

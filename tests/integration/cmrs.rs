@@ -2,7 +2,7 @@
 //! orders, the smaller-buffer variant for every buffer width, both lane paths, chunking, and
 //! parameter errors.
 
-mod common;
+use crate::common;
 use common::*;
 use wgspmv::methods::cmrs::CmrsOptions;
 use wgspmv::{testing::SuiteClass, CsrMatrix, Error, LanePolicy, Method, PlanOptions};

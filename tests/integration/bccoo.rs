@@ -3,7 +3,7 @@
 //! empty rows on tile and workgroup boundaries, carries finished by the last workgroup, tuning and
 //! bad options.
 
-mod common;
+use crate::common;
 
 use common::{check_method, gpu, gpus, has_f64};
 use wgspmv::methods::bccoo::{BccooOptions, Carry, ColumnCoding, Strategy};

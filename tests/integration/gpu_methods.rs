@@ -1,7 +1,7 @@
 //! Every method against the f64 CPU reference: the synthetic suite, irregular edge cases,
 //! chunking, 2-D dispatch, both lane paths, f32 and f64.
 
-mod common;
+use crate::common;
 use common::*;
 use wgspmv::{testing::SuiteClass, CsrMatrix, Error, GpuVector, LanePolicy, Method, PlanOptions};
 
@@ -276,16 +276,29 @@ fn devices_with_default_limits_get_typed_errors_and_wanted_limits_fix_them() {
         wgspmv::Gpu::from_device(device, queue)
     };
     let a = SuiteClass::EmptyRows.generate(3_000, 2).cast::<f32>();
-    // What most applications request: WebGPU's defaults (8 storage buffers per stage).
+    // What most applications request: WebGPU's defaults (8 storage buffers per stage). Every
+    // method's default kernels fit them.
     let small = open(wgspmv::wgpu::Limits::default());
     for &m in Method::ALL {
-        match small.prepare(&a, m) {
-            Ok(_) => {}
+        check_method(
+            &small,
+            &a,
+            m,
+            &PlanOptions::default(),
+            "WebGPU default limits",
+        );
+    }
+    // Downlevel limits (4 storage buffers): a method runs correctly or is a typed error naming
+    // the limit.
+    let tiny = open(wgspmv::wgpu::Limits::downlevel_defaults());
+    for &m in Method::ALL {
+        match tiny.prepare(&a, m) {
+            Ok(_) => check_method(&tiny, &a, m, &PlanOptions::default(), "downlevel limits"),
             Err(e @ Error::DeviceLimit { limit_name, .. }) => {
                 eprintln!("{m}: {e}");
                 assert_eq!(limit_name, "max_storage_buffers_per_shader_stage", "{m}")
             }
-            Err(e) => panic!("{m} on a default-limits device: {e}"),
+            Err(e) => panic!("{m} on a downlevel-limits device: {e}"),
         }
     }
     let wide = open(wgspmv::Gpu::wanted_limits(&adapter));

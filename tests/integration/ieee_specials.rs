@@ -4,7 +4,7 @@
 //! contributes nothing. Every method is compared with the CPU's IEEE result: NaN exactly where it
 //! has NaN, ±Inf exactly where it has them, finite rows within the usual bound.
 
-mod common;
+use crate::common;
 use common::*;
 use wgspmv::{
     testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar,

@@ -37,6 +37,9 @@ fn in_capped_child(name: &str) -> bool {
         eprintln!("skipping {name}: it needs `sh -c ulimit -v` to cap the address space");
         return false;
     }
+    // The test's full name in this binary: its module path without the crate's name.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let name = &format!("{module}::{name}");
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -v {CAP_KIB} && exec \"$0\" \"$@\""))
@@ -229,10 +232,10 @@ struct Base {
 }
 
 const BASES: &[Base] = &[
-    Base { name: "west0067", bytes: include_bytes!("data/west0067.mtx"), vector: false },
-    Base { name: "bcsstk01", bytes: include_bytes!("data/bcsstk01.mtx"), vector: false },
-    Base { name: "can_24", bytes: include_bytes!("data/can_24.mtx"), vector: false },
-    Base { name: "n3c4-b4", bytes: include_bytes!("data/n3c4-b4.mtx"), vector: false },
+    Base { name: "west0067", bytes: include_bytes!("../data/west0067.mtx"), vector: false },
+    Base { name: "bcsstk01", bytes: include_bytes!("../data/bcsstk01.mtx"), vector: false },
+    Base { name: "can_24", bytes: include_bytes!("../data/can_24.mtx"), vector: false },
+    Base { name: "n3c4-b4", bytes: include_bytes!("../data/n3c4-b4.mtx"), vector: false },
     Base {
         name: "skew",
         bytes: b"%%MatrixMarket matrix coordinate real skew-symmetric\n% a comment\n4 4 4\n2 1 0.5\n3 1 -2e3\n4 2 1.25e-7\n4 3 -0\n",

@@ -3,7 +3,7 @@
 //! error; a timed choice is remembered and reused; one product prefers a method without setup;
 //! Auto's plans compute the right product. Small matrices only: runs on lavapipe in seconds.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use wgspmv::select::{self, calibration, fit, Basis, Features, Match, MethodModel, Profile};

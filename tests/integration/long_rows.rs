@@ -3,7 +3,7 @@
 //! grow with a row's length. Checked with exact oracles (small integers, whose f32 sums are
 //! exact), so that a single lost entry fails.
 
-mod common;
+use crate::common;
 use common::*;
 use wgspmv::{testing::reference, CsrMatrix, GpuVector, LanePolicy, Method, PlanOptions, Scalar};
 

@@ -1,7 +1,7 @@
 //! One plan shared by several threads (`SpmvPlan` is `Send + Sync`): every product correct, and
 //! the plan still usable afterwards and after an error.
 
-mod common;
+use crate::common;
 use common::*;
 use wgspmv::{testing::reference, testing::SuiteClass, Error, GpuVector, Method, PlanOptions};
 

@@ -1,0 +1,19 @@
+//! Every integration test in one binary: each test binary links wgpu and monomorphises the
+//! library's generic code again, which cost CI about 45 s of compilation per file.
+//! One module per former test file: `cargo test --test integration bccoo::` runs bccoo's.
+
+mod common;
+
+mod auto;
+mod bccoo;
+mod cmrs;
+mod csr_io;
+mod gpu_methods;
+mod ieee_specials;
+mod long_rows;
+mod mtx_fuzz;
+mod real_matrices;
+mod shaders;
+mod shared_plans;
+mod speculative;
+mod suraa;
