@@ -65,6 +65,10 @@ struct Args {
     /// `auto@N` row each (one value: a plain `auto` row).
     #[arg(long, value_delimiter = ',', default_values_t = [1000u64])]
     auto_products: Vec<u64>,
+    /// Also an `auto-timed@N` row per `--auto-products` value: Auto builds and times its best
+    /// candidates (bccoo tuned), spending about this many products on the timing.
+    #[arg(long)]
+    auto_timed: Option<f64>,
     /// Products per timing.
     #[arg(long, default_value_t = 50)]
     repeat: u32,
@@ -280,6 +284,18 @@ fn variants(args: &Args) -> wgspmv::Result<Vec<Variant>> {
                             ..base.clone()
                         },
                     });
+                    if let Some(budget) = args.auto_timed {
+                        let mut opts = PlanOptions {
+                            expected_products: Some(e),
+                            ..base.clone()
+                        };
+                        opts.auto.timed_budget_products = Some(budget);
+                        variants.push(Variant {
+                            label: format!("auto-timed@{e}"),
+                            method: m,
+                            opts,
+                        });
+                    }
                 }
             }
             _ => variants.push(Variant {

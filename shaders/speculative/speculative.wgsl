@@ -4,6 +4,7 @@
 #import shared/team_scan_{lanes}
 #import shared/csr_chunk
 #import speculative/common
+#import speculative/operands_{scalar}
 // speculative: the GPU stage of the speculative segmented sum CSR SpMV (Liu & Vinter,
 // Algorithm 1 lines 1-59). Nonzeros are cut into tiles of LANES x WORK; each team of LANES
 // lanes runs TILES consecutive tiles. Where each segment sum goes (y, the transmitter, the
@@ -17,8 +18,7 @@
 // is the first row of the team's tile i (the rightmost row starting at or before its first
 // nonzero), computed once by the plan.
 @group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
-@group(0) @binding(1) var<storage, read> col_quads: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read> val_quads: array<vec4<scalar>>;
+// Bindings 1 and 2, the columns and values: shaders/speculative/operands_{scalar}.wgsl.
 @group(0) @binding(3) var<storage, read> x: array<scalar>;
 @group(0) @binding(4) var<storage, read_write> y: array<scalar>;
 @group(0) @binding(5) var<uniform> coeffs: Coeffs;
@@ -104,7 +104,7 @@ fn store_record(pos: u32, begin: u32, end: u32) {
 
 fn product(g: u32, end: u32) -> scalar {
     if (g < end) {
-        return val_quads[g / 4u][g % 4u] * x[col_quads[g / 4u][g % 4u]];
+        return value(g) * x[column(g)];
     }
     return scalar(0);
 }
@@ -221,8 +221,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                     var c = vec4(0u);
                     var v = vec4(scalar(0));
                     if (e < tile_end) {
-                        c = col_quads[e / 4u];
-                        v = val_quads[e / 4u];
+                        c = column_quad(e / 4u);
+                        v = value_quad(e / 4u);
                     }
                     for (var k = 0u; k < 4u; k++) {
                         own[4u * q + k] = scalar(0);

@@ -33,8 +33,9 @@ use std::time::Instant;
 /// solver-like count (an iterative solve runs hundreds to thousands of products).
 pub const DEFAULT_EXPECTED_PRODUCTS: u64 = 1000;
 
-/// Candidates built and timed by a timed choice unless [`AutoOptions::timed_candidates`] says.
-pub const DEFAULT_TIMED_CANDIDATES: usize = 3;
+/// Candidates built and timed by a timed choice unless [`AutoOptions::timed_candidates`] says:
+/// the model's best of each of the four families of methods.
+pub const DEFAULT_TIMED_CANDIDATES: usize = 4;
 
 /// Samples per candidate in a timed choice (each candidate keeps its fastest).
 const TIMING_ROUNDS: u32 = 3;
@@ -51,7 +52,8 @@ pub struct AutoOptions {
     /// many products' time on the timing in all (at least 5 products per candidate); `None`:
     /// the model alone decides.
     pub timed_budget_products: Option<f64>,
-    /// How many candidates a timed choice builds (default [`DEFAULT_TIMED_CANDIDATES`]).
+    /// How many candidates a timed choice builds, at most: the model's best of each family of
+    /// methods, best first (default [`DEFAULT_TIMED_CANDIDATES`]).
     pub timed_candidates: Option<usize>,
     /// A file that remembers timed choices across processes (read before timing, appended to
     /// after). Timed choices are always remembered in the process.
@@ -226,7 +228,55 @@ fn adapter_hash(gpu: &Gpu) -> u64 {
     )
 }
 
-/// The options a candidate is built with: the caller's, with `Auto`'s own settings untouched.
+/// Builds a `bccoo` tuning takes, about (docs/bccoo.md: 14-22 candidates).
+const TUNING_BUILDS: f64 = 15.0;
+
+/// The options a candidate is built with: the caller's, and where the choice is timed (or a
+/// timed choice remembered), `bccoo` and `bccoo-plus` tuned on the device when the tuning's
+/// builds cost under a tenth of the expected products (the tuner remembers its own choice, so
+/// a remembered Auto choice rebuilds the same layout).
+fn candidate_options(c: &Candidate, expected: u64, opts: &PlanOptions, timed: bool) -> PlanOptions {
+    let mut o = opts.clone();
+    let worth_tuning = TUNING_BUILDS * c.setup_ms < 0.1 * expected as f64 * c.product_ms.max(0.0);
+    if timed && worth_tuning && matches!(c.method, Method::Bccoo | Method::BccooPlus) {
+        o.bccoo.tune = true;
+    }
+    o
+}
+
+/// Methods that read the matrix the same way (a row per team, rows grouped in strips, tiles of
+/// nonzeros, blocks of COO); the model errs most between families, least within one.
+fn family(m: Method) -> u8 {
+    match m {
+        Method::CsrScalar | Method::CsrVector => 0,
+        Method::Cmrs | Method::CmrsPadded => 1,
+        Method::Speculative | Method::Suraa => 2,
+        Method::Bccoo | Method::BccooPlus => 3,
+        Method::Auto => 4,
+    }
+}
+
+/// Which of the model's candidates (sorted best first) a timed choice builds: the best of each
+/// family, best first, at most `k`, leaving out any whose predicted setup alone is more than
+/// twice the best candidate's predicted total (it cannot win by being measured faster).
+fn timed_candidates(candidates: &[Candidate], k: usize) -> Vec<usize> {
+    let best_total = candidates.first().map_or(f64::INFINITY, |c| c.total_ms);
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        if out.len() == k {
+            break;
+        }
+        if seen.contains(&family(c.method)) || (i > 0 && c.setup_ms > 2.0 * best_total) {
+            continue;
+        }
+        seen.push(family(c.method));
+        out.push(i);
+    }
+    out
+}
+
+/// Builds one candidate; returns the plan and its setup time, ms.
 fn concrete<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
@@ -266,8 +316,14 @@ pub fn prepare_auto<T: Scalar>(
             .filter(|&m| m != choice.method),
     );
     let mut first_err = None;
+    let timed = choice.basis != Basis::Model;
     for m in order {
-        match gpu.prepare_with(a, m, opts) {
+        let c = choice.candidates.iter().find(|c| c.method == m);
+        let o = c.map_or_else(
+            || opts.clone(),
+            |c| candidate_options(c, choice.expected_products, opts, timed),
+        );
+        match gpu.prepare_with(a, m, &o) {
             Ok(plan) => {
                 choice.method = m;
                 return Ok((plan, choice));
@@ -337,7 +393,8 @@ fn decide<T: Scalar>(
         .unwrap_or(DEFAULT_TIMED_CANDIDATES)
         .max(1);
     // Two untimed products each, then the rounds' samples.
-    let per_candidate = budget / k.min(choice.candidates.len()) as f64 - 2.0;
+    let timed = timed_candidates(&choice.candidates, k);
+    let per_candidate = budget / timed.len() as f64 - 2.0;
     let reps = ((per_candidate / TIMING_ROUNDS as f64).floor() as u32).max(1);
     let x: Vec<T> = calibration::test_vector(a.ncols(), 17)
         .into_iter()
@@ -350,8 +407,10 @@ fn decide<T: Scalar>(
     // slower for a while, which would otherwise count against the methods with long setups.
     let mut built: Vec<(usize, SpmvPlan<T>)> = Vec::new();
     let mut first_err = None;
-    for i in 0..k.min(choice.candidates.len()) {
-        match concrete(gpu, a, choice.candidates[i].method, opts) {
+    for i in timed {
+        let c = &choice.candidates[i];
+        let o = candidate_options(c, expected, opts, true);
+        match concrete(gpu, a, c.method, &o) {
             Ok((plan, setup)) => {
                 choice.candidates[i].measured_setup_ms = Some(setup);
                 built.push((i, plan));
