@@ -126,6 +126,9 @@ struct Row {
     rel_err: f64,
     /// Time from `prepare` to a ready plan, and that in products of this plan.
     setup_ms: f64,
+    /// `update_values` from a GPU buffer, submitted and finished (empty where the method
+    /// refuses it).
+    update_ms: Option<f64>,
     /// The concrete method (differs from `method` for `auto` rows).
     chosen: String,
     note: String,
@@ -135,7 +138,7 @@ impl Row {
     /// The CSV line of this row (the header's columns, in order).
     fn csv(&self) -> String {
         format!(
-            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{}",
+            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{},{},{}",
             self.matrix,
             self.method,
             self.rows,
@@ -148,9 +151,34 @@ impl Row {
             self.rel_err,
             self.setup_ms,
             self.setup_ms / self.ms,
-            self.chosen
+            self.chosen,
+            self.update_ms.map_or(String::new(), |u| format!("{u:.4}")),
+            self.update_ms
+                .map_or(String::new(), |u| format!("{:.2}", u / self.ms))
         )
     }
+}
+
+/// The median of 5 in-place value updates from a GPU buffer (submitted and waited for), ms;
+/// `None` where the plan's method refuses them.
+fn update_time<T: Scalar>(
+    gpu: &Gpu,
+    plan: &wgspmv::SpmvPlan<T>,
+    a: &CsrMatrix<T>,
+) -> wgspmv::Result<Option<f64>> {
+    let values = GpuVector::from_slice(gpu, a.values())?;
+    let mut ms = Vec::new();
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        match plan.update_values_from_buffer(values.buffer(), 0) {
+            Err(wgspmv::Error::Unsupported { .. }) => return Ok(None),
+            r => r?,
+        }
+        gpu.wait()?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok(Some(ms[2]))
 }
 
 /// When the run began (progress lines on stderr carry the elapsed time).
@@ -373,7 +401,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     writeln!(header, "# copy_gbps: {copy:.0}").unwrap();
     writeln!(
         header,
-        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen"
+        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen,update_ms,update_products"
     )
     .unwrap();
     print!("{header}");
@@ -653,6 +681,7 @@ fn bench_matrix<T: Scalar>(
                 frac: gbps / copy,
                 rel_err: c.rel_err,
                 setup_ms: plan.report().setup_ms,
+                update_ms: update_time(gpu, &plan, a)?,
                 chosen: plan.report().method.to_owned(),
                 note: if c.ok {
                     String::new()

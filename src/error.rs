@@ -150,6 +150,14 @@ pub enum Error {
         limit: u64,
     },
 
+    /// The plan's method cannot do what was asked (e.g. update its values in place).
+    #[error("{method} plans cannot {what} yet: {why}")]
+    Unsupported {
+        method: &'static str,
+        what: &'static str,
+        why: &'static str,
+    },
+
     /// A matrix or vector needs more memory than one binding or buffer of this adapter allows.
     #[error("{what} needs {bytes} bytes, more than this adapter's limit {limit_name} = {limit}; use a smaller matrix or an adapter with larger limits")]
     TooLargeForAdapter {

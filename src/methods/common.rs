@@ -202,6 +202,30 @@ pub(crate) fn check_workgroup_memory(
 }
 
 /// Uploads a plan-owned storage array.
+/// Uploads values that are CSR entries `first..first + data.len()` in order, noting the run
+/// for `SpmvPlan::update_values`.
+pub(crate) fn upload_values<P: bytemuck::Pod>(
+    gpu: &Gpu,
+    label: &str,
+    data: &[P],
+    first: usize,
+    len: usize,
+    runs: &mut Vec<crate::plan::values::ValueRun>,
+) -> Result<Binding> {
+    let buffer = Arc::new(gpu.storage_buffer(
+        label,
+        bytemuck::cast_slice(data),
+        wgpu::BufferUsages::empty(),
+    )?);
+    runs.push(crate::plan::values::ValueRun {
+        buffer: buffer.clone(),
+        dst: 0,
+        src: first as u64,
+        len: len as u64,
+    });
+    Ok(Binding::Owned(buffer))
+}
+
 pub(crate) fn upload<P: bytemuck::Pod>(gpu: &Gpu, label: &str, data: &[P]) -> Result<Binding> {
     Ok(Binding::Owned(Arc::new(gpu.storage_buffer(
         label,

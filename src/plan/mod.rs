@@ -3,6 +3,7 @@
 //! and timing code; nothing here knows which method built the stages.
 
 mod report;
+pub(crate) mod values;
 
 pub use report::{Candidate, Choice, Report};
 
@@ -71,6 +72,8 @@ pub struct SpmvPlan<T> {
     stages: Vec<Stage>,
     host: Option<HostPath<T>>,
     report: Report,
+    /// Where the format keeps the values, for `update_values`.
+    values: values::ValueLayout,
     /// Bind groups of recent calls, so that a solver's repeated products create none.
     bound: std::sync::Mutex<Vec<(BindKey, Arc<Vec<wgpu::BindGroup>>)>>,
     _t: PhantomData<T>,
@@ -126,6 +129,7 @@ impl<T: Scalar> SpmvPlan<T> {
             stages,
             host: None,
             report,
+            values: Default::default(),
             bound: Default::default(),
             _t: PhantomData,
         }

@@ -457,3 +457,94 @@ fn lost_device_is_an_error_not_a_panic() {
         Err(Error::DeviceLost { .. })
     ));
 }
+
+/// The matrix's pattern with other values (seeded, none zero, some negative).
+fn revalued(a: &CsrMatrix<f32>, seed: u32) -> CsrMatrix<f32> {
+    let values: Vec<f32> = (0..a.nnz() as u32)
+        .map(|i| {
+            let h = (i ^ seed).wrapping_mul(0x9E37_79B9).rotate_left(13);
+            (h % 2001) as f32 / 1000.0 - 1.0 + 1.0 / 4096.0
+        })
+        .collect();
+    CsrMatrix::try_new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        values,
+    )
+    .unwrap()
+}
+
+/// `y = A·x` by `plan`, from an output poisoned with NaN.
+fn product(gpu: &wgspmv::Gpu, plan: &wgspmv::SpmvPlan<f32>, x: &GpuVector<f32>) -> Vec<f32> {
+    let mut y = GpuVector::filled(gpu, plan.nrows(), f32::NAN).unwrap();
+    plan.run(x, &mut y).unwrap();
+    y.read().unwrap()
+}
+
+#[test]
+fn update_values_equals_a_fresh_plan_or_is_a_typed_refusal() {
+    let Some(gpu) = gpu() else { return };
+    // Empty rows; a dense row; a row long enough for the long-row pass.
+    let matrices = [
+        ("empty_rows", SuiteClass::EmptyRows.generate(4_000, 5)),
+        (
+            "single_dense_row",
+            SuiteClass::SingleDenseRow.generate(4_000, 5),
+        ),
+        ("long row", rows_of_lengths(&[3, 20_000, 0, 5, 1], 30_000)),
+    ];
+    for (class, a) in matrices {
+        let a = a.cast::<f32>();
+        let b = revalued(&a, 77);
+        let xs: Vec<f32> = (0..a.ncols()).map(|i| 1.0 + (i % 7) as f32 / 8.0).collect();
+        let x = GpuVector::from_slice(&gpu, &xs).unwrap();
+        for &m in Method::ALL {
+            let plan = gpu.prepare(&a, m).unwrap();
+            let before = product(&gpu, &plan, &x);
+            // A wrong length is an error that leaves the plan as it was.
+            assert!(matches!(
+                plan.update_values(&b.values()[1..]),
+                Err(Error::DimensionMismatch { .. })
+            ));
+            match plan.update_values(b.values()) {
+                Ok(()) => {}
+                Err(e @ Error::Unsupported { .. }) => {
+                    // Only the formats that reorder values may refuse.
+                    assert!(
+                        !matches!(
+                            m,
+                            Method::CsrScalar | Method::CsrVector | Method::Speculative
+                        ),
+                        "{m}: {e}"
+                    );
+                    assert_eq!(product(&gpu, &plan, &x), before, "{m} after a refusal");
+                    continue;
+                }
+                Err(e) => panic!("{m}: {e}"),
+            }
+            let fresh = gpu.prepare(&b, m).unwrap();
+            let expected = product(&gpu, &fresh, &x);
+            let got = product(&gpu, &plan, &x);
+            let same =
+                |p: &[f32], q: &[f32]| p.iter().zip(q).all(|(u, v)| u.to_bits() == v.to_bits());
+            assert!(
+                same(&got, &expected),
+                "{m} on {class}: updated plan differs from a fresh one"
+            );
+            // And back from a GPU buffer (an application computing values on the GPU).
+            let old = GpuVector::from_slice(&gpu, a.values()).unwrap();
+            plan.update_values_from_buffer(old.buffer(), 0).unwrap();
+            assert!(
+                same(&product(&gpu, &plan, &x), &before),
+                "{m} on {class}: from a GPU buffer"
+            );
+            // A buffer too short for the values at that offset is refused.
+            assert!(matches!(
+                plan.update_values_from_buffer(old.buffer(), 4),
+                Err(Error::DimensionMismatch { .. })
+            ));
+        }
+    }
+}

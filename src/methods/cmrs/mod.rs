@@ -101,15 +101,14 @@ pub(crate) fn prepare<T: Scalar>(
             ..Default::default()
         }
         .validate()?;
-        let (stages, csr) = crate::methods::csr::stages(gpu, a, Method::CsrVector, opts)?;
+        let mut runs = Vec::new();
+        let (stages, csr) =
+            crate::methods::csr::stages(gpu, a, Method::CsrVector, opts, &mut runs)?;
         let details = format!("cmrs: height 1, run as the CSR vector kernel ({csr})");
-        return Ok(SpmvPlan::new(
-            gpu,
-            a.shape(),
-            stages,
-            method.name(),
-            details,
-        ));
+        return Ok(
+            SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
+                .with_values(crate::plan::values::ValueLayout::Runs(runs)),
+        );
     }
     let buf_cols = if padded {
         opts.cmrs.buffer_columns.unwrap_or(8.min(team))
@@ -195,7 +194,14 @@ pub(crate) fn prepare<T: Scalar>(
             grid: Grid::Direct(gpu.grid((strips.len() as u32).div_ceil(strips_per_group))),
         });
     }
-    stages.extend(long_rows::stages(gpu, a, &long, chunk_limit(gpu, opts))?);
+    // CMRS strips reorder the values (update_values is refused), but the pass still takes runs.
+    stages.extend(long_rows::stages(
+        gpu,
+        a,
+        &long,
+        chunk_limit(gpu, opts),
+        &mut Vec::new(),
+    )?);
     let details = format!(
         "{}: height {height}, {} lanes per strip ({} teams), {}, workgroup {wg}, {} row-in-strip, {} padding zeros ({:+} bytes vs CSR), {} chunk(s), {} long row(s)",
         method.name(),

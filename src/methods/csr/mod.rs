@@ -7,10 +7,11 @@ pub use kernels::KERNELS;
 use crate::gpu::Gpu;
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    check_workgroup_memory, lane_mode, ptr_chunks, rebased_ptr, team_width, upload, workgroup_size,
-    ChunkUniform,
+    check_workgroup_memory, lane_mode, ptr_chunks, rebased_ptr, team_width, upload, upload_values,
+    workgroup_size, ChunkUniform,
 };
 use crate::methods::{passes::long_rows, Method, PlanOptions};
+use crate::plan::values::{ValueLayout, ValueRun};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
@@ -21,14 +22,12 @@ pub(crate) fn prepare<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
-    let (stages, details) = stages(gpu, a, method, opts)?;
-    Ok(SpmvPlan::new(
-        gpu,
-        a.shape(),
-        stages,
-        method.name(),
-        details,
-    ))
+    let mut runs = Vec::new();
+    let (stages, details) = stages(gpu, a, method, opts, &mut runs)?;
+    Ok(
+        SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
+            .with_values(ValueLayout::Runs(runs)),
+    )
 }
 
 /// The stages of `csr-scalar` or `csr-vector` (which CMRS with one row per strip also runs) and
@@ -38,6 +37,7 @@ pub(crate) fn stages<T: Scalar>(
     a: &CsrMatrix<T>,
     method: Method,
     opts: &PlanOptions,
+    runs: &mut Vec<ValueRun>,
 ) -> Result<(Vec<Stage>, String)> {
     let (kernel, lanes, wg, team, rows_per_group) = match method {
         Method::CsrScalar => {
@@ -86,7 +86,7 @@ pub(crate) fn stages<T: Scalar>(
             bindings: vec![
                 upload(gpu, "row_ptr", &row_ptr)?,
                 upload(gpu, "col_idx", &a.col_idx()[s..e])?,
-                upload(gpu, "values", &a.values()[s..e])?,
+                upload_values(gpu, "values", &a.values()[s..e], s, e - s, runs)?,
                 Binding::X,
                 Binding::Y,
                 Binding::Coeffs,
@@ -107,7 +107,7 @@ pub(crate) fn stages<T: Scalar>(
         1,
         long_rows::LANE_ITERATIONS as u64 * team as u64,
     );
-    stages.extend(long_rows::stages(gpu, a, &long, max_bytes)?);
+    stages.extend(long_rows::stages(gpu, a, &long, max_bytes, runs)?);
     let details = format!(
         "{}: {lanes_text}, workgroup {wg}, {} row chunk(s), {} long row(s)",
         method.name(),

@@ -56,6 +56,7 @@ pub(crate) fn stages<T: Scalar>(
     a: &CsrMatrix<T>,
     rows: &[u32],
     max_bytes: u64,
+    runs: &mut Vec<crate::plan::values::ValueRun>,
 ) -> Result<Vec<Stage>> {
     if rows.is_empty() {
         return Ok(Vec::new());
@@ -100,8 +101,15 @@ pub(crate) fn stages<T: Scalar>(
         let (mut cols, mut vals) = (Vec::with_capacity(entries), Vec::with_capacity(entries));
         let mut piece_bounds = Vec::new();
         let mut row_desc = Vec::with_capacity(3 * batch.len());
+        // Where each row's values go in the batch's buffer, for update_values.
+        let mut row_runs = Vec::with_capacity(batch.len());
         for &r in batch {
             let (c, v) = a.row(r as usize);
+            row_runs.push((
+                vals.len() as u64,
+                a.row_ptr()[r as usize] as u64,
+                v.len() as u64,
+            ));
             let first_piece = piece_bounds.len() / 2;
             for start in (0..c.len()).step_by(piece) {
                 piece_bounds.push((cols.len() + start) as u32);
@@ -123,7 +131,20 @@ pub(crate) fn stages<T: Scalar>(
         let bindings = vec![
             upload(gpu, "long-row pieces", &desc)?,
             upload(gpu, "long-row columns", &cols)?,
-            upload(gpu, "long-row values", &vals)?,
+            {
+                let values = upload(gpu, "long-row values", &vals)?;
+                if let Binding::Owned(buffer) = &values {
+                    runs.extend(row_runs.iter().map(|&(dst, src, len)| {
+                        crate::plan::values::ValueRun {
+                            buffer: buffer.clone(),
+                            dst,
+                            src,
+                            len,
+                        }
+                    }));
+                }
+                values
+            },
             Binding::X,
             Binding::Y,
             Binding::Coeffs,

@@ -20,7 +20,7 @@ use crate::gpu::{Gpu, GpuVector, RangeRead};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
-    upload, workgroup_size, ChunkUniform,
+    upload, upload_values, workgroup_size, ChunkUniform,
 };
 use crate::methods::{Method, PlanOptions};
 use crate::plan::{Binding, Grid, HostPath, HostStage, SpmvPlan, Stage};
@@ -357,6 +357,7 @@ fn chunk_stages<T: Scalar>(
     rows: &Range<usize>,
     row_ptr: Vec<u32>,
     spec_info: &Speculation,
+    runs: &mut Vec<crate::plan::values::ValueRun>,
 ) -> Result<ChunkStages> {
     let (geom, resolve, given_rows, aux_usage) = (c.geom, c.resolve, c.given_rows, c.aux_usage);
     let (main, finish) = (&c.main, &c.finish);
@@ -400,7 +401,14 @@ fn chunk_stages<T: Scalar>(
     let row_ptr_buf = upload(gpu, "row_ptr and tile rows", &ptr_and_tiles)?;
     drop(ptr_and_tiles);
     let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
-    let values = upload(gpu, "values", &quad_padded(&a.values()[begin..end]))?;
+    let values = upload_values(
+        gpu,
+        "values",
+        &quad_padded(&a.values()[begin..end]),
+        begin,
+        end - begin,
+        runs,
+    )?;
     let main_stage = Stage {
         pipeline: main.clone(),
         bindings: vec![
@@ -573,8 +581,10 @@ pub(crate) fn prepare<T: Scalar>(
         given_rows,
         aux_usage,
     };
+    let mut runs = Vec::new();
     for (rows, (row_ptr, spec_info)) in chunks.iter().zip(analysed) {
-        let (gpu_part, host_part, part) = chunk_stages(gpu, a, &shared, rows, row_ptr, &spec_info)?;
+        let (gpu_part, host_part, part) =
+            chunk_stages(gpu, a, &shared, rows, row_ptr, &spec_info, &mut runs)?;
         gpu_stages.extend(gpu_part);
         host_stages.extend(host_part);
         parts.push(part);
@@ -608,7 +618,8 @@ pub(crate) fn prepare<T: Scalar>(
             None => "GPU".into(),
         }
     );
-    let mut plan = SpmvPlan::new(gpu, a.shape(), gpu_stages, method.name(), details);
+    let mut plan = SpmvPlan::new(gpu, a.shape(), gpu_stages, method.name(), details)
+        .with_values(crate::plan::values::ValueLayout::Runs(runs));
     plan.report_mut().detail = Some(report.clone());
     Ok(if on_host {
         plan.with_host_path(HostPath {
