@@ -327,8 +327,17 @@ pub const COPY: Kernel = Kernel {
     derive: None,
 };
 
+/// Value updates of formats that reorder values: a gather by the format's source indices.
+pub const GATHER: Kernel = Kernel {
+    name: "gather",
+    file: "shared/gather",
+    heights: &[],
+    overrides: &[("WG_SIZE", &[256])],
+    derive: None,
+};
+
 /// Kernels that belong to no method.
-pub const SHARED_KERNELS: &[Kernel] = &[COPY];
+pub const SHARED_KERNELS: &[Kernel] = &[COPY, GATHER];
 
 #[cfg(test)]
 mod tests {

@@ -1,8 +1,10 @@
-//! Value updates in place: a plan whose format holds the matrix's values in runs of CSR order
-//! (CSR itself, CMRS with one row per strip, the speculative method's quads, the long-row pass)
-//! keeps where each run lies, and `update_values` copies new values into them, from the host or
-//! from a GPU buffer, with no analysis and no rebuild. Formats that reorder values (CMRS strips,
-//! BCCOO blocks, SURAA's rearranged rows) would need a gather by a permutation: not built yet.
+//! Value updates in place, with no analysis and no rebuild, from the host or from a GPU buffer:
+//! * a plan whose format holds the values in runs of CSR order (CSR itself, CMRS with one row
+//!   per strip, the speculative method's quads, the long-row pass) keeps where each run lies and
+//!   copies the new values into them;
+//! * a format that reorders them (CMRS strips) keeps, for each stored value, the CSR entry it
+//!   came from (4 bytes each, on the host; uploaded at the first update) and gathers;
+//! * BCCOO (whose stored-zero pass depends on which values are zero) and SURAA are not covered.
 
 use super::SpmvPlan;
 use crate::{Error, Result, Scalar};
@@ -17,11 +19,45 @@ pub(crate) struct ValueRun {
     pub len: u64,
 }
 
+/// A buffer of the format filled by a gather: element `i` is CSR entry `sources[i]`, or 0 where
+/// that is [`NONE`] (padding).
+#[derive(Debug)]
+pub(crate) struct GatherPart {
+    pub buffer: Arc<wgpu::Buffer>,
+    pub sources: Vec<u32>,
+    /// `sources` on the GPU, uploaded at the first update.
+    pub on_gpu: std::sync::OnceLock<Arc<wgpu::Buffer>>,
+}
+
+/// A padding element of a gathered buffer.
+pub(crate) const NONE: u32 = u32::MAX;
+
+impl GatherPart {
+    pub(crate) fn new(buffer: Arc<wgpu::Buffer>, sources: Vec<u32>) -> Arc<Self> {
+        Arc::new(Self {
+            buffer,
+            sources,
+            on_gpu: Default::default(),
+        })
+    }
+
+    /// The CSR entries this part reads, as a range (empty for padding only).
+    fn src_range(&self) -> std::ops::Range<u64> {
+        let live = self.sources.iter().filter(|&&s| s != NONE);
+        match (live.clone().min(), live.max()) {
+            (Some(&lo), Some(&hi)) => lo as u64..hi as u64 + 1,
+            _ => 0..0,
+        }
+    }
+}
+
 /// Where a plan's format keeps the matrix's values.
 #[derive(Clone, Debug)]
 pub(crate) enum ValueLayout {
     /// Runs in CSR order that together hold every value (some possibly twice).
     Runs(Vec<ValueRun>),
+    /// Buffers filled by a gather (and runs beside them, e.g. the long-row pass).
+    Gather(Vec<Arc<GatherPart>>, Vec<ValueRun>),
     /// Values are reordered by the format; the reason, for the error.
     Reordered(&'static str),
 }
@@ -35,7 +71,7 @@ impl Default for ValueLayout {
 impl<T: Scalar> SpmvPlan<T> {
     fn value_runs(&self) -> Result<&[ValueRun]> {
         match &self.values {
-            ValueLayout::Runs(runs) => Ok(runs),
+            ValueLayout::Runs(runs) | ValueLayout::Gather(_, runs) => Ok(runs),
             ValueLayout::Reordered(why) => Err(Error::Unsupported {
                 method: self.report.method,
                 what: "update their values in place",
@@ -57,6 +93,22 @@ impl<T: Scalar> SpmvPlan<T> {
         }
         let runs = self.value_runs()?;
         let s = std::mem::size_of::<T>() as u64;
+        if let ValueLayout::Gather(parts, _) = &self.values {
+            // Gathered on the GPU from the new values, uploaded once.
+            let staged = self.gpu.storage_buffer(
+                "new values",
+                bytemuck::cast_slice(values),
+                wgpu::BufferUsages::empty(),
+            )?;
+            let mut encoder = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            self.record_gathers(&mut encoder, parts, &staged)?;
+            self.gpu.scoped("submitting a value update", || {
+                self.gpu.queue().submit([encoder.finish()]);
+            })?;
+        }
         self.gpu.scoped("updating values", || {
             for r in runs {
                 let src = &values[r.src as usize..(r.src + r.len) as usize];
@@ -67,6 +119,89 @@ impl<T: Scalar> SpmvPlan<T> {
                 }
             }
         })
+    }
+
+    /// Records the gathers of `parts` from `values` (every new value in CSR order, a storage
+    /// buffer of this plan's device).
+    fn record_gathers(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        parts: &[Arc<GatherPart>],
+        values: &wgpu::Buffer,
+    ) -> Result<()> {
+        let s = std::mem::size_of::<T>() as u64;
+        let wg = 256u32;
+        let pipeline = self.gpu.pipeline(&crate::kernel::Variant::new(
+            crate::kernel::GATHER,
+            T::WGSL,
+            crate::kernel::LaneMode::Workgroup,
+            vec![("WG_SIZE", wg)],
+        ))?;
+        let align = self.gpu.info().limits.min_storage_buffer_offset_alignment as u64;
+        for part in parts {
+            let range = part.src_range();
+            if part.sources.is_empty() {
+                continue;
+            }
+            let sources = match part.on_gpu.get() {
+                Some(b) => b.clone(),
+                None => {
+                    let b = Arc::new(self.gpu.storage_buffer(
+                        "gather sources",
+                        bytemuck::cast_slice(&part.sources),
+                        wgpu::BufferUsages::empty(),
+                    )?);
+                    part.on_gpu.get_or_init(|| b).clone()
+                }
+            };
+            // The part's range of the new values, bound from an aligned offset.
+            let offset = (range.start * s) / align * align;
+            let size = (range.end * s - offset).max(s).next_multiple_of(4);
+            let params: [u32; 2] = [part.sources.len() as u32, (offset / s) as u32];
+            let uniform = self
+                .gpu
+                .uniform_buffer("gather params", bytemuck::cast_slice(&params));
+            let count = part.sources.len() as u32;
+            self.gpu.scoped("recording a gather", || {
+                let group = self
+                    .gpu
+                    .device()
+                    .create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some("wgspmv gather"),
+                        layout: &pipeline.get_bind_group_layout(0),
+                        entries: &[
+                            wgpu::BindGroupEntry {
+                                binding: 0,
+                                resource: sources.as_entire_binding(),
+                            },
+                            wgpu::BindGroupEntry {
+                                binding: 1,
+                                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                    buffer: values,
+                                    offset,
+                                    size: std::num::NonZeroU64::new(
+                                        size.min(values.size() - offset),
+                                    ),
+                                }),
+                            },
+                            wgpu::BindGroupEntry {
+                                binding: 2,
+                                resource: part.buffer.as_entire_binding(),
+                            },
+                            wgpu::BindGroupEntry {
+                                binding: 3,
+                                resource: uniform.as_entire_binding(),
+                            },
+                        ],
+                    });
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &group, &[]);
+                let [x, y] = self.gpu.grid(count.div_ceil(wg));
+                pass.dispatch_workgroups(x, y, 1);
+            })?;
+        }
+        Ok(())
     }
 
     /// Records into `encoder` the copies that replace the matrix's values with those in
@@ -88,12 +223,24 @@ impl<T: Scalar> SpmvPlan<T> {
                 actual: values.size().saturating_sub(offset) as usize,
             });
         }
-        if !values.usage().contains(wgpu::BufferUsages::COPY_SRC) || offset % 4 != 0 {
+        if !values.usage().contains(wgpu::BufferUsages::COPY_SRC) || !offset.is_multiple_of(4) {
             return Err(Error::InvalidParameter {
                 name: "values",
                 value: format!("{:?} at offset {offset}", values.usage()),
                 reason: "a buffer with COPY_SRC usage, read from a multiple of 4 bytes".into(),
             });
+        }
+        if let ValueLayout::Gather(parts, _) = &self.values {
+            // The caller's buffer may lack STORAGE usage: gather from a copy.
+            let staged = self.gpu.storage_zeroed(
+                "new values",
+                self.nnz as u64 * s,
+                wgpu::BufferUsages::empty(),
+            )?;
+            self.gpu.scoped("recording a value copy", || {
+                encoder.copy_buffer_to_buffer(values, offset, &staged, 0, self.nnz as u64 * s)
+            })?;
+            self.record_gathers(encoder, parts, &staged)?;
         }
         self.gpu.scoped("recording a value update", || {
             for r in runs.iter().filter(|r| r.len > 0) {

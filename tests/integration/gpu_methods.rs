@@ -495,13 +495,31 @@ fn update_values_equals_a_fresh_plan_or_is_a_typed_refusal() {
         ),
         ("long row", rows_of_lengths(&[3, 20_000, 0, 5, 1], 30_000)),
     ];
-    for (class, a) in matrices {
+    // Each also in row chunks of at most 8 KiB (several buffers, bound from offsets).
+    let chunked = PlanOptions {
+        max_chunk_bytes: Some(8192),
+        ..Default::default()
+    };
+    let cases = matrices.into_iter().flat_map(|(class, a)| {
+        let opts = if class == "long row" {
+            vec![PlanOptions::default()]
+        } else {
+            vec![PlanOptions::default(), chunked.clone()]
+        };
+        opts.into_iter().map(move |o| (class, a.clone(), o))
+    });
+    for (class, a, opts) in cases {
         let a = a.cast::<f32>();
         let b = revalued(&a, 77);
         let xs: Vec<f32> = (0..a.ncols()).map(|i| 1.0 + (i % 7) as f32 / 8.0).collect();
         let x = GpuVector::from_slice(&gpu, &xs).unwrap();
         for &m in Method::ALL {
-            let plan = gpu.prepare(&a, m).unwrap();
+            let plan = match gpu.prepare_with(&a, m, &opts) {
+                Ok(p) => p,
+                // A method that does not split into chunks refuses the small chunk limit.
+                Err(Error::TooLargeForAdapter { .. }) if opts.max_chunk_bytes.is_some() => continue,
+                Err(e) => panic!("{m} on {class}: {e}"),
+            };
             let before = product(&gpu, &plan, &x);
             // A wrong length is an error that leaves the plan as it was.
             assert!(matches!(
@@ -524,7 +542,7 @@ fn update_values_equals_a_fresh_plan_or_is_a_typed_refusal() {
                 }
                 Err(e) => panic!("{m}: {e}"),
             }
-            let fresh = gpu.prepare(&b, m).unwrap();
+            let fresh = gpu.prepare_with(&b, m, &opts).unwrap();
             let expected = product(&gpu, &fresh, &x);
             let got = product(&gpu, &plan, &x);
             let same =

@@ -622,7 +622,10 @@ pub(crate) fn build<T: Scalar>(
         report.footprint.total() as f64 / 1e6,
         report.footprint.csr as f64 / 1e6,
     );
-    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details);
+    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
+        .with_values(crate::plan::values::ValueLayout::Reordered(
+        "its blocks reorder the values and its stored-zero pass depends on which values are zero",
+    ));
     plan.report_mut().detail = Some(Arc::new(report));
     Ok(plan)
 }

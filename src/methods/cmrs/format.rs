@@ -64,6 +64,8 @@ pub struct CmrsMatrix<T> {
     /// Row-in-strip numbers, eight per word, when `rows == Separate`.
     pub row_in_strip: Vec<u32>,
     pub values: Vec<T>,
+    /// The CSR entry of each value, `u32::MAX` for padding (for `SpmvPlan::update_values`).
+    pub sources: Vec<u32>,
     /// Explicit zeros added by the smaller-buffer layout.
     pub padding: usize,
 }
@@ -129,17 +131,20 @@ impl<T: Scalar> CmrsMatrix<T> {
         } else {
             RowLayout::Separate
         };
-        let per_strip: Vec<Vec<Item<T>>> = (0..strips)
+        // Items carry the CSR index of their entry; values are looked up at the end.
+        let per_strip: Vec<Vec<Item<u32>>> = (0..strips)
             .into_par_iter()
             .map(|s| {
                 let (r0, r1) = (s * h, ((s + 1) * h).min(a.nrows()));
-                let mut items: Vec<(u32, u32, T)> = (r0..r1)
+                let mut items: Vec<(u32, u32, u32)> = (r0..r1)
                     .filter(|&r| left_out.binary_search(&(r as u32)).is_err())
                     .flat_map(|r| {
-                        let (cols, vals) = a.row(r);
-                        cols.iter()
-                            .zip(vals)
-                            .map(move |(&c, &v)| ((r - r0) as u32, c, v))
+                        let first = a.row_ptr()[r];
+                        a.row(r)
+                            .0
+                            .iter()
+                            .enumerate()
+                            .map(move |(j, &c)| ((r - r0) as u32, c, first + j as u32))
                     })
                     .collect();
                 if layout.sort_by_column {
@@ -159,7 +164,7 @@ impl<T: Scalar> CmrsMatrix<T> {
             crate::matrix::check_u32("CMRS items (entries plus padding)", next as usize)?;
             strip_ptr.push(next as u32);
         }
-        let items: Vec<Item<T>> = per_strip.into_iter().flatten().collect();
+        let items: Vec<Item<u32>> = per_strip.into_iter().flatten().collect();
         let padding = items.iter().filter(|i| i.is_none()).count();
         let col_words = items
             .par_iter()
@@ -178,9 +183,13 @@ impl<T: Scalar> CmrsMatrix<T> {
                     .collect::<Vec<_>>(),
             ),
         };
-        let values = items
+        let sources: Vec<u32> = items
             .par_iter()
-            .map(|it| it.map_or(T::default(), |(_, _, v)| v))
+            .map(|it| it.map_or(u32::MAX, |(_, _, i)| i))
+            .collect();
+        let values = sources
+            .par_iter()
+            .map(|&i| a.values().get(i as usize).copied().unwrap_or_default())
             .collect();
         Ok(Self {
             nrows: a.nrows(),
@@ -191,6 +200,7 @@ impl<T: Scalar> CmrsMatrix<T> {
             col_words,
             row_in_strip,
             values,
+            sources,
             padding,
         })
     }
@@ -262,7 +272,7 @@ impl<T: Scalar> CmrsMatrix<T> {
 /// form `w / m` groups of `m` consecutive lanes, each row is given to one group (longest rows
 /// first, to the least loaded group), and a group's rows are laid out contiguously over its lanes,
 /// pass after pass. Groups that run out of items are padded, as is the strip to whole passes.
-fn arrange_for_small_buffer<T: Scalar>(
+fn arrange_for_small_buffer<T: Copy>(
     items: Vec<(u32, u32, T)>,
     h: usize,
     w: usize,

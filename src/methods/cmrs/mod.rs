@@ -15,6 +15,7 @@ use crate::methods::common::{
     upload, workgroup_size, ChunkUniform,
 };
 use crate::methods::{passes::long_rows, LanePolicy, Method, PlanOptions};
+use crate::plan::values::{GatherPart, ValueLayout};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::sync::Arc;
@@ -156,6 +157,9 @@ pub(crate) fn prepare<T: Scalar>(
         "strip",
     )?;
     let mut stages = Vec::with_capacity(chunks.len());
+    // Where update_values puts new values: gathered into each chunk's strips, copied into the
+    // long-row pass.
+    let (mut gathers, mut runs) = (Vec::new(), Vec::new());
     for strips in &chunks {
         let (s, e) = (
             m.strip_ptr[strips.start] as usize,
@@ -182,7 +186,13 @@ pub(crate) fn prepare<T: Scalar>(
             bindings: vec![
                 upload(gpu, "strip_ptr", &strip_ptr)?,
                 upload(gpu, "col_words", &m.col_words[s..e])?,
-                upload(gpu, "values", &m.values[s..e])?,
+                {
+                    let values = upload(gpu, "values", &m.values[s..e])?;
+                    if let Binding::Owned(buffer) = &values {
+                        gathers.push(GatherPart::new(buffer.clone(), m.sources[s..e].to_vec()));
+                    }
+                    values
+                },
                 Binding::X,
                 Binding::Y,
                 Binding::Coeffs,
@@ -194,13 +204,12 @@ pub(crate) fn prepare<T: Scalar>(
             grid: Grid::Direct(gpu.grid((strips.len() as u32).div_ceil(strips_per_group))),
         });
     }
-    // CMRS strips reorder the values (update_values is refused), but the pass still takes runs.
     stages.extend(long_rows::stages(
         gpu,
         a,
         &long,
         chunk_limit(gpu, opts),
-        &mut Vec::new(),
+        &mut runs,
     )?);
     let details = format!(
         "{}: height {height}, {} lanes per strip ({} teams), {}, workgroup {wg}, {} row-in-strip, {} padding zeros ({:+} bytes vs CSR), {} chunk(s), {} long row(s)",
@@ -214,11 +223,8 @@ pub(crate) fn prepare<T: Scalar>(
         chunks.len(),
         long.len()
     );
-    Ok(SpmvPlan::new(
-        gpu,
-        a.shape(),
-        stages,
-        method.name(),
-        details,
-    ))
+    Ok(
+        SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
+            .with_values(ValueLayout::Gather(gathers, runs)),
+    )
 }

@@ -329,7 +329,11 @@ pub(crate) fn prepare<T: Scalar>(
         report.setup_on,
     );
     stages.push(combine);
-    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details);
+    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details).with_values(
+        crate::plan::values::ValueLayout::Reordered(
+            "its rows are rearranged, and the plan keeps no map back to CSR order",
+        ),
+    );
     plan.report_mut().detail = Some(Arc::new(report));
     Ok(plan)
 }
