@@ -420,6 +420,21 @@ pub(crate) fn build<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
+    build_reusing(gpu, a, method, opts, &mut None)
+}
+
+/// The last host format a tuning built, for the candidates that differ from it only in how the
+/// kernel runs it (strategy, result cache, carry path): they skip the conversion.
+pub(crate) type FormatCache<T> = Option<(BccooLayout, Arc<BccooMatrix<T>>)>;
+
+/// [`build`], converting only when `cache` holds no format of the same layout.
+pub(crate) fn build_reusing<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+    cache: &mut FormatCache<T>,
+) -> Result<SpmvPlan<T>> {
     let o = &opts.bccoo;
     let s = std::mem::size_of::<T>() as u64;
     let Params {
@@ -442,7 +457,14 @@ pub(crate) fn build<T: Scalar>(
         slices,
         columns: o.columns,
     };
-    let m = BccooMatrix::from_csr(a, &layout)?;
+    let m = match cache {
+        Some((l, m)) if *l == layout => m.clone(),
+        _ => {
+            let m = Arc::new(BccooMatrix::from_csr(a, &layout)?);
+            *cache = Some((layout, m.clone()));
+            m
+        }
+    };
     let limit = chunk_limit(gpu, opts);
     let values_bytes = m.values.len() as u64 * s;
     if values_bytes > limit {

@@ -11,7 +11,8 @@
 //! shared across processes (one line per choice, appended).
 
 use super::{
-    build, single_pass_is_safe, smallest_footprints, BccooOptions, Carry, ColumnCoding, Strategy,
+    build, build_reusing, single_pass_is_safe, smallest_footprints, BccooOptions, Carry,
+    ColumnCoding, FormatCache, Strategy,
 };
 use crate::gpu::{Gpu, GpuVector};
 use crate::methods::{Method, PlanOptions};
@@ -209,6 +210,7 @@ pub(crate) fn tune<T: Scalar>(
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
     let mut candidates = Vec::new();
+    let mut formats: FormatCache<T> = None;
     // Builds and times a candidate, returning the plan so that the winner is not built again.
     // The first candidate is timed after a warm-up that settles the clocks; each later one
     // against the best so far, in turns (both times come back: the best's is taken again).
@@ -221,7 +223,7 @@ pub(crate) fn tune<T: Scalar>(
                 ..opts.clone()
             };
             // A candidate this adapter cannot hold (workgroup memory, binding size) is skipped.
-            let plan = match build(gpu, a, method, &po) {
+            let plan = match build_reusing(gpu, a, method, &po, &mut formats) {
                 Ok(p) => p,
                 Err(
                     crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
