@@ -1,6 +1,6 @@
 // The speculative kernel's columns and values in f64, bound one at a time: f64 stages its
-// products by default, and reading the staged columns as a component of a quad picked at run
-// time made it 7% slower on an H100 (docs/speculative.md).
+// products by default, and reading the staged columns as a quad component picked at run time
+// was measurably slower (docs/speculative.md).
 @group(0) @binding(1) var<storage, read> col_idx: array<u32>;
 @group(0) @binding(2) var<storage, read> vals: array<f64>;
 

@@ -43,21 +43,8 @@ impl Gpu {
         let once = self.submit_pass(1, &mut record)?.max(1e-6);
         let per_batch = ((0.01 / once) as u32).clamp(1, 1000);
         // Clocks ramp up in steps, and a GPU left idle for a moment (the host building a plan)
-        // can need longer than a fixed warm-up: keep it busy until no batch has been 3% faster
-        // than the best for 0.3 s (at most 2 s).
-        let warm_start = Instant::now();
-        let (mut best, mut improved) = (f64::INFINITY, warm_start);
-        loop {
-            let t = self.submit_pass(per_batch, &mut record)? / per_batch as f64;
-            if t < best * 0.97 {
-                improved = Instant::now();
-            }
-            best = best.min(t);
-            let elapsed = warm_start.elapsed().as_secs_f64();
-            if elapsed >= 2.0 || (elapsed >= 0.2 && improved.elapsed().as_secs_f64() >= 0.3) {
-                break;
-            }
-        }
+        // can need longer than a fixed warm-up.
+        self.settle(per_batch, &mut record, 0.2, 0.3, 2.0)?;
         // Keep one sample under about a second, whatever `repeats` asks.
         let reps = repeats.min(((1.0 / once) as u32).max(1));
         let samples = if reps as f64 * once > 0.3 { 3 } else { 7 };
@@ -79,7 +66,7 @@ impl Gpu {
     /// Times several recordings against one another, ms per call in the order given: each is
     /// sampled in turn, `rounds` times over, and keeps its fastest sample. A clock still ramping
     /// up slows every one of them alike, after a short settling run (samples taken right after
-    /// the host built a plan read 2-4 times slow on an H100; docs/bccoo.md); each sample is a
+    /// the host built a plan read a discrete GPU at idle clocks; docs/auto.md); each sample is a
     /// few milliseconds of GPU time, at most `max_reps` calls.
     pub(crate) fn time_round_robin(
         &self,
@@ -87,40 +74,21 @@ impl Gpu {
         rounds: u32,
         max_reps: u32,
     ) -> Result<Vec<f64>> {
-        // One call of a recording, seconds (the first call compiles and faults pages in).
-        fn once_of(gpu: &Gpu, record: &mut dyn FnMut(&mut wgpu::ComputePass<'_>)) -> Result<f64> {
-            gpu.submit_pass(1, record)?;
-            Ok(gpu.submit_pass(1, record)?.max(1e-6))
-        }
         let mut reps = Vec::with_capacity(records.len());
         for record in records.iter_mut() {
-            let once = once_of(self, *record)?;
+            // The first call compiles and faults pages in; the second estimates one call.
+            self.submit_pass(1, *record)?;
+            let once = self.submit_pass(1, *record)?.max(1e-6);
             reps.push(((0.003 / once) as u32).clamp(1, max_reps.max(1)));
         }
         // A discrete GPU idle while the host built a plan runs at low clocks for a while, longer
-        // than the samples last: keep it busy with the first recording until a batch of about
-        // 5 ms has not been 3% faster than the best for SETTLE_S seconds.
+        // than the samples last: keep it busy with the first recording first, in batches of
+        // about 5 ms of GPU time (by timestamps where the adapter has them: the wall clock of
+        // one call is mostly submission for a short product).
         if let Some(first) = records.first_mut() {
-            // Batches of about 5 ms of GPU time (by timestamps where the adapter has them: the
-            // wall clock of one call is mostly submission for a short product).
-            once_of(self, first)?;
             let gpu_once = self.sample(1, first)?.0 / 1e3;
             let per_batch = ((0.005 / gpu_once.max(1e-7)) as u32).clamp(1, 5000);
-            let start = Instant::now();
-            let (mut best, mut improved) = (f64::INFINITY, start);
-            loop {
-                let t = self.submit_pass(per_batch, first)?;
-                if t < best * 0.97 {
-                    improved = Instant::now();
-                }
-                best = best.min(t);
-                let elapsed = start.elapsed().as_secs_f64();
-                if elapsed >= SETTLE_MAX_S
-                    || (elapsed >= SETTLE_S && improved.elapsed().as_secs_f64() >= SETTLE_S)
-                {
-                    break;
-                }
-            }
+            self.settle(per_batch, first, SETTLE_S, SETTLE_S, SETTLE_MAX_S)?;
         }
         let mut best = vec![f64::INFINITY; records.len()];
         for _ in 0..rounds.max(1) {
@@ -129,6 +97,32 @@ impl Gpu {
             }
         }
         Ok(best)
+    }
+
+    /// Keeps the GPU busy with batches of `per_batch` calls of `record` until no batch has been
+    /// 3% faster than the best for `window` seconds (running at least `min` and at most `max`
+    /// seconds): clocks ramp up in steps after the GPU was idle.
+    fn settle(
+        &self,
+        per_batch: u32,
+        record: &mut (impl FnMut(&mut wgpu::ComputePass<'_>) + ?Sized),
+        min: f64,
+        window: f64,
+        max: f64,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let (mut best, mut improved) = (f64::INFINITY, start);
+        loop {
+            let t = self.submit_pass(per_batch, record)?;
+            if t < best * 0.97 {
+                improved = Instant::now();
+            }
+            best = best.min(t);
+            let elapsed = start.elapsed().as_secs_f64();
+            if elapsed >= max || (elapsed >= min && improved.elapsed().as_secs_f64() >= window) {
+                return Ok(());
+            }
+        }
     }
 
     /// Submits `reps` calls in one pass and waits; returns the wall-clock seconds.

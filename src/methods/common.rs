@@ -201,9 +201,27 @@ pub(crate) fn check_workgroup_memory(
     Ok(())
 }
 
+/// Uploads a plan-owned storage array, as a buffer the plan may also keep elsewhere (e.g. to
+/// update the values in it).
+pub(crate) fn upload_buffer<P: bytemuck::Pod>(
+    gpu: &Gpu,
+    label: &str,
+    data: &[P],
+) -> Result<Arc<wgpu::Buffer>> {
+    Ok(Arc::new(gpu.storage_buffer(
+        label,
+        bytemuck::cast_slice(data),
+        wgpu::BufferUsages::empty(),
+    )?))
+}
+
 /// Uploads a plan-owned storage array.
-/// Uploads values that are CSR entries `first..first + data.len()` in order, noting the run
-/// for `SpmvPlan::update_values`.
+pub(crate) fn upload<P: bytemuck::Pod>(gpu: &Gpu, label: &str, data: &[P]) -> Result<Binding> {
+    upload_buffer(gpu, label, data).map(Binding::Owned)
+}
+
+/// Uploads values that are CSR entries `first..first + len` in order (`data` may be padded),
+/// noting the run for `SpmvPlan::update_values`.
 pub(crate) fn upload_values<P: bytemuck::Pod>(
     gpu: &Gpu,
     label: &str,
@@ -212,11 +230,7 @@ pub(crate) fn upload_values<P: bytemuck::Pod>(
     len: usize,
     runs: &mut Vec<crate::plan::values::ValueRun>,
 ) -> Result<Binding> {
-    let buffer = Arc::new(gpu.storage_buffer(
-        label,
-        bytemuck::cast_slice(data),
-        wgpu::BufferUsages::empty(),
-    )?);
+    let buffer = upload_buffer(gpu, label, data)?;
     runs.push(crate::plan::values::ValueRun {
         buffer: buffer.clone(),
         dst: 0,
@@ -224,14 +238,6 @@ pub(crate) fn upload_values<P: bytemuck::Pod>(
         len: len as u64,
     });
     Ok(Binding::Owned(buffer))
-}
-
-pub(crate) fn upload<P: bytemuck::Pod>(gpu: &Gpu, label: &str, data: &[P]) -> Result<Binding> {
-    Ok(Binding::Owned(Arc::new(gpu.storage_buffer(
-        label,
-        bytemuck::cast_slice(data),
-        wgpu::BufferUsages::empty(),
-    )?)))
 }
 
 #[cfg(test)]

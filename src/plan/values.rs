@@ -25,6 +25,8 @@ pub(crate) struct ValueRun {
 pub(crate) struct GatherPart {
     pub buffer: Arc<wgpu::Buffer>,
     pub sources: Vec<u32>,
+    /// The CSR entries `sources` reads, as a range (empty for padding only).
+    src_range: std::ops::Range<u64>,
     /// `sources` on the GPU, uploaded at the first update.
     pub on_gpu: std::sync::OnceLock<Arc<wgpu::Buffer>>,
 }
@@ -34,20 +36,17 @@ pub(crate) const NONE: u32 = u32::MAX;
 
 impl GatherPart {
     pub(crate) fn new(buffer: Arc<wgpu::Buffer>, sources: Vec<u32>) -> Arc<Self> {
+        let live = sources.iter().filter(|&&s| s != NONE);
+        let src_range = match (live.clone().min(), live.max()) {
+            (Some(&lo), Some(&hi)) => lo as u64..hi as u64 + 1,
+            _ => 0..0,
+        };
         Arc::new(Self {
             buffer,
             sources,
+            src_range,
             on_gpu: Default::default(),
         })
-    }
-
-    /// The CSR entries this part reads, as a range (empty for padding only).
-    fn src_range(&self) -> std::ops::Range<u64> {
-        let live = self.sources.iter().filter(|&&s| s != NONE);
-        match (live.clone().min(), live.max()) {
-            (Some(&lo), Some(&hi)) => lo as u64..hi as u64 + 1,
-            _ => 0..0,
-        }
     }
 }
 
@@ -139,7 +138,7 @@ impl<T: Scalar> SpmvPlan<T> {
         ))?;
         let align = self.gpu.info().limits.min_storage_buffer_offset_alignment as u64;
         for part in parts {
-            let range = part.src_range();
+            let range = part.src_range.clone();
             if part.sources.is_empty() {
                 continue;
             }

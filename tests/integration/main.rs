@@ -1,5 +1,5 @@
 //! Every integration test in one binary: each test binary links wgpu and monomorphises the
-//! library's generic code again, which cost CI about 45 s of compilation per file.
+//! library's generic code again (CI build time, docs/measurements.md).
 //! One module per former test file: `cargo test --test integration bccoo::` runs bccoo's.
 
 mod common;

@@ -12,7 +12,7 @@ use crate::gpu::{Gpu, GpuInfo};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
-    upload, workgroup_size, ChunkUniform,
+    upload, upload_buffer, workgroup_size, ChunkUniform,
 };
 use crate::methods::{passes::long_rows, LanePolicy, Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout};
@@ -187,11 +187,9 @@ pub(crate) fn prepare<T: Scalar>(
                 upload(gpu, "strip_ptr", &strip_ptr)?,
                 upload(gpu, "col_words", &m.col_words[s..e])?,
                 {
-                    let values = upload(gpu, "values", &m.values[s..e])?;
-                    if let Binding::Owned(buffer) = &values {
-                        gathers.push(GatherPart::new(buffer.clone(), m.sources[s..e].to_vec()));
-                    }
-                    values
+                    let values = upload_buffer(gpu, "values", &m.values[s..e])?;
+                    gathers.push(GatherPart::new(values.clone(), m.sources[s..e].to_vec()));
+                    Binding::Owned(values)
                 },
                 Binding::X,
                 Binding::Y,

@@ -8,7 +8,7 @@
 
 use crate::gpu::Gpu;
 use crate::kernel::{LaneMode, Variant};
-use crate::methods::common::{upload, workgroup_size};
+use crate::methods::common::{upload, upload_buffer, workgroup_size};
 use crate::plan::{Binding, Grid, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
 use std::sync::Arc;
@@ -128,23 +128,21 @@ pub(crate) fn stages<T: Scalar>(
             (npieces * std::mem::size_of::<T>()) as u64,
             wgpu::BufferUsages::empty(),
         )?));
+        let values = upload_buffer(gpu, "long-row values", &vals)?;
+        runs.extend(
+            row_runs
+                .iter()
+                .map(|&(dst, src, len)| crate::plan::values::ValueRun {
+                    buffer: values.clone(),
+                    dst,
+                    src,
+                    len,
+                }),
+        );
         let bindings = vec![
             upload(gpu, "long-row pieces", &desc)?,
             upload(gpu, "long-row columns", &cols)?,
-            {
-                let values = upload(gpu, "long-row values", &vals)?;
-                if let Binding::Owned(buffer) = &values {
-                    runs.extend(row_runs.iter().map(|&(dst, src, len)| {
-                        crate::plan::values::ValueRun {
-                            buffer: buffer.clone(),
-                            dst,
-                            src,
-                            len,
-                        }
-                    }));
-                }
-                values
-            },
+            Binding::Owned(values.clone()),
             Binding::X,
             Binding::Y,
             Binding::Coeffs,
