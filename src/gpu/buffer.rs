@@ -122,9 +122,11 @@ impl<T: Scalar> GpuVector<T> {
         Self::from_slice(gpu, &vec![value; len])
     }
 
+    /// The number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Whether the vector has no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

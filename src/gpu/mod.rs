@@ -37,20 +37,28 @@ pub struct GpuOptions {
 /// What an adapter is and can do, as far as SpMV cares.
 #[derive(Clone, Debug)]
 pub struct GpuInfo {
+    /// The adapter's name as the driver reports it (what [`GpuOptions::adapter_name`] matches).
     pub name: String,
+    /// The graphics API wgpu drives it through (Vulkan, Metal, DX12, ...).
     pub backend: wgpu::Backend,
+    /// Discrete, integrated, virtual or CPU (software) adapter.
     pub device_type: wgpu::DeviceType,
     /// PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x106b Apple; 0 when unknown).
     pub vendor: u32,
+    /// The driver's name and version information, as one string.
     pub driver: String,
+    /// The smallest subgroup (SIMD width) the adapter may run a kernel with, in invocations.
     pub subgroup_min_size: u32,
+    /// The largest subgroup (SIMD width) the adapter may run a kernel with, in invocations.
     pub subgroup_max_size: u32,
     /// Features enabled on the device (a subset of [`WANTED_FEATURES`] for devices we opened).
     pub features: wgpu::Features,
+    /// Limits the device was created with (for devices we opened, the adapter's own).
     pub limits: wgpu::Limits,
 }
 
 impl GpuInfo {
+    /// Whether the device has all of the features in `f` enabled.
     pub fn has(&self, f: wgpu::Features) -> bool {
         self.features.contains(f)
     }
@@ -272,9 +280,11 @@ impl Gpu {
     pub fn info(&self) -> &GpuInfo {
         &self.inner.info
     }
+    /// The wgpu device, for applications that record their own work next to SpMV.
     pub fn device(&self) -> &wgpu::Device {
         &self.inner.device
     }
+    /// The wgpu queue that SpMV submits to.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.inner.queue
     }

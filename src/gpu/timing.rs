@@ -22,8 +22,12 @@ pub enum Timer {
 /// The time of one repetition, averaged over many in one submission.
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
+    /// Milliseconds per repetition: the median over samples of each sample's mean.
     pub ms: f64,
+    /// Repetitions per sample actually recorded (may be fewer than asked, to keep a sample
+    /// short).
     pub repeats: u32,
+    /// How the time was taken.
     pub timer: Timer,
 }
 

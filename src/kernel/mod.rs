@@ -20,6 +20,7 @@ pub enum LaneMode {
 }
 
 impl LaneMode {
+    /// The mode's name as it appears in import paths and labels (`subgroup`, `workgroup`).
     pub fn name(self) -> &'static str {
         match self {
             LaneMode::Subgroup => "subgroup",
@@ -37,11 +38,13 @@ pub type OverrideSet = Vec<(&'static str, u32)>;
 /// the block heights it is assembled for (empty unless it imports a `{height}` prelude).
 #[derive(Clone, Copy, Debug)]
 pub struct Kernel {
+    /// The kernel's name, used in pipeline keys, labels and messages.
     pub name: &'static str,
     /// Path under `shaders/` without `.wgsl`.
     pub file: &'static str,
     /// Block heights of kernels importing `…_{height}`: one source per height.
     pub heights: &'static [u32],
+    /// The kernel's override constants, each with every value the library may give it.
     pub overrides: Overrides,
     /// Keeps only the combinations the library can produce and adds the overrides derived from
     /// the others (e.g. a buffer size); `None` keeps every combination.
@@ -89,20 +92,30 @@ fn block_rows_prelude(h: u32) -> String {
 /// One buildable form of a kernel: what a pipeline is compiled from and cached under.
 #[derive(Clone, Debug)]
 pub struct Variant {
+    /// The kernel this is a form of.
     pub kernel: Kernel,
+    /// The WGSL value type: `f32` or `f64` for SpMV kernels, `u32` for the others.
     pub scalar: &'static str,
+    /// The team reduction path (always `Workgroup` for kernels without teams).
     pub lanes: LaneMode,
+    /// The block height, for kernels assembled per height; `None` otherwise.
     pub height: Option<u32>,
+    /// The values given to the kernel's override constants.
     pub overrides: Vec<(&'static str, u32)>,
 }
 
 /// Key of a compiled pipeline: every input of the variant's source and constants.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PipelineKey {
+    /// The kernel's name.
     pub kernel: &'static str,
+    /// The WGSL value type the source was assembled for.
     pub scalar: &'static str,
+    /// The team reduction path; `None` for kernels without teams.
     pub lanes: Option<LaneMode>,
+    /// The block height, for kernels assembled per height.
     pub height: Option<u32>,
+    /// The values given to the kernel's override constants.
     pub overrides: Vec<(&'static str, u32)>,
 }
 
@@ -136,6 +149,7 @@ impl Variant {
         self
     }
 
+    /// The key this variant's compiled pipeline is cached under.
     pub fn key(&self) -> PipelineKey {
         PipelineKey {
             kernel: self.kernel.name,

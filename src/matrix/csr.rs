@@ -190,8 +190,17 @@ impl<T: Scalar> CsrMatrix<T> {
         })
     }
 
-    /// Builds a matrix from `(row, col, value)` triplets in any order; duplicates are summed
-    /// (in f64, then rounded once).
+    /// [`from_triplets`](Self::from_triplets) from any iterator of `(row, col, value)`.
+    pub fn from_triplet_iter(
+        nrows: usize,
+        ncols: usize,
+        triplets: impl IntoIterator<Item = (usize, usize, T)>,
+    ) -> Result<Self> {
+        Self::from_triplets(nrows, ncols, triplets.into_iter().collect())
+    }
+
+    /// Builds a matrix from `(row, col, value)` triplets in any order (sorted in place);
+    /// duplicates are summed (in f64, then rounded once).
     pub fn from_triplets(
         nrows: usize,
         ncols: usize,
@@ -240,6 +249,75 @@ impl<T: Scalar> CsrMatrix<T> {
             col_idx,
             values,
         })
+    }
+
+    /// Copies compressed rows held with another library's index types: `row(r)` is the range of
+    /// row `r` in `cols` and `values`, `index` converts an index (`None` when negative). Rows
+    /// whose columns are not increasing are sorted (some libraries allow that); a repeated column
+    /// is still refused.
+    pub(crate) fn from_foreign_rows<I: Copy>(
+        nrows: usize,
+        ncols: usize,
+        row: impl Fn(usize) -> std::ops::Range<usize>,
+        cols: &[I],
+        values: &[T],
+        index: impl Fn(I) -> Option<u64>,
+    ) -> Result<Self> {
+        check_u32("nrows", nrows)?;
+        check_u32("ncols", ncols)?;
+        let nnz: usize = (0..nrows).map(|r| row(r).len()).sum();
+        check_u32("nnz", nnz)?;
+        let mut row_ptr = try_with_capacity(nrows + 1, "row_ptr")?;
+        let mut col_idx = try_with_capacity(nnz, "col_idx")?;
+        let mut vals = try_with_capacity(nnz, "values")?;
+        row_ptr.push(0u32);
+        let mut order: Vec<usize> = Vec::new();
+        for r in 0..nrows {
+            let range = row(r);
+            let (Some(c), Some(v)) = (cols.get(range.clone()), values.get(range.clone())) else {
+                return Err(Error::InvalidParameter {
+                    name: "row range",
+                    value: format!("row {r}: {range:?}"),
+                    reason: format!(
+                        "outside the {} stored entries",
+                        cols.len().min(values.len())
+                    ),
+                });
+            };
+            let mut converted = Vec::with_capacity(c.len());
+            for (k, &i) in c.iter().enumerate() {
+                let col = match index(i) {
+                    Some(col) if col <= u32::MAX as u64 => col as u32,
+                    Some(col) => {
+                        return Err(Error::TooLargeForU32 {
+                            what: "column index",
+                            value: col,
+                            max: u32::MAX as u64,
+                        })
+                    }
+                    None => {
+                        return Err(Error::InvalidParameter {
+                            name: "column index",
+                            value: format!("entry {} (row {r})", range.start + k),
+                            reason: "a negative index".into(),
+                        })
+                    }
+                };
+                converted.push(col);
+            }
+            if converted.windows(2).all(|w| w[0] < w[1]) {
+                col_idx.extend_from_slice(&converted);
+                vals.extend_from_slice(v);
+            } else {
+                order.clear();
+                order.extend(0..converted.len());
+                order.sort_by_key(|&k| converted[k]);
+                col_idx.extend(order.iter().map(|&k| converted[k]));
+                vals.extend(order.iter().map(|&k| v[k]));
+            }
+            row_ptr.push(col_idx.len() as u32);
+        }
+        Self::try_new(nrows, ncols, row_ptr, col_idx, vals)
     }
 
     /// An all-zero matrix with no stored entries.

@@ -79,6 +79,23 @@ struct Lines {
     text: String,
 }
 
+/// A streaming gzip decoder over `file`.
+#[cfg(feature = "gzip")]
+fn gunzip(file: BufReader<File>) -> std::io::Result<Box<dyn BufRead>> {
+    Ok(Box::new(BufReader::new(
+        flate2::bufread::MultiGzDecoder::new(file),
+    )))
+}
+
+/// Without the `gzip` feature a gzipped file is an error that says so.
+#[cfg(not(feature = "gzip"))]
+fn gunzip(_file: BufReader<File>) -> std::io::Result<Box<dyn BufRead>> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "gzip-compressed, and this build of wgspmv has no `gzip` feature",
+    ))
+}
+
 impl Lines {
     fn open(path: &Path) -> Result<Self> {
         let io_err = |source| Error::Io {
@@ -89,7 +106,7 @@ impl Lines {
         // Detect gzip by its magic bytes, not by the file name.
         let gz = file.fill_buf().map_err(io_err)?.starts_with(&[0x1f, 0x8b]);
         let inner: Box<dyn BufRead> = if gz {
-            Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(file)))
+            gunzip(file).map_err(io_err)?
         } else {
             Box::new(file)
         };

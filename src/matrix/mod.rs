@@ -2,6 +2,7 @@
 //! Market input and output.
 
 mod csr;
+mod interop;
 pub mod io;
 
 pub(crate) use csr::{check_u32, try_filled, try_push, try_with_capacity};

@@ -1,5 +1,5 @@
 //! The SpMV methods and their registry. Each method is one folder (options, host format, plan,
-//! kernels) whose `prepare` returns an [`SpmvPlan`]; this file lists them once, in [`registry!`],
+//! kernels) whose `prepare` returns an [`SpmvPlan`]; this file lists them once, in `registry!`,
 //! and resolves `Method::Auto`.
 
 pub mod bccoo;
@@ -138,6 +138,7 @@ pub enum LanePolicy {
 /// Parameters shared by the methods; `None` means "choose for this adapter and matrix".
 #[derive(Clone, Debug, Default)]
 pub struct PlanOptions {
+    /// Which cross-lane reduction the kernels use; default [`LanePolicy::Auto`].
     pub lanes: LanePolicy,
     /// Invocations per workgroup (64, 128, 256 or 512).
     pub workgroup_size: Option<u32>,

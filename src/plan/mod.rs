@@ -159,12 +159,15 @@ impl<T: Scalar> SpmvPlan<T> {
         &self.gpu
     }
 
+    /// Rows of the matrix (the length of `y`).
     pub fn nrows(&self) -> usize {
         self.nrows
     }
+    /// Columns of the matrix (the length of `x`).
     pub fn ncols(&self) -> usize {
         self.ncols
     }
+    /// Stored entries of the matrix the plan was built from.
     pub fn nnz(&self) -> usize {
         self.nnz
     }

@@ -29,6 +29,7 @@ pub struct Report {
 /// How `Method::Auto` chose: every candidate with its predicted (and, if timed, measured) cost.
 #[derive(Clone, Debug, Default)]
 pub struct Choice {
+    /// Every method the profile models, best predicted total first.
     pub candidates: Vec<Candidate>,
     /// The products the choice was made for (`PlanOptions::expected_products`).
     pub expected_products: f64,
@@ -43,9 +44,13 @@ pub struct Choice {
 /// One method `Auto` considered.
 #[derive(Clone, Debug)]
 pub struct Candidate {
+    /// The method's name (as [`Method::name`](crate::Method::name) gives it).
     pub method: &'static str,
+    /// The model's prediction of the setup (format build and upload), in ms.
     pub predicted_setup_ms: f64,
+    /// The model's prediction of one product, in ms.
     pub predicted_product_ms: f64,
+    /// One product's time as measured on the device, in ms; `None` unless it was timed.
     pub measured_product_ms: Option<f64>,
 }
 

@@ -40,31 +40,66 @@ impl Rng {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Columns {
     /// A contiguous run around the diagonal (banded, FEM-like), in blocks of `block` columns.
-    Band { block: u32 },
+    Band {
+        /// Columns per block of the band (at least 1).
+        block: u32,
+    },
     /// Uniformly random over all columns.
     Random,
     /// Random within a window of this many columns around the diagonal.
-    Local { window: u32 },
+    Local {
+        /// Width of the window, in columns.
+        window: u32,
+    },
 }
 
 /// How many entries each row holds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Lengths {
-    /// Uniform in `lo..=hi`.
-    Uniform { lo: u32, hi: u32 },
+    /// Uniform in `lo..=hi` (`lo == u32::MAX` makes a dense square matrix).
+    Uniform {
+        /// Shortest row length.
+        lo: u32,
+        /// Longest row length.
+        hi: u32,
+    },
     /// Power law with exponent `alpha` (P(len ≥ k) ~ k^(1-alpha)) from `lo`, capped at `cap`.
-    PowerLaw { alpha: f64, lo: u32, cap: u32 },
+    PowerLaw {
+        /// The exponent (above 1; the smaller, the heavier the tail of long rows).
+        alpha: f64,
+        /// Shortest row length.
+        lo: u32,
+        /// Longest row length.
+        cap: u32,
+    },
     /// Like `Uniform`, with a fraction of the rows empty.
-    WithEmpty { lo: u32, hi: u32, empty: f64 },
+    WithEmpty {
+        /// Shortest length of a non-empty row.
+        lo: u32,
+        /// Longest length of a non-empty row.
+        hi: u32,
+        /// The probability that a row is empty (0 to 1).
+        empty: f64,
+    },
     /// Uniform in `lo..=hi`, plus `dense` rows that hold every column.
-    WithDenseRows { lo: u32, hi: u32, dense: u32 },
+    WithDenseRows {
+        /// Shortest length of an ordinary row.
+        lo: u32,
+        /// Longest length of an ordinary row.
+        hi: u32,
+        /// How many rows, picked at random (repeats possible), hold every column.
+        dense: u32,
+    },
 }
 
 /// One structure of the set, at a size given when generating.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Structure {
+    /// A short name for reports and calibration files; it also seeds the generator.
     pub name: &'static str,
+    /// How many entries each row holds.
     pub lengths: Lengths,
+    /// How the columns of a row are placed.
     pub columns: Columns,
     /// ncols / nrows.
     pub aspect: f64,

@@ -21,13 +21,17 @@ pub const LINE_BYTES: u64 = 128;
 /// The raw features of one matrix on one adapter for one workload.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Features {
+    /// Rows of the matrix.
     pub nrows: usize,
+    /// Columns of the matrix.
     pub ncols: usize,
+    /// Stored entries of the matrix.
     pub nnz: usize,
     /// Mean stored entries per row.
     pub mean: f64,
     /// Coefficient of variation of the row lengths (std / mean; 0 for an empty matrix).
     pub cv: f64,
+    /// Stored entries of the longest row.
     pub max_len: usize,
     /// Fraction of rows with no entry.
     pub empty_frac: f64,
@@ -42,9 +46,11 @@ pub struct Features {
     pub x_bytes: u64,
     /// PCI vendor of the adapter (0 when unknown).
     pub vendor: u32,
+    /// Discrete, integrated, virtual or CPU adapter.
     pub device_type: wgpu::DeviceType,
     /// Largest subgroup size (0 without subgroups).
     pub subgroup_size: u32,
+    /// Whether CPU and GPU share memory (see [`GpuInfo::shares_memory_with_host`]).
     pub shares_memory_with_host: bool,
 }
 

@@ -14,8 +14,11 @@ use crate::{Error, Method, Result};
 /// One measurement: a method on a matrix.
 #[derive(Clone, Debug)]
 pub struct Sample {
+    /// A label for the matrix (kept in the CSV for people; the fit does not read it).
     pub matrix: String,
+    /// The method measured.
     pub method: Method,
+    /// The features of the matrix, adapter and workload, the model's inputs.
     pub features: Features,
     /// Wall-clock time of `prepare_with` (format build, upload, pipelines warm), ms.
     pub setup_ms: f64,
@@ -172,7 +175,9 @@ fn fit_setup(samples: &[&Sample]) -> [f64; 3] {
 /// How well a fitted model reproduces its own samples.
 #[derive(Clone, Debug)]
 pub struct FitQuality {
+    /// The method whose model this is.
     pub method: Method,
+    /// How many samples the method's model was fitted to.
     pub samples: usize,
     /// Root mean square of ln(predicted / measured) product time.
     pub product_rms_log: f64,
@@ -240,7 +245,7 @@ pub fn fit(
     ))
 }
 
-/// Header of the samples CSV that [`samples_to_csv`] writes and [`samples_from_csv`] reads.
+/// Header of the samples CSV whose lines [`sample_to_csv`] writes and [`samples_from_csv`] reads.
 pub const CSV_HEADER: &str = "matrix,method,nrows,ncols,nnz,mean,cv,max_len,empty_frac,long_share,scatter,scalar_bytes,vendor,device_type,subgroup_size,shares_memory,setup_ms,product_ms";
 
 /// One CSV line (no newline) per sample.

@@ -74,6 +74,7 @@ pub enum Basis {
 /// One method as Auto saw it.
 #[derive(Clone, Debug)]
 pub struct Candidate {
+    /// The method this candidate stands for.
     pub method: Method,
     /// Predicted setup (format build and upload), ms.
     pub setup_ms: f64,
@@ -92,11 +93,15 @@ pub struct Candidate {
 /// What `Method::Auto` chose and why.
 #[derive(Clone, Debug)]
 pub struct AutoChoice {
+    /// The method chosen.
     pub method: Method,
+    /// Whether the model, a timing or a remembered timing decided.
     pub basis: Basis,
     /// The profile the predictions come from.
     pub profile: String,
+    /// The products the plan is expected to serve, which weigh setup against product time.
     pub expected_products: u64,
+    /// What the model read from the matrix and adapter.
     pub features: Features,
     /// Every method of the profile, by predicted total time (best first).
     pub candidates: Vec<Candidate>,

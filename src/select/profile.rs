@@ -22,6 +22,7 @@ use crate::{Error, Method, Result};
 /// The model of one method.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MethodModel {
+    /// The method modelled.
     pub method: Method,
     /// Fixed time of one product (dispatches, host stage round trip), ms.
     pub launch_ms: f64,
@@ -59,6 +60,7 @@ pub enum Match {
 /// A cost-model profile for one kind of adapter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
+    /// The profile's name (its `name` line), shown in reports of the choice.
     pub name: String,
     /// Free text: where and when it was fitted.
     pub notes: Vec<String>,
@@ -66,6 +68,7 @@ pub struct Profile {
     pub matches: Vec<Match>,
     /// Size of the cache `x` should fit in (the `ln_x_cache` regressor), bytes.
     pub cache_bytes: f64,
+    /// One model per method the profile can choose; methods without one are never chosen.
     pub methods: Vec<MethodModel>,
 }
 

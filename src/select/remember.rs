@@ -14,6 +14,7 @@ pub struct Key {
     pub adapter: u64,
     /// Hash of the matrix structure (dimensions, row pointers, column indices).
     pub matrix: u64,
+    /// The value type's name (`f32` or `f64`).
     pub scalar: &'static str,
     /// Decade of the expected number of products (round(log10)).
     pub products_decade: i32,
@@ -22,6 +23,7 @@ pub struct Key {
 /// A remembered choice.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Remembered {
+    /// The method the timing chose.
     pub method: Method,
     /// Its measured time per product, ms.
     pub product_ms: f64,

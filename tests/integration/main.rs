@@ -10,6 +10,7 @@ mod cmrs;
 mod csr_io;
 mod gpu_methods;
 mod ieee_specials;
+mod interop;
 mod long_rows;
 mod mtx_fuzz;
 mod real_matrices;

@@ -57,9 +57,13 @@ pub const MAX_TILE: u32 = 128;
 pub const DELTA_ESCAPE: u16 = 0x8000;
 
 /// Per-workgroup flag bits of [`BccooMatrix::group_info`]; the chain length sits above them.
+/// Every thread of the workgroup holds a row stop, so the workgroup can skip its scan.
 pub const GROUP_ALL_STOP: u32 = 1;
+/// Some thread of the workgroup holds a row stop.
 pub const GROUP_HAS_STOP: u32 = 2;
+/// The workgroup's first row started in an earlier workgroup, so it needs a carry.
 pub const GROUP_NEEDS_CARRY: u32 = 4;
+/// Shift of the chain length (how many workgroups back the first row started) in the info word.
 pub const GROUP_CHAIN_SHIFT: u32 = 3;
 
 /// How block column indices are stored.
@@ -86,6 +90,7 @@ impl ColumnCoding {
             ColumnCoding::Delta16 => 2,
         }
     }
+    /// The coding's name in reports and tuning files (`auto`, `u32`, `u16`, `delta16`).
     pub fn name(self) -> &'static str {
         match self {
             ColumnCoding::Auto => "auto",
@@ -99,7 +104,9 @@ impl ColumnCoding {
 /// The shape of a BCCOO matrix: block size, tiles, slices and column coding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BccooLayout {
+    /// Rows per block (one of [`BLOCK_HEIGHTS`]).
     pub block_height: u32,
+    /// Columns per block (one of [`BLOCK_WIDTHS`]).
     pub block_width: u32,
     /// Blocks per thread (the thread-level tile).
     pub tile: u32,
@@ -107,6 +114,7 @@ pub struct BccooLayout {
     pub workgroup: u32,
     /// Vertical slices: 1 is BCCOO, more is BCCOO+.
     pub slices: u32,
+    /// How block column indices are stored (`Auto` until a matrix resolves it).
     pub columns: ColumnCoding,
 }
 
@@ -172,21 +180,27 @@ impl BccooLayout {
 /// Bytes of each part of a format, for the paper's Table 3 comparison.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Footprint {
+    /// The row-stop bit flags.
     pub flags: u64,
+    /// Block column words, escape list included.
     pub columns: u64,
+    /// The value planes, padding and zero blocks included.
     pub values: u64,
     /// Per-thread first rows (and escape offsets), per-workgroup flags and the carry list.
     pub auxiliary: u64,
-    /// Blocks added for empty block rows (included in the counts above).
+    /// Blocks added for empty block rows (included in the byte counts above); a count, not bytes.
     pub empty_row_blocks: u64,
-    /// Explicit zeros stored inside blocks, padding and empty-row blocks included.
+    /// Explicit zeros stored inside blocks, padding and empty-row blocks included; a count of
+    /// values, not bytes.
     pub stored_zeros: u64,
-    /// The same matrix as CSR (u32 indices) and as COO (u32 row and column).
+    /// The same matrix as CSR (u32 indices), for comparison.
     pub csr: u64,
+    /// The same matrix as COO (u32 row and column), for comparison.
     pub coo: u64,
 }
 
 impl Footprint {
+    /// Bytes of the whole format: flags, columns, values and auxiliary data.
     pub fn total(&self) -> u64 {
         self.flags + self.columns + self.values + self.auxiliary
     }
@@ -195,8 +209,11 @@ impl Footprint {
 /// A matrix in BCCOO (or BCCOO+) form, ready to upload. Arrays are in the layout the kernel reads.
 #[derive(Clone, Debug)]
 pub struct BccooMatrix<T> {
+    /// The layout, with the column coding resolved.
     pub layout: BccooLayout,
+    /// Rows of the original matrix.
     pub nrows: usize,
+    /// Columns of the original matrix.
     pub ncols: usize,
     /// Rows of the (stacked) matrix the kernel multiplies: `nrows · slices`.
     pub stacked_rows: usize,
@@ -212,9 +229,11 @@ pub struct BccooMatrix<T> {
     pub row_map: Vec<u32>,
     /// Blocks in natural order before padding (empty-row blocks included).
     pub blocks: usize,
+    /// Zero blocks added so that empty block rows still hold a row stop.
     pub empty_row_blocks: usize,
     /// Blocks after padding to whole workgroup tiles (the stride between value planes).
     pub padded_blocks: usize,
+    /// Workgroup tiles: `padded_blocks / layout.group_blocks()`.
     pub groups: usize,
     /// Natural-order bit flags (0 = row stop), padded with 1s.
     pub flags: Vec<u32>,

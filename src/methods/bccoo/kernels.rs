@@ -12,6 +12,8 @@ pub const BCCOO_CACHE_FACTORS: &[u32] = &[1, 2];
 /// finishing).
 pub const BCCOO_SPIN_LIMITS: &[u32] = &[0, 1 << 20];
 
+/// The main `bccoo` kernel: per-thread segmented sums over thread tiles, a workgroup scan, and
+/// carries across workgroups (single pass or first of two).
 pub const BCCOO: Kernel = Kernel {
     name: "bccoo",
     file: "bccoo/bccoo",
@@ -28,6 +30,7 @@ pub const BCCOO: Kernel = Kernel {
     derive: None,
 };
 
+/// The second pass of two-pass carries: adds each carried workgroup's chain sums into its first row.
 pub const BCCOO_CARRY: Kernel = Kernel {
     name: "bccoo_carry",
     file: "bccoo/carry",
@@ -36,6 +39,7 @@ pub const BCCOO_CARRY: Kernel = Kernel {
     derive: None,
 };
 
+/// BCCOO+'s second pass: adds up the slices' partial results into `y`.
 pub const BCCOO_COMBINE: Kernel = Kernel {
     name: "bccoo_combine",
     file: "bccoo/combine",
@@ -49,4 +53,5 @@ pub const BCCOO_COMBINE: Kernel = Kernel {
     derive: None,
 };
 
+/// Every kernel of `bccoo` and `bccoo-plus`, for validation.
 pub const KERNELS: &[Kernel] = &[BCCOO, BCCOO_CARRY, BCCOO_COMBINE];

@@ -1,5 +1,5 @@
 //! `bccoo` and `bccoo-plus`: yaSpMV's bit-flag blocked COO with the matrix-based segmented sum
-//! (Yan et al., PPoPP'14). The host build is in [`format`], the kernels in `shaders/bccoo*.wgsl`,
+//! (Yan et al., PPoPP'14). The host build is in [`format`](mod@format), the kernels in `shaders/bccoo/`,
 //! the auto-tuner in [`tune`].
 //!
 //! One product is one main dispatch: thread tiles of blocks summed sequentially, a workgroup scan,
@@ -80,11 +80,14 @@ pub struct BccooOptions {
     /// formats (Table 1), so a tuned `bccoo` plan may run BCCOO+. `bccoo-plus` takes at least 2;
     /// default: enough that one slice of `x` takes at most 1 MiB.
     pub slices: Option<u32>,
+    /// How block column indices are stored; default [`ColumnCoding::Auto`].
     pub columns: ColumnCoding,
+    /// How a workgroup writes the rows it completes; default the result cache.
     pub strategy: Strategy,
     /// Result-cache rows per invocation (1 or 2, the paper's range); default 2 where workgroup
     /// memory allows.
     pub cache_factor: Option<u32>,
+    /// How partial row sums cross workgroups; default [`Carry::Auto`].
     pub carry: Carry,
     /// Choose every parameter left `None` by timing candidates on this adapter (section 4); the
     /// choice is remembered for the same matrix, adapter and method.
@@ -136,14 +139,21 @@ const STATE_STALLS: usize = 3;
 pub struct BccooReport {
     /// The layout used (column coding resolved).
     pub layout: BccooLayout,
+    /// The write strategy used (never `Auto`).
     pub strategy: Strategy,
+    /// Result-cache rows per invocation (meaningful with [`Strategy::ResultCache`]).
     pub cache_factor: u32,
+    /// The carry scheme used (never `Auto`).
     pub carry: Carry,
+    /// The team reduction path the kernels were built for.
     pub lanes: LaneMode,
+    /// Bytes of each part of the format on the GPU.
     pub footprint: Footprint,
+    /// Workgroups the main kernel dispatches.
     pub groups: usize,
-    /// Workgroups whose first row began in an earlier one, and the longest such span.
+    /// Workgroups whose first row began in an earlier one.
     pub carry_groups: usize,
+    /// The most workgroups back that any carried row began (its chain of published sums).
     pub longest_chain: u32,
     /// Set when the parameters were chosen by timing.
     pub tuning: Option<tune::TuneReport>,

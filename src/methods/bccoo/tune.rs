@@ -30,6 +30,7 @@ pub struct TuneReport {
     pub candidates: Vec<(String, f64)>,
     /// The options chosen (every tunable parameter set) and the workgroup size.
     pub chosen: BccooOptions,
+    /// The workgroup size chosen (invocations per workgroup).
     pub workgroup_size: u32,
     /// Wall-clock time of the search, builds and uploads included (zero when remembered).
     pub time: Duration,

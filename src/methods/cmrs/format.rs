@@ -53,9 +53,13 @@ impl Default for CmrsLayout {
 /// A matrix in CMRS form.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CmrsMatrix<T> {
+    /// Rows of the matrix.
     pub nrows: usize,
+    /// Columns of the matrix.
     pub ncols: usize,
+    /// The layout it was built with.
     pub layout: CmrsLayout,
+    /// Where the row-in-strip numbers live (packed into column words or separate).
     pub rows: RowLayout,
     /// `strip_ptr[s]` is the index of strip `s`'s first item; `strip_ptr[strips] = items`.
     pub strip_ptr: Vec<u32>,
@@ -63,6 +67,7 @@ pub struct CmrsMatrix<T> {
     pub col_words: Vec<u32>,
     /// Row-in-strip numbers, eight per word, when `rows == Separate`.
     pub row_in_strip: Vec<u32>,
+    /// The values, in item order (padding items hold zeros).
     pub values: Vec<T>,
     /// The CSR entry of each value, `u32::MAX` for padding (for `SpmvPlan::update_values`).
     pub sources: Vec<u32>,
@@ -79,6 +84,7 @@ fn invalid(name: &'static str, value: impl ToString, reason: impl Into<String>) 
 }
 
 impl CmrsLayout {
+    /// Checks the strip height and the smaller-buffer parameters.
     pub fn validate(&self) -> Result<()> {
         if !(1..=MAX_HEIGHT).contains(&self.height) {
             return Err(invalid(
@@ -205,6 +211,7 @@ impl<T: Scalar> CmrsMatrix<T> {
         })
     }
 
+    /// The number of strips.
     pub fn strips(&self) -> usize {
         self.strip_ptr.len() - 1
     }

@@ -7,6 +7,7 @@ pub const CMRS_HEIGHTS: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
 /// Buffer columns of the CMRS variants: 0 is one per lane, the rest the smaller buffer's M.
 pub const CMRS_BUF_COLS: &[u32] = &[0, 1, 2, 4, 8, 16, 32, 64, 128];
 
+/// The CMRS kernel: one team of lanes per strip of rows, products summed in a workgroup buffer.
 pub const CMRS: Kernel = Kernel {
     name: "cmrs",
     file: "cmrs/cmrs",
@@ -42,4 +43,5 @@ pub fn cmrs_cells(wg: u32, lanes: u32, height: u32, buf_cols: u32) -> u32 {
     wg / lanes * height * (cols + 1)
 }
 
+/// Every kernel of `cmrs` and `cmrs-padded`, for validation.
 pub const KERNELS: &[Kernel] = &[CMRS];

@@ -1,5 +1,5 @@
 //! `cmrs` and `cmrs-padded`: compressed multirow storage (Koza et al.). The format is built on
-//! the host ([`format`]); the plan uploads it in strip chunks and runs one team per strip.
+//! the host ([`format`](mod@format)); the plan uploads it in strip chunks and runs one team per strip.
 
 pub mod format;
 

@@ -2,6 +2,7 @@
 
 use crate::kernel::{Kernel, LANE_WIDTHS, WORKGROUP_SIZES};
 
+/// `csr-scalar`: one invocation per row.
 pub const CSR_SCALAR: Kernel = Kernel {
     name: "csr_scalar",
     file: "csr/scalar",
@@ -10,6 +11,7 @@ pub const CSR_SCALAR: Kernel = Kernel {
     derive: None,
 };
 
+/// `csr-vector`: one team of lanes per row, partial sums reduced across the team.
 pub const CSR_VECTOR: Kernel = Kernel {
     name: "csr_vector",
     file: "csr/vector",
@@ -18,4 +20,5 @@ pub const CSR_VECTOR: Kernel = Kernel {
     derive: None,
 };
 
+/// Every kernel of the CSR baselines, for validation.
 pub const KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR];

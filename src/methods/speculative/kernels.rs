@@ -7,6 +7,7 @@ pub const SPECULATIVE_WORK: &[u32] = &[1, 2, 4, 8, 16, 32];
 /// Tiles per team (S) of `speculative`.
 pub const SPECULATIVE_TILES: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16];
 
+/// The speculative segmented sum's GPU stage over tiles of nonzeros.
 pub const SPECULATIVE: Kernel = Kernel {
     name: "speculative",
     file: "speculative/speculative",
@@ -24,6 +25,8 @@ pub const SPECULATIVE: Kernel = Kernel {
     derive: None,
 };
 
+/// The check stage on the GPU: adds synchronizer runs into their rows and re-arranges dirty
+/// tiles.
 pub const SPECULATIVE_FINISH: Kernel = Kernel {
     name: "speculative_finish",
     file: "speculative/finish",
@@ -32,4 +35,5 @@ pub const SPECULATIVE_FINISH: Kernel = Kernel {
     derive: None,
 };
 
+/// Every kernel of `speculative`, for validation.
 pub const KERNELS: &[Kernel] = &[SPECULATIVE, SPECULATIVE_FINISH];

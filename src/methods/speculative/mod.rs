@@ -93,7 +93,9 @@ pub struct SpeculativeOptions {
     /// search over the row pointers at the start of every team (Algorithm 1, lines 4-7). Default
     /// true (faster than the search; docs/speculative.md).
     pub precomputed_tile_rows: Option<bool>,
+    /// Where the check stage runs; default [`Finish::Auto`].
     pub finish: Finish,
+    /// How a host check stage reaches the GPU's buffers; default [`HostTransfer::Auto`].
     pub transfer: HostTransfer,
 }
 
@@ -155,22 +157,26 @@ pub struct HostRun {
     pub synchronized_rows: u64,
     /// Time of the host stage, after the GPU stage finished.
     pub host_stage: Duration,
-    /// Bytes read from and written to the GPU's buffers (through mappings or copies).
+    /// Bytes read from the GPU's buffers (through mappings or copies).
     pub bytes_read: u64,
+    /// Bytes written back to the GPU's buffers (through mappings or copies).
     pub bytes_written: u64,
 }
 
 /// How a speculative plan runs and what its last host-finished product did.
 #[derive(Clone, Debug)]
 pub struct SpeculationReport {
+    /// How the nonzeros are cut into tiles and teams.
     pub geometry: TileGeometry,
     /// Over all row chunks of the matrix.
     pub speculation: Speculation,
+    /// Whether the check stage runs on the host (else in a second GPU kernel).
     pub finish_on_host: bool,
     /// Whether the GPU stage resolves dirty tiles itself ([`SpeculativeOptions::resolve_dirty_tiles`]).
     pub dirty_tiles_resolved: bool,
     /// "map" or "copy" when finishing on the host.
     pub transfer: Option<&'static str>,
+    /// What the most recent host-finished product did; `None` before one has run.
     pub last_host_run: Option<HostRun>,
 }
 

@@ -418,12 +418,17 @@ pub(crate) fn run<T: Scalar>(
 /// it on the host).
 #[derive(Debug)]
 pub struct PlanData<T> {
+    /// Sorted position → original row.
     pub perm: Vec<u32>,
+    /// Exclusive prefix of the dynamic kernel's workgroups per G1 row.
     pub dynamic_ptr: Vec<u32>,
+    /// Which sorted rows each dispatch covers.
     pub schedule: Schedule,
-    /// The matrix in sorted row order.
+    /// The matrix in sorted row order: its row pointers.
     pub row_ptr: Vec<u32>,
+    /// Column indices of the matrix in sorted row order.
     pub col_idx: Vec<u32>,
+    /// Values of the matrix in sorted row order.
     pub vals: Vec<T>,
 }
 

@@ -24,6 +24,7 @@ const fn kernel(
     }
 }
 
+/// SURAA's main dispatch: the dynamic (G1) and vector (G2) roles in one grid.
 pub const SURAA: Kernel = kernel(
     "suraa",
     "suraa/suraa",
@@ -33,6 +34,7 @@ pub const SURAA: Kernel = kernel(
         ("DYNAMIC_ITEMS", SURAA_DYNAMIC_ITEMS),
     ],
 );
+/// SURAA's scalar kernel for the short rows (G3): one invocation per row.
 pub const SURAA_SCALAR: Kernel = kernel(
     "suraa_scalar",
     "suraa/scalar",
@@ -42,37 +44,48 @@ pub const SURAA_SCALAR: Kernel = kernel(
         ("GATHER", &[0, 1]),
     ],
 );
+/// With `ScalarWrites::Gather`, the last pass: moves G3 sums from sorted order into `y`.
 pub const SURAA_GATHER: Kernel = kernel(
     "suraa_gather",
     "suraa/gather",
     &[("WG_SIZE", WORKGROUP_SIZES)],
 );
+/// Adds each G1 row's per-workgroup partial sums in order and writes the row.
 pub const SURAA_COMBINE: Kernel = kernel(
     "suraa_combine",
     "suraa/combine",
     &[("WG_SIZE", WORKGROUP_SIZES), ("LANES", LANE_WIDTHS)],
 );
+/// GPU setup, step 1: each row's sort key (longest first, then first column).
 pub const SURAA_KEYS: Kernel = kernel("suraa_keys", "suraa/keys", &[]);
+/// Radix sort: the digit counts of each tile.
 pub const RADIX_COUNT: Kernel = kernel(
     "radix_count",
     "shared/radix_count",
     &[("ITEMS", RADIX_ITEMS)],
 );
+/// Radix sort: a stable move of each tile's keys and payloads to their sorted positions.
 pub const RADIX_SCATTER: Kernel = kernel(
     "radix_scatter",
     "shared/radix_scatter",
     &[("ITEMS", RADIX_ITEMS)],
 );
+/// u32 prefix scan, first pass: the sum of each block.
 pub const SCAN_U32_REDUCE: Kernel = kernel("scan_u32_reduce", "shared/scan_u32_reduce", &[]);
+/// u32 prefix scan, second pass: each block scanned from the sum of the blocks before it.
 pub const SCAN_U32_DOWN: Kernel = kernel("scan_u32_down", "shared/scan_u32_down", &[]);
+/// GPU setup after the sort: the sorted rows' lengths and the inverse permutation.
 pub const SURAA_LENGTHS: Kernel = kernel("suraa_lengths", "suraa/lengths", &[]);
+/// GPU setup: copies the matrix into sorted row order.
 pub const SURAA_REARRANGE: Kernel = kernel(
     "suraa_rearrange",
     "suraa/rearrange",
     &[("VAL_WORDS", &[1, 2])],
 );
+/// GPU setup, last step: segments, row groups, vector classes and dispatch sizes.
 pub const SURAA_PLAN: Kernel = kernel("suraa_plan", "suraa/plan", &[]);
 
+/// Every kernel of `suraa`, its GPU setup included, for validation.
 pub const KERNELS: &[Kernel] = &[
     SURAA,
     SURAA_SCALAR,

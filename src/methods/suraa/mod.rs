@@ -100,14 +100,18 @@ pub struct SuraaOptions {
     /// directly, as the paper's scalar kernel does). Default: 8, or the most that fits the
     /// adapter's workgroup memory.
     pub scalar_stage: Option<u32>,
+    /// How the scalar kernel (G3) writes its sums into `y`; default [`ScalarWrites::Gather`].
     pub scalar_writes: ScalarWrites,
+    /// Where the setup runs; default [`SetupOn::Auto`].
     pub setup: SetupOn,
 }
 
 /// How a `suraa` plan is laid out and what its setup cost.
 #[derive(Clone, Debug)]
 pub struct SuraaReport {
+    /// The setup's parameters, resolved for this adapter.
     pub params: SetupParams,
+    /// Which sorted rows each dispatch covers.
     pub schedule: Schedule,
     /// "gpu" or "host".
     pub setup_on: &'static str,

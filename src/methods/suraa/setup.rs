@@ -17,6 +17,7 @@ pub const MAX_CLASSES: usize = 8;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Schedule {
+    /// Rows of the matrix.
     pub nrows: u32,
     /// G1: sorted rows `[0, dynamic_rows)`, run by the dynamic kernel.
     pub dynamic_rows: u32,
@@ -26,15 +27,18 @@ pub struct Schedule {
     pub scalar_begin: u32,
     /// Workgroups of the main dispatch (G1 and G2).
     pub main_groups: u32,
-    /// Rows per segment and segments (for reports).
+    /// Rows per Freedman–Diaconis segment (for reports).
     pub segment_rows: u32,
+    /// Number of segments (for reports).
     pub segments: u32,
     /// Workgroups of the scalar dispatch (G3).
     pub scalar_groups: u32,
     /// Vector class `c` (lane width `T << c`): sorted rows `[class_begin[c], class_begin[c] +
     /// class_rows[c])`, main-grid workgroups from `class_group[c]`.
     pub class_begin: [u32; MAX_CLASSES],
+    /// Per vector class, the number of sorted rows it runs.
     pub class_rows: [u32; MAX_CLASSES],
+    /// Per vector class, its first workgroup in the main grid.
     pub class_group: [u32; MAX_CLASSES],
 }
 
@@ -43,6 +47,7 @@ impl Schedule {
     pub fn vector_rows(&self) -> u32 {
         self.scalar_begin - self.dynamic_rows
     }
+    /// G3: the rows the scalar kernel runs.
     pub fn scalar_rows(&self) -> u32 {
         self.nrows - self.scalar_begin
     }
@@ -51,11 +56,15 @@ impl Schedule {
 /// The knobs of the setup, resolved for one adapter (see `SuraaOptions` for their meaning).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SetupParams {
+    /// Most rows the dynamic group G1 may take (0: no G1).
     pub max_child: u32,
+    /// Segments whose mean row length is above this may enter G1.
     pub dynamic_min_mean: u32,
+    /// Segments whose mean row length reaches this go to G2, the rest to G3.
     pub vector_min_mean: u32,
     /// Base lane width T of the vector classes (the SIMD width).
     pub lanes: u32,
+    /// Invocations per workgroup of the product's kernels.
     pub workgroup_size: u32,
     /// Nonzeros one workgroup of the dynamic kernel sums.
     pub dynamic_chunk: u32,
@@ -78,6 +87,7 @@ pub struct Setup {
     pub row_ptr: Vec<u32>,
     /// Exclusive prefix of the dynamic kernel's workgroups per G1 row (`dynamic_rows + 1`).
     pub dynamic_ptr: Vec<u32>,
+    /// Which sorted rows each dispatch covers.
     pub schedule: Schedule,
 }
 
