@@ -23,9 +23,11 @@ pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SUBGROUP
 /// How to choose and open the adapter.
 #[derive(Clone, Debug, Default)]
 pub struct GpuOptions {
-    /// Pick the first adapter whose name contains this (case-insensitive). When `None`, the
-    /// environment variable `WGSPMV_ADAPTER` (or wgpu's `WGPU_ADAPTER_NAME`) is consulted, then
-    /// the high-performance adapter is taken.
+    /// Pick the first adapter whose name contains this (case-insensitive); `name/backend` (e.g.
+    /// `llvmpipe/gl`, `nvidia/vulkan`) also requires the backend (vulkan, metal, dx12, gl). When
+    /// `None`, the environment variable `WGSPMV_ADAPTER` (or wgpu's `WGPU_ADAPTER_NAME`) is
+    /// consulted, then wgpu's high-performance adapter is taken (`WGPU_POWER_PREF=low` for the
+    /// integrated GPU of a laptop).
     pub adapter_name: Option<String>,
     /// Backends to consider; `None` means wgpu's default, overridable with `WGPU_BACKEND`.
     pub backends: Option<wgpu::Backends>,
@@ -55,6 +57,18 @@ pub struct GpuInfo {
     pub features: wgpu::Features,
     /// Limits the device was created with (for devices we opened, the adapter's own).
     pub limits: wgpu::Limits,
+    /// Why this adapter was opened (the name asked for, or wgpu's choice among those found).
+    pub chosen_because: String,
+}
+
+/// "name (backend, device type)", the way adapters are listed in messages.
+pub(crate) fn adapter_label(info: &wgpu::AdapterInfo) -> String {
+    format!(
+        "{} ({}, {:?})",
+        info.name,
+        info.backend.to_str(),
+        info.device_type
+    )
 }
 
 impl GpuInfo {
@@ -84,8 +98,8 @@ impl std::fmt::Display for GpuInfo {
         let yes = |feat| if self.has(feat) { "yes" } else { "no" };
         writeln!(
             f,
-            "adapter: {} ({:?}, {:?}, driver {})",
-            self.name, self.backend, self.device_type, self.driver
+            "adapter: {} ({:?}, {:?}, driver {}): {}",
+            self.name, self.backend, self.device_type, self.driver, self.chosen_because
         )?;
         writeln!(
             f,
@@ -174,44 +188,58 @@ impl Gpu {
             desc.backends = b;
         }
         let instance = wgpu::Instance::new(desc);
-        let wanted = opts
-            .adapter_name
-            .clone()
-            .or_else(|| std::env::var("WGSPMV_ADAPTER").ok())
-            .or_else(|| std::env::var("WGPU_ADAPTER_NAME").ok());
-        let adapter = match wanted {
+        let (wanted, source) = match opts.adapter_name.clone() {
+            Some(name) => (Some(name), "GpuOptions::adapter_name"),
+            None => match std::env::var("WGSPMV_ADAPTER") {
+                Ok(name) => (Some(name), "WGSPMV_ADAPTER"),
+                Err(_) => (std::env::var("WGPU_ADAPTER_NAME").ok(), "WGPU_ADAPTER_NAME"),
+            },
+        };
+        let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        let found: Vec<String> = adapters
+            .iter()
+            .map(|a| adapter_label(&a.get_info()))
+            .collect();
+        let found = if found.is_empty() {
+            "none".to_owned()
+        } else {
+            found.join(", ")
+        };
+        let (adapter, chosen_because) = match wanted {
             Some(name) => {
-                let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
-                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
-                adapters
+                let (part, backend) = match name.rsplit_once('/') {
+                    Some((part, backend)) => (part.to_lowercase(), Some(backend.to_lowercase())),
+                    None => (name.to_lowercase(), None),
+                };
+                let adapter = adapters
                     .into_iter()
                     .find(|a| {
-                        a.get_info()
-                            .name
-                            .to_lowercase()
-                            .contains(&name.to_lowercase())
+                        let info = a.get_info();
+                        info.name.to_lowercase().contains(&part)
+                            && backend
+                                .as_ref()
+                                .is_none_or(|b| info.backend.to_str().eq_ignore_ascii_case(b))
                     })
                     .ok_or_else(|| Error::NoAdapter {
-                        detail: format!(
-                            " whose name contains '{name}' (found: {})",
-                            if names.is_empty() {
-                                "none".into()
-                            } else {
-                                names.join(", ")
-                            }
-                        ),
-                    })?
+                        detail: format!(" matching {source}='{name}' (found: {found})"),
+                    })?;
+                (adapter, format!("matches {source}='{name}'"))
             }
-            None => instance
-                .request_adapter(&wgpu::RequestAdapterOptions {
-                    power_preference: wgpu::PowerPreference::from_env()
-                        .unwrap_or(wgpu::PowerPreference::HighPerformance),
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| Error::NoAdapter {
-                    detail: format!(" ({e})"),
-                })?,
+            None => {
+                let preference = wgpu::PowerPreference::from_env()
+                    .unwrap_or(wgpu::PowerPreference::HighPerformance);
+                let adapter = instance
+                    .request_adapter(&wgpu::RequestAdapterOptions {
+                        power_preference: preference,
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(|e| Error::NoAdapter {
+                        detail: format!(" ({e}; found: {found})"),
+                    })?;
+                let why = format!("wgpu's {preference:?} choice among {found}");
+                (adapter, why)
+            }
         };
         let adapter_info = adapter.get_info();
         let features = adapter.features() & WANTED_FEATURES & !opts.disabled_features;
@@ -235,7 +263,13 @@ impl Gpu {
         device.set_device_lost_callback(move |reason, message| {
             *lost2.lock().unwrap() = Some((format!("{reason:?}"), message));
         });
-        Ok(Self::assemble(device, queue, adapter_info, lost))
+        Ok(Self::assemble(
+            device,
+            queue,
+            adapter_info,
+            lost,
+            chosen_because,
+        ))
     }
 
     /// Wraps a device and queue that the host application owns, so SpMV shares its device. The
@@ -243,7 +277,8 @@ impl Gpu {
     /// callbacks on it.
     pub fn from_device(device: wgpu::Device, queue: wgpu::Queue) -> Self {
         let info = device.adapter_info();
-        Self::assemble(device, queue, info, Arc::new(Mutex::new(None)))
+        let why = "the application's device".to_owned();
+        Self::assemble(device, queue, info, Arc::new(Mutex::new(None)), why)
     }
 
     fn assemble(
@@ -251,6 +286,7 @@ impl Gpu {
         queue: wgpu::Queue,
         a: wgpu::AdapterInfo,
         lost: Arc<Mutex<Option<(String, String)>>>,
+        chosen_because: String,
     ) -> Self {
         let info = GpuInfo {
             name: a.name,
@@ -262,6 +298,7 @@ impl Gpu {
             subgroup_max_size: a.subgroup_max_size,
             features: device.features(),
             limits: device.limits(),
+            chosen_because,
         };
         log::info!("wgspmv on {}", info.name);
         Self {

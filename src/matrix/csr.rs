@@ -255,6 +255,10 @@ impl<T: Scalar> CsrMatrix<T> {
     /// row `r` in `cols` and `values`, `index` converts an index (`None` when negative). Rows
     /// whose columns are not increasing are sorted (some libraries allow that); a repeated column
     /// is still refused.
+    #[cfg_attr(
+        not(any(feature = "sprs", feature = "nalgebra-sparse", feature = "faer")),
+        allow(dead_code)
+    )]
     pub(crate) fn from_foreign_rows<I: Copy>(
         nrows: usize,
         ncols: usize,

@@ -1,4 +1,4 @@
-//! Fitting a profile from measurements (the `calibrate` example's CSV, or any source of
+//! Fitting a profile from measurements (`wgspmv calibrate`'s CSV, or any source of
 //! [`Sample`]s).
 //!
 //! Per method, product time: `t = launch + bytes · 1e-6 · exp(w · r)`; for each candidate launch

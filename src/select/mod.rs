@@ -6,7 +6,7 @@
 //! * [`features`]: what is read from the matrix (O(nrows) plus a fixed sample of rows).
 //! * [`profile`]: the model's form and its text file; built-in profiles in `src/select/profiles/`.
 //! * [`fit`]: fitting a profile from measurements; [`calibration`]: the synthetic set they are
-//!   taken on (`cargo run --release --example calibrate -- --out profile.txt`).
+//!   taken on (`wgspmv calibrate --out profile.txt`).
 //! * [`remember`]: timed choices kept in the process and optionally in a file.
 //!
 //! The profile used: [`AutoOptions::profile`], else the file named by the environment variable

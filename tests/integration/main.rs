@@ -6,6 +6,7 @@ mod common;
 
 mod auto;
 mod bccoo;
+mod cli;
 mod cmrs;
 mod csr_io;
 mod gpu_methods;

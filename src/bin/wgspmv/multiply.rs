@@ -1,18 +1,12 @@
 //! The main job: multiply a sparse matrix by a vector on the GPU with every method (or one), and
 //! check each result against the f64 CPU reference.
 //!
-//!     cargo run --release --example spmv
-//!     cargo run --release --example spmv -- --matrix A.mtx --method csr-vector --x x.mtx --output y.mtx
+//!     wgspmv multiply
+//!     wgspmv multiply --matrix A.mtx --method auto --x x.mtx --output y.mtx
 
-use clap::Parser;
+use crate::args::{bccoo::BccooArgs, suraa::SuraaArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
-#[path = "common/bccoo_args.rs"]
-mod bccoo_args;
-#[path = "common/suraa_args.rs"]
-mod suraa_args;
-use bccoo_args::BccooArgs;
-use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::SetupOn;
 use wgspmv::{
@@ -20,23 +14,21 @@ use wgspmv::{
     PlanOptions, Scalar,
 };
 
-#[derive(Parser)]
-#[command(
-    about = "Sparse matrix-vector multiplication on the GPU, checked against an f64 CPU reference"
-)]
-struct Args {
+/// `wgspmv multiply`: y = A·x on the GPU, checked against an f64 CPU reference.
+#[derive(clap::Args)]
+pub struct Args {
     /// Matrix Market file (coordinate; gzipped or not). Default: a generated power-law matrix.
     #[arg(long)]
     matrix: Option<PathBuf>,
     /// Method name (csr-scalar, csr-vector, cmrs, cmrs-padded, speculative, suraa, bccoo,
     /// bccoo-plus, auto); default: every method.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::method_names())]
     method: Option<String>,
     /// Where `speculative` runs its check stage: auto, host or gpu.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "gpu"])]
     finish: String,
     /// Where `suraa` sets up (sorts rows, plans its groups): auto, host or gpu.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "gpu"])]
     setup: String,
     #[command(flatten)]
     suraa: SuraaArgs,
@@ -56,9 +48,8 @@ struct Args {
     repeat: u32,
 }
 
-fn main() -> ExitCode {
-    env_logger::init();
-    let args = Args::parse();
+/// Runs `wgspmv multiply`; fails when a result disagrees with the CPU reference.
+pub fn main(args: Args) -> ExitCode {
     match run(&args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

@@ -1,5 +1,5 @@
-//! The `suraa` flags shared by the `spmv` and `bench` examples (each parses `--setup` itself:
-//! `bench` also accepts `both`).
+//! The `suraa` flags shared by `multiply` and `bench` (each parses `--setup` itself: `bench`
+//! also accepts `both`).
 
 use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
 
@@ -15,7 +15,7 @@ pub struct SuraaArgs {
     pub scalar_stage: Option<u32>,
     /// How `suraa`'s scalar rows reach y: gather (sums stored in sorted order, then gathered
     /// into y in row order) or scatter (written through the permutation, as in the paper).
-    #[arg(long, default_value = "gather")]
+    #[arg(long, default_value = "gather", value_parser = ["gather", "scatter"])]
     pub scalar_writes: String,
 }
 

@@ -2,16 +2,15 @@
 //! the fixed synthetic set of `wgspmv::select::calibration`, fits the cost model, and writes a
 //! profile that `Auto` loads (`WGSPMV_PROFILE=profile.txt`, or `AutoOptions::profile`).
 //!
-//!     cargo run --release --example calibrate -- --out profile.txt --csv samples.csv
-//!     cargo run --release --example calibrate -- --refit samples.csv --out profile.txt
-//!     cargo run --release --example calibrate -- --out p.txt --check-suite 1   # then compare
+//!     wgspmv calibrate --out profile.txt --csv samples.csv
+//!     wgspmv calibrate --refit samples.csv --out profile.txt
+//!     wgspmv calibrate --out p.txt --check-suite 1   # then compare
 //!
 //! `--scale` sets the largest matrix (million stored entries); the set has every structure at
 //! scale/16, scale/4 and scale. `--check-suite S` then runs the synthetic suite at S million
 //! entries with every method and reports what Auto (model only, timed, and for one product)
 //! chose against the fastest.
 
-use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,9 +18,9 @@ use wgspmv::select::{self, calibration, fit, Features, Match, Profile, Sample};
 use wgspmv::testing::SuiteClass;
 use wgspmv::{CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar};
 
-#[derive(Parser)]
-#[command(about = "Fit Method::Auto's cost model on this adapter")]
-struct Args {
+/// `wgspmv calibrate`: fit `Method::Auto`'s cost model on this adapter.
+#[derive(clap::Args)]
+pub struct Args {
     /// Write the fitted profile here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -82,13 +81,9 @@ struct Args {
     profile: Option<PathBuf>,
 }
 
-fn main() {
-    env_logger::init();
-    let args = Args::parse();
-    if let Err(e) = run(&args) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+/// Runs `wgspmv calibrate`.
+pub fn main(args: Args) -> wgspmv::Result<()> {
+    run(&args)
 }
 
 static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
@@ -318,7 +313,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     let name = args.name.clone().unwrap_or(name);
     let cache = args.cache_mib.unwrap_or(cache) * (1 << 20) as f64;
     let mut notes = vec![format!(
-        "fitted by examples/calibrate from {} samples ({} matrices)",
+        "fitted by wgspmv calibrate from {} samples ({} matrices)",
         samples.len(),
         {
             let mut m: Vec<&str> = samples.iter().map(|s| s.matrix.as_str()).collect();

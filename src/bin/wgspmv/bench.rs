@@ -3,19 +3,13 @@
 //! CSV rows `matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err`, the columns of
 //! ../shared/device/cusparse_compare.py, so the two can be compared row by row.
 //!
-//!     cargo run --release --example bench -- --suite --scale 1 --csv ours.csv
+//!     wgspmv bench --suite --scale 1 --csv ours.csv     # also writes ours.svg
 
-use clap::Parser;
+use crate::args::{bccoo::BccooArgs, suraa::SuraaArgs};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
-#[path = "common/bccoo_args.rs"]
-mod bccoo_args;
-#[path = "common/suraa_args.rs"]
-mod suraa_args;
-use bccoo_args::BccooArgs;
-use suraa_args::SuraaArgs;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::methods::suraa::SetupOn;
 use wgspmv::methods::LanePolicy;
@@ -34,9 +28,9 @@ struct Variant {
     opts: PlanOptions,
 }
 
-#[derive(Parser)]
-#[command(about = "Benchmark every SpMV method against the device copy bandwidth")]
-struct Args {
+/// `wgspmv bench`: every method against the device copy bandwidth.
+#[derive(clap::Args)]
+pub struct Args {
     /// Run the synthetic suite.
     #[arg(long)]
     suite: bool,
@@ -44,13 +38,13 @@ struct Args {
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
     /// Only these suite classes (comma-separated names).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::suite_class_names())]
     classes: Vec<String>,
     /// Also run every .mtx / .mtx.gz file in this folder.
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Methods to run (comma-separated); default: all.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::method_names())]
     methods: Vec<String>,
     /// Write the CSV here (default: stdout only).
     #[arg(long)]
@@ -74,7 +68,7 @@ struct Args {
     repeat: u32,
     /// Where `speculative` runs its check stage: auto, host, gpu, or both (two rows,
     /// `speculative-host` and `speculative-gpu`).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "gpu", "both"])]
     finish: String,
     /// `speculative`'s nonzeros per lane and tile (W); default: the library's choice.
     #[arg(long)]
@@ -95,7 +89,7 @@ struct Args {
     #[arg(long)]
     spec_tile_rows: Option<bool>,
     /// Where `suraa` sets up: auto, host, gpu, or both (rows `suraa-host` and `suraa-gpu`).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "gpu", "both"])]
     setup: String,
     #[command(flatten)]
     suraa: SuraaArgs,
@@ -106,7 +100,7 @@ struct Args {
     workgroup_size: Option<u32>,
     /// How lanes cooperate: auto (subgroup operations where the adapter has them), subgroup, or
     /// workgroup (workgroup memory and barriers).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = ["auto", "subgroup", "workgroup"])]
     lanes: String,
     /// Bytes copied for the bandwidth ceiling, in MiB (capped by the binding limit).
     #[arg(long, default_value_t = 1024)]
@@ -185,14 +179,10 @@ fn update_time<T: Scalar>(
 static START: std::sync::LazyLock<std::time::Instant> =
     std::sync::LazyLock::new(std::time::Instant::now);
 
-fn main() {
+/// Runs `wgspmv bench`.
+pub fn main(args: Args) -> wgspmv::Result<()> {
     std::sync::LazyLock::force(&START);
-    env_logger::init();
-    let args = Args::parse();
-    if let Err(e) = run(&args) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    run(&args)
 }
 
 /// The configurations to run: each method, and where an option changes the path it takes
@@ -513,6 +503,21 @@ fn run(args: &Args) -> wgspmv::Result<()> {
                 path: path.clone(),
                 source,
             })?;
+        let points: Vec<crate::plot::Point> = rows
+            .iter()
+            .filter(|r| r.note.is_empty())
+            .map(|r| crate::plot::Point {
+                matrix: &r.matrix,
+                method: &r.method,
+                gbps: r.gbps,
+            })
+            .collect();
+        let title = format!(
+            "{} ({})",
+            gpu.info().name,
+            if args.f64 { "f64" } else { "f32" }
+        );
+        crate::plot::throughput(&path.with_extension("svg"), &title, &points, copy)?;
         if !reports.is_empty() {
             let extra = path.with_extension("cmrs.csv");
             let body = format!("{CMRS_HEADER}\n{}\n", reports.join("\n"));

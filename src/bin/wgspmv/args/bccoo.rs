@@ -1,6 +1,4 @@
-//! The `bccoo` / `bccoo-plus` flags shared by the `spmv` and `bench` examples.
-// Each example uses only part of it.
-#![allow(dead_code)]
+//! The `bccoo` / `bccoo-plus` flags shared by `multiply` and `bench`.
 
 use std::path::PathBuf;
 use wgspmv::methods::bccoo::{BccooOptions, Carry, Strategy};
@@ -10,7 +8,7 @@ pub struct BccooArgs {
     /// How `bccoo` and `bccoo-plus` carry sums across workgroups: auto, single (adjacent
     /// synchronization), two (a second pass), or, in `bench`, both (rows `bccoo-single` and
     /// `bccoo-two`, ...).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = ["auto", "single", "two", "both"])]
     pub carry: String,
     /// Tune `bccoo` and `bccoo-plus` by timing candidates on this adapter first (section 4).
     #[arg(long)]

@@ -1,0 +1,84 @@
+//! `wgspmv`: the library's command line. Install with `cargo install --path . --features cli`.
+//!
+//!     wgspmv info                                   # adapters, and the one wgspmv picks
+//!     wgspmv multiply --matrix A.mtx --method auto --output y.mtx
+//!     wgspmv bench --suite --scale 1 --csv ours.csv
+//!     wgspmv calibrate --out profile.txt
+
+mod args;
+mod bench;
+mod calibrate;
+mod info;
+mod multiply;
+mod plot;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Sparse matrix-vector multiplication on any GPU wgpu reaches"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the adapters wgpu finds and say which one wgspmv opens, and why.
+    Info(info::Args),
+    /// Multiply a sparse matrix by a vector with one method or all, check each result against
+    /// an f64 CPU reference, and write y.
+    Multiply(multiply::Args),
+    /// Time every method against the device's copy bandwidth; CSV and an SVG plot.
+    Bench(bench::Args),
+    /// Fit `Method::Auto`'s cost model on this adapter and write a profile.
+    Calibrate(calibrate::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    private_runtime_dir();
+    env_logger::init();
+    let result = match cli.command {
+        Command::Info(a) => info::main(a),
+        Command::Multiply(a) => return multiply::main(a),
+        Command::Bench(a) => bench::main(a),
+        Command::Calibrate(a) => calibrate::main(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Vulkan's loader and Mesa print "XDG_RUNTIME_DIR is invalid or not set" on every headless run;
+/// we draw no windows, so a private directory silences them.
+fn private_runtime_dir() {
+    let valid = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(std::path::PathBuf::from)
+        .is_some_and(|d| d.is_dir());
+    if valid {
+        return;
+    }
+    let user = std::env::var("USER").unwrap_or_default();
+    let dir = std::env::temp_dir().join(format!("wgspmv-runtime-{user}"));
+    let made = std::fs::create_dir_all(&dir).is_ok() && {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).is_ok()
+        }
+        #[cfg(not(unix))]
+        true
+    };
+    if made {
+        // Single-threaded here: nothing else reads the environment yet.
+        std::env::set_var("XDG_RUNTIME_DIR", &dir);
+    }
+}
