@@ -6,6 +6,22 @@ use rayon::prelude::*;
 /// A sparse matrix in compressed sparse row form whose invariants have been checked:
 /// `row_ptr` starts at 0, never decreases and ends at `nnz`; every column index is below `ncols`;
 /// column indices increase strictly within each row. Every GPU method builds from one of these.
+///
+/// Build one from CSR arrays ([`try_new`](Self::try_new)), triplets
+/// ([`from_triplets`](Self::from_triplets)), a Matrix Market file
+/// ([`io::read_matrix_market`](crate::matrix::io::read_matrix_market)), or another crate's
+/// matrix (features `sprs`, `nalgebra-sparse`, `faer`):
+///
+/// ```
+/// # #[cfg(all(feature = "sprs", feature = "nalgebra-sparse"))] {
+/// use wgspmv::CsrMatrix;
+/// let s: sprs::CsMat<f64> = sprs::CsMat::new((2, 3), vec![0, 2, 3], vec![0, 2, 1], vec![1.0, 2.0, 3.0]);
+/// let a = CsrMatrix::try_from(&s)?; // indices checked and narrowed to u32
+/// let n = nalgebra_sparse::CsrMatrix::from(&a);
+/// assert_eq!(CsrMatrix::try_from(&n)?, a);
+/// # }
+/// # Ok::<(), wgspmv::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct CsrMatrix<T> {
     nrows: usize,
@@ -18,15 +34,21 @@ pub struct CsrMatrix<T> {
 /// Row-length statistics that the methods use to choose their parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowStats {
+    /// Rows of the matrix.
     pub nrows: usize,
+    /// Columns of the matrix (the length of `x`).
     pub ncols: usize,
+    /// Stored entries, explicit zeros included.
     pub nnz: usize,
     /// Mean stored entries per row (μ).
     pub mean: f64,
     /// Population variance of the row lengths.
     pub variance: f64,
+    /// Stored entries in the shortest row.
     pub min_len: usize,
+    /// Stored entries in the longest row.
     pub max_len: usize,
+    /// Rows with no stored entry (their `y` is `β·y`).
     pub empty_rows: usize,
 }
 
@@ -336,9 +358,11 @@ impl<T: Scalar> CsrMatrix<T> {
         )
     }
 
+    /// Number of rows (the length of `y`).
     pub fn nrows(&self) -> usize {
         self.nrows
     }
+    /// Number of columns (the length of `x`).
     pub fn ncols(&self) -> usize {
         self.ncols
     }
@@ -350,12 +374,15 @@ impl<T: Scalar> CsrMatrix<T> {
     pub fn shape(&self) -> (usize, usize, usize) {
         (self.nrows, self.ncols, self.nnz())
     }
+    /// Row `r`'s entries are `row_ptr[r]..row_ptr[r + 1]` (`nrows + 1` offsets from 0).
     pub fn row_ptr(&self) -> &[u32] {
         &self.row_ptr
     }
+    /// Column of each stored entry, strictly increasing within a row.
     pub fn col_idx(&self) -> &[u32] {
         &self.col_idx
     }
+    /// Value of each stored entry, in the order of [`col_idx`](Self::col_idx).
     pub fn values(&self) -> &[T] {
         &self.values
     }
