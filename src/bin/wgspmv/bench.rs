@@ -408,7 +408,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         let a = match make() {
             Ok(a) => a,
             Err(e) => {
-                bar.println(format!("skipping {name}: {e}"));
+                bar.suspend(|| eprintln!("skipping {name}: {e}"));
                 bar.inc(variants.len() as u64);
                 continue;
             }
@@ -441,7 +441,9 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         };
         reports.extend(report);
         for r in out {
-            println!(
+            // Bar hidden while printing, so the line lands above it rather than through it
+            // (and is printed even where the bar is not drawn).
+            let line = format!(
                 "{}{}",
                 r.csv(),
                 if r.note.is_empty() {
@@ -450,6 +452,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
                     format!("  # {}", r.note)
                 }
             );
+            bar.suspend(|| println!("{line}"));
             rows.push(r);
         }
     }
@@ -584,7 +587,7 @@ fn bench_matrix<T: Scalar>(
     let y_ref = match reference::spmv_par(a, &x) {
         Ok(y) => y,
         Err(e) => {
-            bar.println(format!("{name}: {e}"));
+            bar.suspend(|| eprintln!("{name}: {e}"));
             return (Vec::new(), Extra::default());
         }
     };
@@ -699,11 +702,11 @@ fn bench_matrix<T: Scalar>(
         match result {
             Ok(r) => {
                 if !r.note.is_empty() {
-                    bar.println(format!("{name} / {m}: {}", r.note));
+                    bar.suspend(|| eprintln!("{name} / {m}: {}", r.note));
                 }
                 out.push(r);
             }
-            Err(e) => bar.println(format!("{name} / {m}: {e}")),
+            Err(e) => bar.suspend(|| eprintln!("{name} / {m}: {e}")),
         }
         bar.inc(1);
     }
