@@ -187,6 +187,13 @@ impl Gpu {
         if let Some(b) = opts.backends {
             desc.backends = b;
         }
+        // wgpu checks indirect dispatch sizes with a pipeline of its own, which some GL drivers
+        // cannot build (the device is then lost at creation); suraa, our one indirect dispatch,
+        // sizes its grid within the limits by construction. WGPU_VALIDATION_INDIRECT_CALL=1
+        // keeps the check.
+        if std::env::var_os("WGPU_VALIDATION_INDIRECT_CALL").is_none() {
+            desc.flags.remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
+        }
         let instance = wgpu::Instance::new(desc);
         let (wanted, source) = match opts.adapter_name.clone() {
             Some(name) => (Some(name), "GpuOptions::adapter_name"),

@@ -333,6 +333,15 @@ fn params<T: Scalar>(
         Carry::Auto => Carry::TwoPass,
         c => c,
     };
+    // A forced option works or is refused: on GL, waits between workgroups were seen to succeed
+    // on stale slots (rows left unwritten), so adjacent synchronization is not offered there.
+    if carry == Carry::SinglePass && info.backend == wgpu::Backend::Gl {
+        return Err(Error::Unsupported {
+            method: method.name(),
+            what: "carry sums in a single pass (Carry::SinglePass) on the GL backend",
+            why: "waits between workgroups gave wrong results there; use Carry::TwoPass or Auto",
+        });
+    }
     // Workgroup memory: the scan's vec4 sums and flags, the cache, the lane module's buffer.
     let have = info.limits.max_compute_workgroup_storage_size as u64;
     let cache_factor_ok = |f: u32| kernels::BCCOO_CACHE_FACTORS.contains(&f);
