@@ -61,6 +61,14 @@ pub struct GpuInfo {
     pub chosen_because: String,
 }
 
+/// Whether the adapter runs compute shaders at all (GL below 4.3 and GLES below 3.1 do not).
+fn has_compute(adapter: &wgpu::Adapter) -> bool {
+    adapter
+        .get_downlevel_capabilities()
+        .flags
+        .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+}
+
 /// "name (backend, device type)", the way adapters are listed in messages.
 pub(crate) fn adapter_label(info: &wgpu::AdapterInfo) -> String {
     format!(
@@ -192,7 +200,8 @@ impl Gpu {
         // sizes its grid within the limits by construction. WGPU_VALIDATION_INDIRECT_CALL=1
         // keeps the check.
         if std::env::var_os("WGPU_VALIDATION_INDIRECT_CALL").is_none() {
-            desc.flags.remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
+            desc.flags
+                .remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
         }
         let instance = wgpu::Instance::new(desc);
         let (wanted, source) = match opts.adapter_name.clone() {
@@ -245,9 +254,29 @@ impl Gpu {
                         detail: format!(" ({e}; found: {found})"),
                     })?;
                 let why = format!("wgpu's {preference:?} choice among {found}");
-                (adapter, why)
+                if has_compute(&adapter) {
+                    (adapter, why)
+                } else {
+                    // e.g. NVIDIA's GL driver gives wgpu the desktop GL 3.3 it asks for, which
+                    // has no compute shaders; another adapter may have them.
+                    match adapters.into_iter().find(has_compute) {
+                        Some(other) => (
+                            other,
+                            format!("{why} lacks compute shaders, so the first that has them"),
+                        ),
+                        None => (adapter, why),
+                    }
+                }
             }
         };
+        if !has_compute(&adapter) {
+            return Err(Error::MissingFeature {
+                adapter: adapter_label(&adapter.get_info()),
+                feature: "COMPUTE_SHADERS (a downlevel capability)",
+                needed_for: "every SpMV kernel".into(),
+                hint: "; on GL, wgpu asks for desktop GL 3.3, and a driver that gives exactly 3.3 (NVIDIA) has no compute shaders: use its Vulkan adapter",
+            });
+        }
         let adapter_info = adapter.get_info();
         let features = adapter.features() & WANTED_FEATURES & !opts.disabled_features;
         // Ask for the adapter's real limits: the defaults (128 MiB bindings, 16 KiB workgroup

@@ -18,10 +18,18 @@ pub fn main(_args: Args) -> wgspmv::Result<()> {
         let features = a.features();
         let has = |f| if features.contains(f) { "yes" } else { "no" };
         println!(
-            "  {} ({}, {:?}): subgroups {}, f64 {}, timestamps {}, storage binding {} MiB",
+            "  {} ({}, {:?}): compute shaders {}, subgroups {}, f64 {}, timestamps {}, storage binding {} MiB",
             info.name,
             info.backend.to_str(),
             info.device_type,
+            if a.get_downlevel_capabilities()
+                .flags
+                .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+            {
+                "yes"
+            } else {
+                "no"
+            },
             has(wgpu::Features::SUBGROUP),
             has(wgpu::Features::SHADER_F64),
             has(wgpu::Features::TIMESTAMP_QUERY),
