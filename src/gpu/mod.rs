@@ -61,12 +61,45 @@ pub struct GpuInfo {
     pub chosen_because: String,
 }
 
-/// Whether the adapter runs compute shaders at all (GL below 4.3 and GLES below 3.1 do not).
-fn has_compute(adapter: &wgpu::Adapter) -> bool {
-    adapter
+/// Whether the adapter runs our compute shaders. Besides wgpu's flag: a desktop GL context
+/// below 4.3 (NVIDIA gives wgpu the 3.3 it asks for) is flagged as able through an extension, yet
+/// naga writes GLSL for the context's core version, which has no compute shaders.
+pub fn adapter_has_compute(adapter: &wgpu::Adapter) -> bool {
+    let info = adapter.get_info();
+    let flagged = adapter
         .get_downlevel_capabilities()
         .flags
-        .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+        .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS);
+    flagged && (info.backend != wgpu::Backend::Gl || gl_core_has_compute(&info.driver_info))
+}
+
+/// For a GL driver string ("3.3.0 NVIDIA 580.159.04", "4.5 (Core Profile) Mesa 22.3.6",
+/// "OpenGL ES 3.2 Mesa ..."): false only for a desktop core version below 4.3.
+fn gl_core_has_compute(driver_info: &str) -> bool {
+    if driver_info.starts_with("OpenGL ES") {
+        return true;
+    }
+    let mut parts = driver_info
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>());
+    match (parts.next(), parts.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) => (major, minor) >= (4, 3),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn gl_versions_without_compute() {
+        use super::gl_core_has_compute as ok;
+        assert!(!ok("3.3.0 NVIDIA 580.159.04"));
+        assert!(!ok("4.2.0 NVIDIA"));
+        assert!(ok("4.3.0 NVIDIA"));
+        assert!(ok("4.5 (Core Profile) Mesa 22.3.6"));
+        assert!(ok("OpenGL ES 3.2 Mesa 22.3.6"));
+        assert!(ok(""));
+    }
 }
 
 /// "name (backend, device type)", the way adapters are listed in messages.
@@ -254,12 +287,12 @@ impl Gpu {
                         detail: format!(" ({e}; found: {found})"),
                     })?;
                 let why = format!("wgpu's {preference:?} choice among {found}");
-                if has_compute(&adapter) {
+                if adapter_has_compute(&adapter) {
                     (adapter, why)
                 } else {
                     // e.g. NVIDIA's GL driver gives wgpu the desktop GL 3.3 it asks for, which
                     // has no compute shaders; another adapter may have them.
-                    match adapters.into_iter().find(has_compute) {
+                    match adapters.into_iter().find(adapter_has_compute) {
                         Some(other) => (
                             other,
                             format!("{why} lacks compute shaders, so the first that has them"),
@@ -269,12 +302,12 @@ impl Gpu {
                 }
             }
         };
-        if !has_compute(&adapter) {
+        if !adapter_has_compute(&adapter) {
             return Err(Error::MissingFeature {
                 adapter: adapter_label(&adapter.get_info()),
                 feature: "COMPUTE_SHADERS (a downlevel capability)",
                 needed_for: "every SpMV kernel".into(),
-                hint: "; on GL, wgpu asks for desktop GL 3.3, and a driver that gives exactly 3.3 (NVIDIA) has no compute shaders: use its Vulkan adapter",
+                hint: "; on GL, wgpu asks for desktop GL 3.3, and where the driver gives exactly 3.3 (NVIDIA) naga cannot write compute shaders for it: use the Vulkan adapter",
             });
         }
         let adapter_info = adapter.get_info();

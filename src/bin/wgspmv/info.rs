@@ -22,10 +22,7 @@ pub fn main(_args: Args) -> wgspmv::Result<()> {
             info.name,
             info.backend.to_str(),
             info.device_type,
-            if a.get_downlevel_capabilities()
-                .flags
-                .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
-            {
+            if wgspmv::gpu::adapter_has_compute(a) {
                 "yes"
             } else {
                 "no"
