@@ -153,7 +153,7 @@ fn group_shift(v: rows, slot: u32) -> GroupScan {
 }
 
 // Returns whether the workgroup's wait for its carry ran out (single pass).
-fn run_group(g: u32, info: u32, slot: u32, l: Lanes) -> bool {
+fn run_group(g: u32, info: u32, slot: u32, l: Lanes, sh: Shape) -> bool {
     let t = g * WG_SIZE + slot;
     let first_row = aux[t];
     let group_row = aux[g * WG_SIZE];
@@ -204,7 +204,7 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) -> bool {
     if ((info & GROUP_ALL_STOP) != 0u) {
         scan = group_shift(sum, slot);
     } else {
-        scan = group_seg_scan(head, sum, slot, l);
+        scan = group_seg_scan(head, sum, slot, l, sh);
     }
     // What this workgroup passes on, published before it waits on anything.
     if (slot == WG_SIZE - 1u) {
@@ -222,7 +222,7 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) -> bool {
             if (!part.ok) {
                 atomicOr(&chain_failed, 1u);
             }
-            total = group_sum(part.value, slot, l);
+            total = group_sum(part.value, slot, l, sh);
             stalled = atomicLoad(&chain_failed) != 0u;
         }
         if (!stalled) {
@@ -267,7 +267,7 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes) -> bool {
 // count travels in the same `done` word as the finish count: one read-modify-write sees both, so
 // no ordering between two atomic words is needed. The list's entries, the pending rows and the
 // slots are single atomic words written once, polled until written.
-fn finish_product(stalls: u32, slot: u32, l: Lanes) {
+fn finish_product(stalls: u32, slot: u32, l: Lanes, sh: Shape) {
     for (var i = 0u; i < stalls; i++) {
         if (l.lid == 0u) {
             var g = atomicLoad(&state[STATE_LIST + i]);
@@ -288,7 +288,7 @@ fn finish_product(stalls: u32, slot: u32, l: Lanes) {
             continue;
         }
         let part = chain_part(gi.x, gi.y, slot, FINISH_SPIN_LIMIT);
-        let carry = group_sum(part.value, slot, l);
+        let carry = group_sum(part.value, slot, l, sh);
         reset_chain(gi.x, gi.y, slot);
         if (slot == 0u) {
             let pending = load_values(params.groups + gi.x, FINISH_SPIN_LIMIT);
@@ -306,8 +306,10 @@ fn finish_product(stalls: u32, slot: u32, l: Lanes) {
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
-        li: LaneInput) {
-    let l = lanes_of(li);
+        li: LaneInput,
+        si: ShapeInput) {
+    let l = lanes_of(li, si);
+    let sh = shape_of(si);
     let slot = group_slot(l);
     if (l.lid == 0u) {
         var g = linear_group(wid, nwg);
@@ -323,7 +325,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let gi = workgroupUniformLoad(&group_shared);
     var stalled = false;
     if (gi.x < params.groups) {
-        stalled = run_group(gi.x, gi.y, slot, l);
+        stalled = run_group(gi.x, gi.y, slot, l, sh);
     }
     if (SINGLE_PASS != 0u) {
         if (l.lid == 0u) {
@@ -333,7 +335,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         let done = workgroupUniformLoad(&done_shared);
         if (done % params.stall_unit == nwg.x * nwg.y) {
-            finish_product(done / params.stall_unit, slot, l);
+            finish_product(done / params.stall_unit, slot, l, sh);
         }
     }
 }

@@ -13,8 +13,10 @@ override LANES: u32 = 32u;
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
-        li: LaneInput) {
-    let l = lanes_of(li);
+        li: LaneInput,
+        si: ShapeInput) {
+    let l = lanes_of(li, si);
+    let sh = shape_of(si);
     let slot = group_slot(l);
     let i = linear_group(wid, nwg);
     if (i >= params.carry_groups) {
@@ -23,7 +25,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let g = aux[params.carry_base + i];
     let info = aux[params.group_info_base + g];
     let part = chain_part(g, info, slot, 0u);
-    let carry = group_sum(part.value, slot, l);
+    let carry = group_sum(part.value, slot, l, sh);
     if (slot == 0u) {
         let brow = aux[g * params.group_threads];
         for (var r = 0u; r < HEIGHT; r++) {

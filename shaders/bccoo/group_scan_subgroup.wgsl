@@ -4,10 +4,10 @@
 // then lane; subgroups are full because the workgroup is a multiple of the largest subgroup).
 // Called in uniform control flow.
 
-fn group_seg_scan(head: bool, v: rows, slot: u32, l: Lanes) -> GroupScan {
+fn group_seg_scan(head: bool, v: rows, slot: u32, l: Lanes, sh: Shape) -> GroupScan {
     var f = select(0u, 1u, head);
     var s = v;
-    for (var d = 1u; d < l.width; d = d * 2u) {
+    for (var d = 1u; d < sh.width; d = d * 2u) {
         let other_flag = subgroupShuffleUp(f, d);
         let other_sum = subgroupShuffleUp(s, d);
         if (l.lane >= d) {
@@ -43,14 +43,14 @@ fn group_seg_scan(head: bool, v: rows, slot: u32, l: Lanes) -> GroupScan {
     return GroupScan(excl, open);
 }
 
-fn group_sum(v: rows, slot: u32, l: Lanes) -> rows {
+fn group_sum(v: rows, slot: u32, l: Lanes, sh: Shape) -> rows {
     let s = subgroupAdd(v);
     if (l.lane == 0u) {
         gs_val[l.team] = s;
     }
     workgroupBarrier();
     var total = rows(scalar(0));
-    for (var k = 0u; k < l.teams; k++) {
+    for (var k = 0u; k < sh.teams; k++) {
         total += gs_val[k];
     }
     workgroupBarrier();

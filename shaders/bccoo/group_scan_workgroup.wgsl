@@ -2,7 +2,7 @@
 // Workgroup-wide scans of bccoo's block-row partial sums in workgroup memory (Hillis–Steele), for
 // adapters without subgroups. Invocations are numbered by `slot`; called in uniform control flow.
 
-fn group_seg_scan(head: bool, v: rows, slot: u32, l: Lanes) -> GroupScan {
+fn group_seg_scan(head: bool, v: rows, slot: u32, l: Lanes, sh: Shape) -> GroupScan {
     var f = select(0u, 1u, head);
     var s = v;
     gs_flag[slot] = f;
@@ -34,7 +34,7 @@ fn group_seg_scan(head: bool, v: rows, slot: u32, l: Lanes) -> GroupScan {
     return out;
 }
 
-fn group_sum(v: rows, slot: u32, l: Lanes) -> rows {
+fn group_sum(v: rows, slot: u32, l: Lanes, sh: Shape) -> rows {
     gs_val[slot] = v;
     workgroupBarrier();
     for (var s = WG_SIZE / 2u; s > 0u; s = s / 2u) {

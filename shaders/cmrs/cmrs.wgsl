@@ -47,13 +47,15 @@ fn row_and_col(j: u32, word: u32) -> vec2<u32> {
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
-        li: LaneInput) {
-    let l = lanes_of(li);
+        li: LaneInput,
+        si: ShapeInput) {
+    let l = lanes_of(li, si);
+    let sh = shape_of(si);
     let first = linear_group(wid, nwg) * STRIPS_PER_GROUP;
     let nstrips = (chunk.nrows + HEIGHT - 1u) / HEIGHT;
     // A larger real subgroup than LANES gives fewer teams, which loop; the trip count is the same
     // for the whole workgroup, so barriers and team_sum stay in uniform control flow.
-    let passes = (STRIPS_PER_GROUP + l.teams - 1u) / l.teams;
+    let passes = (STRIPS_PER_GROUP + sh.teams - 1u) / sh.teams;
     let cols = select(l.width, BUF_COLS, BUF_COLS > 0u);
     let stride = cols + 1u;
     let base = l.team * HEIGHT * stride;

@@ -16,12 +16,14 @@ override ROWS_PER_GROUP: u32 = WG_SIZE / LANES;
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
-        li: LaneInput) {
-    let l = lanes_of(li);
+        li: LaneInput,
+        si: ShapeInput) {
+    let l = lanes_of(li, si);
+    let sh = shape_of(si);
     let first_row = linear_group(wid, nwg) * ROWS_PER_GROUP;
     // A larger real subgroup than LANES gives fewer teams; they loop. The trip count is the same
     // for the whole workgroup, so team_sum stays in uniform control flow.
-    let passes = (ROWS_PER_GROUP + l.teams - 1u) / l.teams;
+    let passes = (ROWS_PER_GROUP + sh.teams - 1u) / sh.teams;
     for (var p = 0u; p < passes; p++) {
         let i = p * l.teams + l.team;
         let row = first_row + i;

@@ -37,3 +37,11 @@ struct Lanes {
     lane: u32,
     width: u32,
 }
+
+// The team count and width alone, from uniform values only (`shape_of`): WGSL's uniformity
+// analysis taints a whole struct, so loops and branches around barriers and subgroup operations
+// read these, never `Lanes`.
+struct Shape {
+    teams: u32,
+    width: u32,
+}

@@ -4,8 +4,18 @@ struct LaneInput {
     @builtin(local_invocation_index) lid: u32,
 }
 
-fn lanes_of(li: LaneInput) -> Lanes {
+// Never read: the shape is constant here. (An entry-point input needs some builtin, and the
+// kernels take workgroup_id and num_workgroups themselves.)
+struct ShapeInput {
+    @builtin(global_invocation_id) unused: vec3<u32>,
+}
+
+fn lanes_of(li: LaneInput, si: ShapeInput) -> Lanes {
     return Lanes(li.lid, li.lid / LANES, WG_SIZE / LANES, li.lid % LANES, LANES);
+}
+
+fn shape_of(si: ShapeInput) -> Shape {
+    return Shape(WG_SIZE / LANES, LANES);
 }
 
 var<workgroup> team_partials: array<scalar, WG_SIZE>;

@@ -10,20 +10,20 @@ fn lane_slot(l: Lanes) -> u32 {
 }
 
 // Called in workgroup-uniform control flow with a uniform `width`.
-fn width_sum(v: scalar, l: Lanes, width: u32) -> scalar {
+fn width_sum(v: scalar, l: Lanes, sh: Shape, width: u32) -> scalar {
     var s = v;
-    let inner = min(width, l.width);
+    let inner = min(width, sh.width);
     for (var o = 1u; o < inner; o = o * 2u) {
         s += subgroupShuffleXor(s, o);
     }
-    if (width <= l.width) {
+    if (width <= sh.width) {
         return s;
     }
     if (l.lane == 0u) {
         wide_partials[l.team] = s;
     }
     workgroupBarrier();
-    let per = width / l.width;
+    let per = width / sh.width;
     let first = l.team - l.team % per;
     var total = scalar(0);
     for (var k = 0u; k < per; k++) {

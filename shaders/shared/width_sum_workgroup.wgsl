@@ -8,7 +8,7 @@ fn lane_slot(l: Lanes) -> u32 {
 }
 
 // Called in workgroup-uniform control flow with a uniform `width`.
-fn width_sum(v: scalar, l: Lanes, width: u32) -> scalar {
+fn width_sum(v: scalar, l: Lanes, sh: Shape, width: u32) -> scalar {
     if (width == 1u) {
         return v;
     }

@@ -159,8 +159,10 @@ fn emit(t: TileCtx, k: u32, end: u32, v: scalar) {
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
-        li: LaneInput) {
-    let l = lanes_of(li);
+        li: LaneInput,
+        si: ShapeInput) {
+    let l = lanes_of(li, si);
+    let sh = shape_of(si);
     let tl = team_lane(l);
     let nnz = row_ptr[chunk.nrows];
     let tile_len = LANES * WORK;

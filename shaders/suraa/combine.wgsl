@@ -20,8 +20,10 @@ override LANES: u32 = 32u;
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
-        li: LaneInput) {
-    let l = lanes_of(li);
+        li: LaneInput,
+        si: ShapeInput) {
+    let l = lanes_of(li, si);
+    let sh = shape_of(si);
     let v = lane_slot(l);
     let i = linear_group(wid, nwg);
     if (i >= schedule.dynamic_rows) {
@@ -31,7 +33,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     for (var k = dynamic_ptr[i] + v; k < dynamic_ptr[i + 1u]; k += WG_SIZE) {
         sum += partials[k];
     }
-    let total = width_sum(sum, l, WG_SIZE);
+    let total = width_sum(sum, l, sh, WG_SIZE);
     if (v == 0u) {
         write_y(perm[i], total);
     }

@@ -39,8 +39,10 @@ fn dynamic_row(g: u32) -> u32 {
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
-        li: LaneInput) {
-    let l = lanes_of(li);
+        li: LaneInput,
+        si: ShapeInput) {
+    let l = lanes_of(li, si);
+    let sh = shape_of(si);
     let v = lane_slot(l);
     let g = linear_group(wid, nwg);
     if (g >= schedule.main_groups) {
@@ -54,7 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let row_end = row_ptr[i + 1u];
         let begin = min(row_ptr[i] + (g - dynamic_ptr[i]) * DYNAMIC_CHUNK, row_end);
         let end = min(begin + DYNAMIC_CHUNK, row_end);
-        let total = width_sum(strided_dot(begin + v, end, WG_SIZE), l, WG_SIZE);
+        let total = width_sum(strided_dot(begin + v, end, WG_SIZE), l, sh, WG_SIZE);
         if (v == 0u) {
             partials[g] = total;
         }
@@ -74,7 +76,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             if (slot < rows) {
                 sum = strided_dot(row_ptr[i] + v % width, row_ptr[i + 1u], width);
             }
-            let total = width_sum(sum, l, width);
+            let total = width_sum(sum, l, sh, width);
             if (slot < rows && v % width == 0u) {
                 write_y(perm[i], total);
             }

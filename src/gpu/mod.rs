@@ -420,11 +420,15 @@ impl Gpu {
     pub(crate) fn scoped<R>(&self, during: &str, f: impl FnOnce() -> R) -> Result<R> {
         self.check_alive()?;
         let dev = &self.inner.device;
+        // Internal too: a shader the backend cannot translate (e.g. GLSL for a GL 3.3 context)
+        // is one, and uncaught it would reach wgpu's default handler, which panics.
+        let internal = dev.push_error_scope(wgpu::ErrorFilter::Internal);
         let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let val = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         let out = f();
         let v = pollster::block_on(val.pop());
         let o = pollster::block_on(oom.pop());
+        let i = pollster::block_on(internal.pop());
         self.check_alive()?;
         if let Some(e) = o {
             return Err(Error::OutOfMemory {
@@ -432,7 +436,7 @@ impl Gpu {
                 message: e.to_string(),
             });
         }
-        if let Some(e) = v {
+        if let Some(e) = v.or(i) {
             return Err(Error::Wgpu {
                 during: during.into(),
                 message: e.to_string(),

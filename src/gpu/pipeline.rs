@@ -1,7 +1,7 @@
 //! The pipeline cache: one compiled pipeline per kernel variant and device.
 
 use super::Gpu;
-use crate::kernel::Variant;
+use crate::kernel::{LaneMode, Variant};
 use crate::Result;
 use std::sync::Arc;
 
@@ -13,7 +13,15 @@ impl Gpu {
             return Ok(p.clone());
         }
         let label = variant.label();
-        let source = variant.source();
+        let mut source = variant.source();
+        // In a browser the WGSL goes to the browser's own compiler, which wants the directive
+        // that naga (wgpu's compiler everywhere else) does not parse yet.
+        if self.info().backend == wgpu::Backend::BrowserWebGpu
+            && variant.kernel.uses_lanes()
+            && variant.lanes == LaneMode::Subgroup
+        {
+            source = format!("enable subgroups;\n{source}");
+        }
         // A typed error, not a validation message, for a device created with low limits.
         let storage = source
             .lines()
