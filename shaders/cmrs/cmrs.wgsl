@@ -56,14 +56,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     // A larger real subgroup than LANES gives fewer teams, which loop; the trip count is the same
     // for the whole workgroup, so barriers and team_sum stay in uniform control flow.
     let passes = (STRIPS_PER_GROUP + sh.teams - 1u) / sh.teams;
-    let cols = select(l.width, BUF_COLS, BUF_COLS > 0u);
+    let cols = select(sh.width, BUF_COLS, BUF_COLS > 0u);
     let stride = cols + 1u;
     let base = l.team * HEIGHT * stride;
     let my_col = l.lane % cols;
     // Reduction lanes per row.
     let per_row = max(cols / HEIGHT, 1u);
     for (var p = 0u; p < passes; p++) {
-        let i = p * l.teams + l.team;
+        let i = p * sh.teams + l.team;
         let strip = first + i;
         let live = i < STRIPS_PER_GROUP && strip < nstrips;
         if (l.lane < cols) {
@@ -77,7 +77,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         if (live) {
             let end = strip_ptr[strip + 1u];
-            for (var j = strip_ptr[strip] + l.lane; j < end; j += l.width) {
+            for (var j = strip_ptr[strip] + l.lane; j < end; j += sh.width) {
                 let word = col_words[j];
                 if (word != PADDING) {
                     let rc = row_and_col(j, word);
@@ -88,7 +88,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         workgroupBarrier();
         // Partial q of row r: cells q, q + per_row, ... of the row, stored back into cell q (which
         // no other partial reads).
-        for (var t = l.lane; t < per_row * HEIGHT; t += l.width) {
+        for (var t = l.lane; t < per_row * HEIGHT; t += sh.width) {
             let r = t % HEIGHT;
             let q = t / HEIGHT;
             let row_cells = base + r * stride;
@@ -100,7 +100,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         workgroupBarrier();
         if (live) {
-            for (var r = l.lane; r < HEIGHT; r += l.width) {
+            for (var r = l.lane; r < HEIGHT; r += sh.width) {
                 let row = strip * HEIGHT + r;
                 if (row < chunk.nrows) {
                     var total = scalar(0);

@@ -25,7 +25,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     // for the whole workgroup, so team_sum stays in uniform control flow.
     let passes = (ROWS_PER_GROUP + sh.teams - 1u) / sh.teams;
     for (var p = 0u; p < passes; p++) {
-        let i = p * l.teams + l.team;
+        let i = p * sh.teams + l.team;
         let row = first_row + i;
         var sum = scalar(0);
         if (i < ROWS_PER_GROUP && row < chunk.nrows) {
@@ -34,7 +34,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             if (end - begin > LONG_ROW_ITERATIONS * LANES) {
                 end = begin;
             }
-            for (var k = begin + l.lane; k < end; k += l.width) {
+            for (var k = begin + l.lane; k < end; k += sh.width) {
                 sum += vals[k] * x[col_idx[k]];
             }
         }
