@@ -4,7 +4,9 @@
 //!   copies the new values into them;
 //! * a format that reorders them (CMRS strips) keeps, for each stored value, the CSR entry it
 //!   came from (4 bytes each, on the host; uploaded at the first update) and gathers;
-//! * BCCOO (whose stored-zero pass depends on which values are zero) and SURAA are not covered.
+//!   SURAA's rows, rearranged by length, are gathered the same way, their sources made at the
+//!   first update from its permutation (read back where the setup ran on the GPU);
+//! * BCCOO (whose stored-zero pass depends on which values are zero) is not covered.
 
 use super::SpmvPlan;
 use crate::{Error, Result, Scalar};
@@ -21,32 +23,70 @@ pub(crate) struct ValueRun {
 
 /// A buffer of the format filled by a gather: element `i` is CSR entry `sources[i]`, or 0 where
 /// that is [`NONE`] (padding).
-#[derive(Debug)]
 pub(crate) struct GatherPart {
     pub buffer: Arc<wgpu::Buffer>,
-    pub sources: Vec<u32>,
-    /// The CSR entries `sources` reads, as a range (empty for padding only).
-    src_range: std::ops::Range<u64>,
+    /// `sources` and the CSR entries they read, as a range (empty for padding only): given at
+    /// construction, or made by `make` at the first update (a format whose map lives on the GPU).
+    sources: std::sync::OnceLock<(Vec<u32>, std::ops::Range<u64>)>,
+    make: Option<SourceMaker>,
     /// `sources` on the GPU, uploaded at the first update.
     pub on_gpu: std::sync::OnceLock<Arc<wgpu::Buffer>>,
+}
+
+/// Makes a gather's `sources` when they are first needed.
+pub(crate) type SourceMaker = Box<dyn Fn() -> Result<Vec<u32>> + Send + Sync>;
+
+impl std::fmt::Debug for GatherPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatherPart")
+            .field("elements", &self.sources.get().map(|s| s.0.len()))
+            .finish()
+    }
 }
 
 /// A padding element of a gathered buffer.
 pub(crate) const NONE: u32 = u32::MAX;
 
+fn with_range(sources: Vec<u32>) -> (Vec<u32>, std::ops::Range<u64>) {
+    let live = sources.iter().filter(|&&s| s != NONE);
+    let range = match (live.clone().min(), live.max()) {
+        (Some(&lo), Some(&hi)) => lo as u64..hi as u64 + 1,
+        _ => 0..0,
+    };
+    (sources, range)
+}
+
 impl GatherPart {
     pub(crate) fn new(buffer: Arc<wgpu::Buffer>, sources: Vec<u32>) -> Arc<Self> {
-        let live = sources.iter().filter(|&&s| s != NONE);
-        let src_range = match (live.clone().min(), live.max()) {
-            (Some(&lo), Some(&hi)) => lo as u64..hi as u64 + 1,
-            _ => 0..0,
-        };
         Arc::new(Self {
             buffer,
-            sources,
-            src_range,
+            sources: std::sync::OnceLock::from(with_range(sources)),
+            make: None,
             on_gpu: Default::default(),
         })
+    }
+
+    /// A part whose sources are made at the first update, so a plan that never updates never
+    /// pays for them.
+    pub(crate) fn lazy(buffer: Arc<wgpu::Buffer>, make: SourceMaker) -> Arc<Self> {
+        Arc::new(Self {
+            buffer,
+            sources: Default::default(),
+            make: Some(make),
+            on_gpu: Default::default(),
+        })
+    }
+
+    fn sources(&self) -> Result<&(Vec<u32>, std::ops::Range<u64>)> {
+        if let Some(s) = self.sources.get() {
+            return Ok(s);
+        }
+        let make = self
+            .make
+            .as_ref()
+            .expect("a part without sources has a maker");
+        let made = with_range(make()?);
+        Ok(self.sources.get_or_init(|| made))
     }
 }
 
@@ -138,8 +178,9 @@ impl<T: Scalar> SpmvPlan<T> {
         ))?;
         let align = self.gpu.info().limits.min_storage_buffer_offset_alignment as u64;
         for part in parts {
-            let range = part.src_range.clone();
-            if part.sources.is_empty() {
+            let (sources_host, range) = part.sources()?;
+            let range = range.clone();
+            if sources_host.is_empty() {
                 continue;
             }
             let sources = match part.on_gpu.get() {
@@ -147,7 +188,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 None => {
                     let b = Arc::new(self.gpu.storage_buffer(
                         "gather sources",
-                        bytemuck::cast_slice(&part.sources),
+                        bytemuck::cast_slice(sources_host),
                         wgpu::BufferUsages::empty(),
                     )?);
                     part.on_gpu.get_or_init(|| b).clone()
@@ -156,11 +197,11 @@ impl<T: Scalar> SpmvPlan<T> {
             // The part's range of the new values, bound from an aligned offset.
             let offset = (range.start * s) / align * align;
             let size = (range.end * s - offset).max(s).next_multiple_of(4);
-            let params: [u32; 2] = [part.sources.len() as u32, (offset / s) as u32];
+            let params: [u32; 2] = [sources_host.len() as u32, (offset / s) as u32];
             let uniform = self
                 .gpu
                 .uniform_buffer("gather params", bytemuck::cast_slice(&params));
-            let count = part.sources.len() as u32;
+            let count = sources_host.len() as u32;
             self.gpu.scoped("recording a gather", || {
                 let group = self
                     .gpu

@@ -23,6 +23,7 @@ use crate::gpu::Gpu;
 use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::methods::common::{bad, check_workgroup_memory, lane_mode, team_width, workgroup_size};
 use crate::methods::{Method, PlanOptions};
+use crate::plan::values::{GatherPart, SourceMaker, ValueLayout};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
 use std::sync::Arc;
@@ -308,6 +309,28 @@ pub(crate) fn prepare<T: Scalar>(
         ],
         grid: Grid::Indirect(b.indirect.clone(), 12),
     };
+    // Value updates gather into the rearranged values; the map back to CSR order is made from
+    // the permutation at the first update, so plans that never update pay nothing for it.
+    let values = {
+        let (gpu, perm, nrows) = (gpu.clone(), b.perm.clone(), a.nrows());
+        let row_ptr: Vec<u32> = a.row_ptr().to_vec();
+        let make: SourceMaker = Box::new(move || {
+            let perm: Vec<u32> = gpu.read_buffer(&perm, nrows)?;
+            let mut sources = crate::matrix::try_with_capacity(row_ptr[nrows] as usize, "sources")?;
+            for &r in &perm {
+                let (Some(&begin), Some(&end)) =
+                    (row_ptr.get(r as usize), row_ptr.get(r as usize + 1))
+                else {
+                    return Err(Error::Map(format!(
+                        "suraa's permutation holds row {r} of {nrows}"
+                    )));
+                };
+                sources.extend(begin..end);
+            }
+            Ok(sources)
+        });
+        ValueLayout::Gather(vec![GatherPart::lazy(b.vals.clone(), make)], Vec::new())
+    };
     let report = SuraaReport {
         params,
         schedule,
@@ -333,11 +356,8 @@ pub(crate) fn prepare<T: Scalar>(
         report.setup_on,
     );
     stages.push(combine);
-    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details).with_values(
-        crate::plan::values::ValueLayout::Reordered(
-            "its rows are rearranged, and the plan keeps no map back to CSR order",
-        ),
-    );
+    let mut plan =
+        SpmvPlan::new(gpu, a.shape(), stages, method.name(), details).with_values(values);
     plan.report_mut().detail = Some(Arc::new(report));
     Ok(plan)
 }
@@ -391,10 +411,11 @@ impl Built {
             row_ptr: storage("suraa row_ptr", bytemuck::cast_slice(&s.row_ptr))?,
             col_idx: storage("suraa col_idx", bytemuck::cast_slice(&cols))?,
             vals: storage("suraa values", bytemuck::cast_slice(&vals))?,
+            // Read back at the first value update (the map back to CSR order).
             perm: Arc::new(gpu.storage_buffer(
                 "suraa perm",
                 bytemuck::cast_slice(&s.perm),
-                wgpu::BufferUsages::empty(),
+                wgpu::BufferUsages::COPY_SRC,
             )?),
             inv: storage(
                 "suraa inverse perm",
