@@ -61,9 +61,9 @@ pub struct GpuInfo {
     pub chosen_because: String,
 }
 
-/// Whether the adapter runs our compute shaders. Besides wgpu's flag: a desktop GL context
-/// below 4.3 (NVIDIA gives wgpu the 3.3 it asks for) is flagged as able through an extension, yet
-/// naga writes GLSL for the context's core version, which has no compute shaders.
+/// Whether the adapter runs our compute shaders: wgpu's flag, except that a desktop GL core
+/// context below 4.3 is flagged as able through an extension while naga writes GLSL for the core
+/// version, which has none (docs/backends.md).
 pub fn adapter_has_compute(adapter: &wgpu::Adapter) -> bool {
     let info = adapter.get_info();
     let flagged = adapter
@@ -73,8 +73,8 @@ pub fn adapter_has_compute(adapter: &wgpu::Adapter) -> bool {
     flagged && (info.backend != wgpu::Backend::Gl || gl_core_has_compute(&info.driver_info))
 }
 
-/// For a GL driver string ("3.3.0 NVIDIA 580.159.04", "4.5 (Core Profile) Mesa 22.3.6",
-/// "OpenGL ES 3.2 Mesa ..."): false only for a desktop core version below 4.3.
+/// For a GL driver string ("3.3.0 <vendor>", "4.5 (Core Profile) Mesa", "OpenGL ES 3.2 ..."):
+/// false only for a desktop core version below 4.3.
 fn gl_core_has_compute(driver_info: &str) -> bool {
     if driver_info.starts_with("OpenGL ES") {
         return true;
@@ -290,8 +290,7 @@ impl Gpu {
                 if adapter_has_compute(&adapter) {
                     (adapter, why)
                 } else {
-                    // e.g. NVIDIA's GL driver gives wgpu the desktop GL 3.3 it asks for, which
-                    // has no compute shaders; another adapter may have them.
+                    // A GL 3.3 context has no compute shaders; another adapter may.
                     match adapters.into_iter().find(adapter_has_compute) {
                         Some(other) => (
                             other,
@@ -307,7 +306,7 @@ impl Gpu {
                 adapter: adapter_label(&adapter.get_info()),
                 feature: "COMPUTE_SHADERS (a downlevel capability)",
                 needed_for: "every SpMV kernel".into(),
-                hint: "; on GL, wgpu asks for desktop GL 3.3, and where the driver gives exactly 3.3 (NVIDIA) naga cannot write compute shaders for it: use the Vulkan adapter",
+                hint: "; on GL, wgpu asks for desktop GL 3.3, and a driver that gives exactly 3.3 has no compute shaders for naga to write: use the Vulkan adapter",
             });
         }
         let adapter_info = adapter.get_info();

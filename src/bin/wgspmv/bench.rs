@@ -5,14 +5,14 @@
 //!
 //!     wgspmv bench --suite --scale 1 --csv ours.csv     # also writes ours.svg
 
-use crate::args::{bccoo::BccooArgs, suraa::SuraaArgs};
+use crate::args::{
+    bccoo::BccooArgs, choose, choose_one, suraa::SuraaArgs, FINISHES, LANES, SETUPS,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
-use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
-use wgspmv::methods::suraa::SetupOn;
-use wgspmv::methods::LanePolicy;
+use wgspmv::methods::speculative::SpeculativeOptions;
 use wgspmv::{
     matrix::io, testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method,
     PlanOptions, Scalar,
@@ -196,44 +196,9 @@ fn variants(args: &Args) -> wgspmv::Result<Vec<Variant>> {
             .map(|m| Method::from_name(m))
             .collect::<wgspmv::Result<_>>()?
     };
-    let finishes: Vec<(&str, Finish)> = match args.finish.as_str() {
-        "auto" => vec![("", Finish::Auto)],
-        "host" => vec![("", Finish::Host)],
-        "gpu" => vec![("", Finish::Gpu)],
-        "both" => vec![("-host", Finish::Host), ("-gpu", Finish::Gpu)],
-        other => {
-            return Err(wgspmv::Error::UnknownName {
-                what: "finish",
-                name: other.into(),
-                expected: "auto, host, gpu, both".into(),
-            })
-        }
-    };
-    let setups: Vec<(&str, SetupOn)> = match args.setup.as_str() {
-        "auto" => vec![("", SetupOn::Auto)],
-        "host" => vec![("", SetupOn::Host)],
-        "gpu" => vec![("", SetupOn::Gpu)],
-        "both" => vec![("-host", SetupOn::Host), ("-gpu", SetupOn::Gpu)],
-        other => {
-            return Err(wgspmv::Error::UnknownName {
-                what: "setup",
-                name: other.into(),
-                expected: "auto, host, gpu, both".into(),
-            })
-        }
-    };
-    let lanes = match args.lanes.as_str() {
-        "auto" => LanePolicy::Auto,
-        "subgroup" => LanePolicy::Subgroup,
-        "workgroup" => LanePolicy::Workgroup,
-        other => {
-            return Err(wgspmv::Error::UnknownName {
-                what: "lanes",
-                name: other.into(),
-                expected: "auto, subgroup, workgroup".into(),
-            })
-        }
-    };
+    let finishes = choose("finish", &args.finish, FINISHES)?;
+    let setups = choose("setup", &args.setup, SETUPS)?;
+    let lanes = choose_one("lanes", &args.lanes, LANES)?;
     let mut variants = Vec::new();
     for &m in &methods {
         let base = PlanOptions {
@@ -521,33 +486,18 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             if args.f64 { "f64" } else { "f32" }
         );
         crate::plot::throughput(&path.with_extension("svg"), &title, &points, copy)?;
-        if !reports.is_empty() {
-            let extra = path.with_extension("cmrs.csv");
-            let body = format!("{CMRS_HEADER}\n{}\n", reports.join("\n"));
-            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io {
-                path: extra.clone(),
-                source,
-            })?;
-        }
-        if !suraa_reports.is_empty() {
-            let extra = path.with_extension("suraa.csv");
-            let body = format!("{SURAA_HEADER}\n{}\n", suraa_reports.join("\n"));
-            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io {
-                path: extra.clone(),
-                source,
-            })?;
-        }
-        if !bccoo_reports.is_empty() {
-            let extra = path.with_extension("bccoo.csv");
-            let body = format!("{BCCOO_HEADER}\n{}\n", bccoo_reports.join("\n"));
-            std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io {
-                path: extra.clone(),
-                source,
-            })?;
-        }
-        if !spec_reports.is_empty() {
-            let extra = path.with_extension("speculative.csv");
-            let body = format!("{SPEC_HEADER}\n{}\n", spec_reports.join("\n"));
+        // One CSV layout per file: each method's own report beside the main table.
+        for (ext, header, lines) in [
+            ("cmrs.csv", CMRS_HEADER, &reports),
+            ("suraa.csv", SURAA_HEADER, &suraa_reports),
+            ("bccoo.csv", BCCOO_HEADER, &bccoo_reports),
+            ("speculative.csv", SPEC_HEADER, &spec_reports),
+        ] {
+            if lines.is_empty() {
+                continue;
+            }
+            let extra = path.with_extension(ext);
+            let body = format!("{header}\n{}\n", lines.join("\n"));
             std::fs::write(&extra, body).map_err(|source| wgspmv::Error::Io {
                 path: extra.clone(),
                 source,

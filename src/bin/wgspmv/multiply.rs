@@ -4,11 +4,10 @@
 //!     wgspmv multiply
 //!     wgspmv multiply --matrix A.mtx --method auto --x x.mtx --output y.mtx
 
-use crate::args::{bccoo::BccooArgs, suraa::SuraaArgs};
+use crate::args::{bccoo::BccooArgs, choose_one, suraa::SuraaArgs, FINISHES, SETUPS};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
-use wgspmv::methods::suraa::SetupOn;
+use wgspmv::methods::speculative::SpeculativeOptions;
 use wgspmv::{
     matrix::io, testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method,
     PlanOptions, Scalar,
@@ -123,30 +122,8 @@ fn run_typed<T: Scalar>(
         "rel_err",
         T::NAME,
     );
-    let finish = match args.finish.as_str() {
-        "auto" => Finish::Auto,
-        "host" => Finish::Host,
-        "gpu" => Finish::Gpu,
-        other => {
-            return Err(wgspmv::Error::UnknownName {
-                what: "finish",
-                name: other.into(),
-                expected: "auto, host, gpu".into(),
-            })
-        }
-    };
-    let setup = match args.setup.as_str() {
-        "auto" => SetupOn::Auto,
-        "host" => SetupOn::Host,
-        "gpu" => SetupOn::Gpu,
-        other => {
-            return Err(wgspmv::Error::UnknownName {
-                what: "setup",
-                name: other.into(),
-                expected: "auto, host, gpu".into(),
-            })
-        }
-    };
+    let finish = choose_one("finish", &args.finish, FINISHES)?;
+    let setup = choose_one("setup", &args.setup, SETUPS)?;
     let opts = PlanOptions {
         bccoo: args.bccoo.options()?,
         speculative: SpeculativeOptions {

@@ -1,7 +1,7 @@
 //! The `bccoo` / `bccoo-plus` flags shared by `multiply` and `bench`.
 
 use std::path::PathBuf;
-use wgspmv::methods::bccoo::{BccooOptions, Carry, Strategy};
+use wgspmv::methods::bccoo::{BccooOptions, Strategy};
 
 #[derive(clap::Args)]
 pub struct BccooArgs {
@@ -38,19 +38,7 @@ pub struct BccooArgs {
 impl BccooArgs {
     /// One `(label suffix, options)` per carry path asked for (`both` gives two).
     pub fn variants(&self) -> wgspmv::Result<Vec<(&'static str, BccooOptions)>> {
-        let carries: Vec<(&'static str, Carry)> = match self.carry.as_str() {
-            "auto" => vec![("", Carry::Auto)],
-            "single" => vec![("", Carry::SinglePass)],
-            "two" => vec![("", Carry::TwoPass)],
-            "both" => vec![("-single", Carry::SinglePass), ("-two", Carry::TwoPass)],
-            other => {
-                return Err(wgspmv::Error::UnknownName {
-                    what: "carry",
-                    name: other.into(),
-                    expected: "auto, single, two, both".into(),
-                })
-            }
-        };
+        let carries = super::choose("carry", &self.carry, super::CARRIES)?;
         let (block_height, block_width) = match &self.bccoo_block {
             None => (None, None),
             Some(b) => {

@@ -5,8 +5,86 @@ pub mod bccoo;
 pub mod suraa;
 
 use clap::builder::PossibleValuesParser;
+use wgspmv::methods::bccoo::Carry;
+use wgspmv::methods::speculative::Finish;
+use wgspmv::methods::suraa::SetupOn;
+use wgspmv::methods::LanePolicy;
 use wgspmv::testing::SuiteClass;
 use wgspmv::Method;
+
+/// A flag's accepted names, each with the values it stands for under their row-label suffixes
+/// (`both` stands for two rows).
+pub type Choices<V> = [(&'static str, &'static [(&'static str, V)])];
+
+/// Where `speculative` runs its check stage.
+pub const FINISHES: &Choices<Finish> = &[
+    ("auto", &[("", Finish::Auto)]),
+    ("host", &[("", Finish::Host)]),
+    ("gpu", &[("", Finish::Gpu)]),
+    ("both", &[("-host", Finish::Host), ("-gpu", Finish::Gpu)]),
+];
+
+/// Where `suraa` sets up.
+pub const SETUPS: &Choices<SetupOn> = &[
+    ("auto", &[("", SetupOn::Auto)]),
+    ("host", &[("", SetupOn::Host)]),
+    ("gpu", &[("", SetupOn::Gpu)]),
+    ("both", &[("-host", SetupOn::Host), ("-gpu", SetupOn::Gpu)]),
+];
+
+/// How `bccoo` carries sums across workgroups.
+pub const CARRIES: &Choices<Carry> = &[
+    ("auto", &[("", Carry::Auto)]),
+    ("single", &[("", Carry::SinglePass)]),
+    ("two", &[("", Carry::TwoPass)]),
+    (
+        "both",
+        &[("-single", Carry::SinglePass), ("-two", Carry::TwoPass)],
+    ),
+];
+
+/// How lanes cooperate.
+pub const LANES: &Choices<LanePolicy> = &[
+    ("auto", &[("", LanePolicy::Auto)]),
+    ("subgroup", &[("", LanePolicy::Subgroup)]),
+    ("workgroup", &[("", LanePolicy::Workgroup)]),
+];
+
+/// The values `name` stands for among `choices`, or `UnknownName` listing the accepted names.
+pub fn choose<V: Copy>(
+    what: &'static str,
+    name: &str,
+    choices: &Choices<V>,
+) -> wgspmv::Result<Vec<(&'static str, V)>> {
+    match choices.iter().find(|(n, _)| *n == name) {
+        Some((_, values)) => Ok(values.to_vec()),
+        None => Err(wgspmv::Error::UnknownName {
+            what,
+            name: name.into(),
+            expected: choices
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+/// The one value `name` stands for, for flags where `both` makes no sense.
+pub fn choose_one<V: Copy>(
+    what: &'static str,
+    name: &str,
+    choices: &Choices<V>,
+) -> wgspmv::Result<V> {
+    match choose(what, name, choices)?.as_slice() {
+        [(_, v)] => Ok(*v),
+        _ => Err(wgspmv::Error::UnknownName {
+            what,
+            name: name.into(),
+            expected: "a single value".into(),
+        }),
+    }
+}
 
 /// Every method name `Method::from_name` accepts.
 pub fn method_names() -> PossibleValuesParser {
