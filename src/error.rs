@@ -68,6 +68,15 @@ pub enum Error {
         prev: u32,
     },
 
+    /// A buffer the caller passed (a CSR array already on the GPU) cannot be used as it is.
+    #[error("the {array} buffer {problem}")]
+    CallerBuffer {
+        /// Which array (`"row_ptr"`, `"col_idx"`, `"values"`).
+        array: &'static str,
+        /// What is wrong with it: too small for the stated dimensions, or missing a usage.
+        problem: String,
+    },
+
     /// A row or column index of a triplet is outside the stated dimensions.
     #[error("triplet {entry} at ({row}, {col}) is outside a {nrows}x{ncols} matrix")]
     TripletOutOfRange {

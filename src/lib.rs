@@ -115,7 +115,7 @@ pub mod testing;
 
 pub use error::{Error, Result};
 pub use gpu::{Gpu, GpuInfo, GpuOptions, GpuVector, Timer, Timing};
-pub use matrix::{CsrMatrix, RowStats};
+pub use matrix::{CsrMatrix, GpuCsr, RowStats};
 pub use methods::{LanePolicy, Method, PlanOptions};
 pub use plan::{Report, SpmvPlan};
 pub use scalar::Scalar;

@@ -2,6 +2,7 @@
 
 mod buffer;
 mod pipeline;
+pub(crate) mod recorder;
 mod timing;
 
 pub use buffer::GpuVector;

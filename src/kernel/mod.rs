@@ -350,8 +350,17 @@ pub const GATHER: Kernel = Kernel {
     derive: None,
 };
 
+/// The GPU check of a CSR matrix the caller holds on the GPU (src/matrix/gpu_csr.rs).
+pub const CSR_CHECK: Kernel = Kernel {
+    name: "csr_check",
+    file: "shared/csr_check",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1, 2])],
+    derive: None,
+};
+
 /// Kernels that belong to no method.
-pub const SHARED_KERNELS: &[Kernel] = &[COPY, GATHER];
+pub const SHARED_KERNELS: &[Kernel] = &[COPY, GATHER, CSR_CHECK];
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,12 @@
-//! Host matrices: the validated CSR every plan is built from, its row statistics, and Matrix
-//! Market input and output.
+//! Matrices: the validated host CSR every plan is built from, its row statistics, Matrix Market
+//! input and output, and a CSR the caller already holds on the GPU.
 
 mod csr;
+mod gpu_csr;
 mod interop;
 pub mod io;
 
 pub(crate) use csr::{check_u32, try_filled, try_push, try_with_capacity};
 pub use csr::{CsrMatrix, RowStats};
+pub use gpu_csr::GpuCsr;
+pub(crate) use gpu_csr::Checked;

@@ -240,6 +240,33 @@ pub(crate) fn upload_values<P: bytemuck::Pod>(
     Ok(Binding::Owned(buffer))
 }
 
+/// Copies the first `bytes` of each of the caller's buffers into a new plan-owned storage
+/// buffer, on the GPU (one submission, not waited for).
+pub(crate) fn copy_from_caller<const N: usize>(
+    gpu: &Gpu,
+    from: &[(&'static str, &wgpu::Buffer); N],
+    bytes: &[u64; N],
+) -> Result<[Arc<wgpu::Buffer>; N]> {
+    let mut owned = Vec::with_capacity(N);
+    for ((label, _), &n) in from.iter().zip(bytes) {
+        owned.push(Arc::new(gpu.storage_zeroed(label, n, wgpu::BufferUsages::empty())?));
+    }
+    gpu.scoped("copying the caller's CSR arrays", || {
+        let mut enc = gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("copy from the caller"),
+            });
+        for (((_, src), dst), &n) in from.iter().zip(&owned).zip(bytes) {
+            if n > 0 {
+                enc.copy_buffer_to_buffer(src, 0, dst, 0, n);
+            }
+        }
+        gpu.queue().submit([enc.finish()]);
+    })?;
+    Ok(owned.try_into().expect("one buffer per array"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

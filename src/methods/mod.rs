@@ -13,7 +13,7 @@ pub mod suraa;
 use crate::gpu::Gpu;
 use crate::kernel::Kernel;
 use crate::plan::SpmvPlan;
-use crate::{CsrMatrix, Error, Result, Scalar};
+use crate::{CsrMatrix, Error, GpuCsr, Result, Scalar};
 
 /// Declares every method once: its variant, its name and the folder that prepares it (a
 /// `prepare(gpu, a, method, opts)` and a `KERNELS` list). Adding a method is one line here.
@@ -206,6 +206,51 @@ impl Gpu {
         let mut plan = prepare_method(self, a, method, opts)?;
         self.wait()?;
         plan.report_mut().setup_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(plan)
+    }
+}
+
+impl Gpu {
+    /// Prepares a CSR matrix the caller already holds on this GPU (see [`GpuCsr`]): validated
+    /// on the GPU (a violation is the error [`CsrMatrix::try_new`] gives for the same arrays),
+    /// then built there where the method can: `csr-scalar` and `csr-vector` (copies of the
+    /// arrays, unless the matrix needs row chunks or has rows too long for one invocation) and
+    /// `suraa` (its GPU setup). The other methods, and `Auto`, read the matrix back and build on
+    /// the host; the report's `read_back_bytes` says how much was read.
+    pub fn prepare_gpu_csr<T: Scalar>(
+        &self,
+        a: &GpuCsr,
+        method: Method,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
+        self.check_scalar::<T>()?;
+        let start = std::time::Instant::now();
+        let checked = a.check::<T>(self)?;
+        let validation_ms = start.elapsed().as_secs_f64() * 1e3;
+        let on_gpu = match method {
+            // (An empty matrix's arrays may be too small to bind; its host build is trivial.)
+            _ if a.nnz == 0 => None,
+            Method::CsrScalar | Method::CsrVector => {
+                csr::prepare_gpu(self, a, checked, method, opts)?
+            }
+            Method::Suraa => suraa::prepare_gpu(self, a, method, opts)?,
+            _ => None,
+        };
+        let mut plan = match on_gpu {
+            Some(plan) => {
+                self.wait()?;
+                plan
+            }
+            None => {
+                let host = a.read_back::<T>(self)?;
+                let mut plan = self.prepare_with(&host, method, opts)?;
+                plan.report_mut().read_back_bytes = a.bytes::<T>().iter().sum();
+                plan
+            }
+        };
+        let report = plan.report_mut();
+        report.validation_ms = validation_ms;
+        report.setup_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(plan)
     }
 }

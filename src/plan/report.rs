@@ -16,6 +16,12 @@ pub struct Report {
     pub setup_ms: f64,
     /// Of `setup_ms`, the time spent timing candidates (tuning, timed `Auto`), in ms.
     pub tuning_ms: f64,
+    /// Of `setup_ms`, the time spent validating a matrix given on the GPU
+    /// ([`Gpu::prepare_gpu_csr`](crate::Gpu::prepare_gpu_csr)), in ms.
+    pub validation_ms: f64,
+    /// Bytes of the matrix read back to the host while preparing: 0 unless a matrix given on the
+    /// GPU had to be built on the host.
+    pub read_back_bytes: u64,
     /// Bytes of GPU memory the plan's own buffers take.
     pub device_bytes: u64,
     /// Dispatches one product takes.
@@ -80,6 +86,8 @@ impl fmt::Debug for Report {
             .field("parameters", &self.parameters)
             .field("setup_ms", &self.setup_ms)
             .field("tuning_ms", &self.tuning_ms)
+            .field("validation_ms", &self.validation_ms)
+            .field("read_back_bytes", &self.read_back_bytes)
             .field("device_bytes", &self.device_bytes)
             .field("dispatches", &self.dispatches)
             .field("choice", &self.choice)
@@ -96,6 +104,12 @@ impl fmt::Display for Report {
         )?;
         if self.tuning_ms > 0.0 {
             write!(f, " (tuning {:.2} ms)", self.tuning_ms)?;
+        }
+        if self.validation_ms > 0.0 {
+            write!(f, " (GPU validation {:.2} ms)", self.validation_ms)?;
+        }
+        if self.read_back_bytes > 0 {
+            write!(f, "; read {} bytes back to build on the host", self.read_back_bytes)?;
         }
         write!(
             f,

@@ -9,6 +9,7 @@ mod bccoo;
 mod cli;
 mod cmrs;
 mod csr_io;
+mod gpu_csr;
 mod gpu_methods;
 mod ieee_specials;
 mod interop;

@@ -7,13 +7,14 @@ pub use kernels::KERNELS;
 use crate::gpu::Gpu;
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    check_workgroup_memory, lane_mode, ptr_chunks, rebased_ptr, team_width, upload, upload_values,
-    workgroup_size, ChunkUniform,
+    check_workgroup_memory, copy_from_caller, lane_mode, ptr_chunks, rebased_ptr, team_width,
+    upload, upload_values, workgroup_size, ChunkUniform,
 };
 use crate::methods::{passes::long_rows, Method, PlanOptions};
 use crate::plan::values::{ValueLayout, ValueRun};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
-use crate::{CsrMatrix, Result, Scalar};
+use crate::matrix::Checked;
+use crate::{CsrMatrix, GpuCsr, Result, Scalar};
 use std::sync::Arc;
 
 pub(crate) fn prepare<T: Scalar>(
@@ -30,6 +31,96 @@ pub(crate) fn prepare<T: Scalar>(
     )
 }
 
+/// What a CSR baseline runs: its pipeline, the lane team and the rows one workgroup covers.
+struct Choice {
+    pipeline: Arc<wgpu::ComputePipeline>,
+    lanes: LaneMode,
+    wg: u32,
+    team: u32,
+    rows_per_group: u32,
+}
+
+impl Choice {
+    fn new<T: Scalar>(gpu: &Gpu, method: Method, opts: &PlanOptions) -> Result<Self> {
+        let (kernel, lanes, wg, team, rows_per_group) = match method {
+            Method::CsrScalar => {
+                let wg = workgroup_size(gpu, opts.workgroup_size, 256, 1)?;
+                (kernels::CSR_SCALAR, LaneMode::Workgroup, wg, 1, wg)
+            }
+            Method::CsrVector => {
+                let lanes = lane_mode(gpu, opts.lanes)?;
+                let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
+                let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least)?;
+                if lanes == LaneMode::Workgroup {
+                    check_workgroup_memory(
+                        gpu,
+                        "workgroup_size",
+                        wg,
+                        wg as u64 * std::mem::size_of::<T>() as u64,
+                    )?;
+                }
+                (kernels::CSR_VECTOR, lanes, wg, team, wg / team)
+            }
+            _ => unreachable!("csr::prepare only builds the CSR baselines"),
+        };
+        let overrides = if kernel.name == kernels::CSR_VECTOR.name {
+            vec![("WG_SIZE", wg), ("LANES", team)]
+        } else {
+            vec![("WG_SIZE", wg)]
+        };
+        let pipeline = gpu.pipeline(&Variant::new(kernel, T::WGSL, lanes, overrides))?;
+        Ok(Self {
+            pipeline,
+            lanes,
+            wg,
+            team,
+            rows_per_group,
+        })
+    }
+
+    /// Entries beyond which a row goes to the long-row passes.
+    fn long_row(&self) -> u64 {
+        long_rows::LANE_ITERATIONS as u64 * self.team as u64
+    }
+
+    /// The stage over rows `row_begin..row_begin + nrows` held in `arrays` (row pointers rebased
+    /// to the chunk, its columns, its values).
+    fn stage(&self, gpu: &Gpu, row_begin: usize, nrows: usize, arrays: [Binding; 3]) -> Stage {
+        let params = ChunkUniform {
+            row_begin: row_begin as u32,
+            nrows: nrows as u32,
+        };
+        let [row_ptr, col_idx, values] = arrays;
+        Stage {
+            pipeline: self.pipeline.clone(),
+            bindings: vec![
+                row_ptr,
+                col_idx,
+                values,
+                Binding::X,
+                Binding::Y,
+                Binding::Coeffs,
+                Binding::Owned(Arc::new(
+                    gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)),
+                )),
+            ],
+            grid: Grid::Direct(gpu.grid((nrows as u32).div_ceil(self.rows_per_group))),
+        }
+    }
+
+    fn details(&self, method: Method, chunks: usize, long: usize) -> String {
+        let lanes_text = match method {
+            Method::CsrScalar => "one invocation per row".to_owned(),
+            _ => format!("{} lanes per row via {} reduction", self.team, self.lanes.name()),
+        };
+        format!(
+            "{}: {lanes_text}, workgroup {}, {chunks} row chunk(s), {long} long row(s)",
+            method.name(),
+            self.wg,
+        )
+    }
+}
+
 /// The stages of `csr-scalar` or `csr-vector` (which CMRS with one row per strip also runs) and
 /// the parameters they were built with.
 pub(crate) fn stages<T: Scalar>(
@@ -39,34 +130,7 @@ pub(crate) fn stages<T: Scalar>(
     opts: &PlanOptions,
     runs: &mut Vec<ValueRun>,
 ) -> Result<(Vec<Stage>, String)> {
-    let (kernel, lanes, wg, team, rows_per_group) = match method {
-        Method::CsrScalar => {
-            let wg = workgroup_size(gpu, opts.workgroup_size, 256, 1)?;
-            (kernels::CSR_SCALAR, LaneMode::Workgroup, wg, 1, wg)
-        }
-        Method::CsrVector => {
-            let lanes = lane_mode(gpu, opts.lanes)?;
-            let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
-            let wg = workgroup_size(gpu, opts.workgroup_size, 256, at_least)?;
-            if lanes == LaneMode::Workgroup {
-                check_workgroup_memory(
-                    gpu,
-                    "workgroup_size",
-                    wg,
-                    wg as u64 * std::mem::size_of::<T>() as u64,
-                )?;
-            }
-            (kernels::CSR_VECTOR, lanes, wg, team, wg / team)
-        }
-        _ => unreachable!("csr::prepare only builds the CSR baselines"),
-    };
-    let overrides = if kernel.name == kernels::CSR_VECTOR.name {
-        vec![("WG_SIZE", wg), ("LANES", team)]
-    } else {
-        vec![("WG_SIZE", wg)]
-    };
-    let pipeline = gpu.pipeline(&Variant::new(kernel, T::WGSL, lanes, overrides))?;
-
+    let choice = Choice::new::<T>(gpu, method, opts)?;
     let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
     let entry_bytes = std::mem::size_of::<T>().max(4) as u64;
     let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes, "row")?;
@@ -76,43 +140,53 @@ pub(crate) fn stages<T: Scalar>(
             a.row_ptr()[rows.start] as usize,
             a.row_ptr()[rows.end] as usize,
         );
-        let row_ptr = rebased_ptr(a.row_ptr(), rows);
-        let params = ChunkUniform {
-            row_begin: rows.start as u32,
-            nrows: rows.len() as u32,
-        };
-        stages.push(Stage {
-            pipeline: pipeline.clone(),
-            bindings: vec![
-                upload(gpu, "row_ptr", &row_ptr)?,
-                upload(gpu, "col_idx", &a.col_idx()[s..e])?,
-                upload_values(gpu, "values", &a.values()[s..e], s, e - s, runs)?,
-                Binding::X,
-                Binding::Y,
-                Binding::Coeffs,
-                Binding::Owned(Arc::new(
-                    gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)),
-                )),
-            ],
-            grid: Grid::Direct(gpu.grid((rows.len() as u32).div_ceil(rows_per_group))),
-        });
+        let arrays = [
+            upload(gpu, "row_ptr", &rebased_ptr(a.row_ptr(), rows))?,
+            upload(gpu, "col_idx", &a.col_idx()[s..e])?,
+            upload_values(gpu, "values", &a.values()[s..e], s, e - s, runs)?,
+        ];
+        stages.push(choice.stage(gpu, rows.start, rows.len(), arrays));
     }
-    let lanes_text = match method {
-        Method::CsrScalar => "one invocation per row".to_owned(),
-        _ => format!("{} lanes per row via {} reduction", team, lanes.name()),
-    };
     // Rows longer than one invocation may loop over are skipped by the kernel and added here.
-    let long = long_rows::rows_to_split(
-        a.row_ptr(),
-        1,
-        long_rows::LANE_ITERATIONS as u64 * team as u64,
-    );
+    let long = long_rows::rows_to_split(a.row_ptr(), 1, choice.long_row());
     stages.extend(long_rows::stages(gpu, a, &long, max_bytes, runs)?);
-    let details = format!(
-        "{}: {lanes_text}, workgroup {wg}, {} row chunk(s), {} long row(s)",
-        method.name(),
-        chunks.len(),
-        long.len()
-    );
+    let details = choice.details(method, chunks.len(), long.len());
     Ok((stages, details))
+}
+
+/// `csr-scalar` or `csr-vector` from the caller's GPU buffers: the arrays are copied on the GPU
+/// into the plan's own. `None` where the host has to build it (row chunks or long rows, whose
+/// passes are built on the host).
+pub(crate) fn prepare_gpu<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    checked: Checked,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<SpmvPlan<T>>> {
+    let choice = Choice::new::<T>(gpu, method, opts)?;
+    let bytes = a.bytes::<T>();
+    let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
+    if bytes.iter().any(|&b| b > max_bytes) || checked.longest_row as u64 > choice.long_row() {
+        return Ok(None);
+    }
+    let [row_ptr, col_idx, values] = copy_from_caller(gpu, &a.buffers(), &bytes)?;
+    let runs = vec![ValueRun {
+        buffer: values.clone(),
+        dst: 0,
+        src: 0,
+        len: a.nnz as u64,
+    }];
+    let arrays = [row_ptr, col_idx, values].map(Binding::Owned);
+    let stages = if a.nrows == 0 {
+        Vec::new()
+    } else {
+        vec![choice.stage(gpu, 0, a.nrows, arrays)]
+    };
+    let details = choice.details(method, 1, 0);
+    let shape = (a.nrows, a.ncols, a.nnz);
+    Ok(Some(
+        SpmvPlan::new(gpu, shape, stages, method.name(), details)
+            .with_values(ValueLayout::Runs(runs)),
+    ))
 }

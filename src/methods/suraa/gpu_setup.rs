@@ -16,7 +16,7 @@
 use super::setup::Schedule;
 use super::{Built, ScalarWrites, SetupParams, INDIRECT_BYTES};
 use crate::gpu::Gpu;
-use crate::kernel::{Kernel, LaneMode, Variant};
+use crate::gpu::recorder::{pipeline_of, Recorder};
 use crate::plan::SpmvPlan;
 use crate::{Error, Result, Scalar};
 use std::sync::Arc;
@@ -74,72 +74,25 @@ fn bits(v: u64) -> u32 {
     64 - v.leading_zeros()
 }
 
-/// Records dispatches of u32 kernels, binding buffers by position.
-struct Recorder<'a> {
-    gpu: &'a Gpu,
-    pass: wgpu::ComputePass<'static>,
-}
-
-impl Recorder<'_> {
-    fn dispatch(
-        &mut self,
-        kernel: Kernel,
-        overrides: Vec<(&'static str, u32)>,
-        buffers: &[&wgpu::Buffer],
-        groups: u32,
-    ) -> Result<()> {
-        let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: b.as_entire_binding(),
-            })
-            .collect();
-        let group = self
-            .gpu
-            .device()
-            .create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(kernel.name),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &entries,
-            });
-        let [x, y] = self.gpu.grid(groups);
-        self.pass.set_pipeline(&pipeline);
-        self.pass.set_bind_group(0, &group, &[]);
-        self.pass.dispatch_workgroups(x, y, 1);
-        Ok(())
-    }
-
-    /// Exclusive scan of the first `n` entries of `data` in place.
-    fn scan(&mut self, data: &wgpu::Buffer, block_sums: &wgpu::Buffer, n: u32) -> Result<()> {
-        let blocks = n.div_ceil(SCAN_BLOCK);
-        let params = self.gpu.uniform_buffer(
-            "suraa scan params",
-            bytemuck::bytes_of(&ScanParams { n, blocks }),
-        );
-        self.dispatch(
-            super::kernels::SCAN_U32_REDUCE,
-            vec![],
-            &[data, block_sums, &params],
-            blocks,
-        )?;
-        self.dispatch(
-            super::kernels::SCAN_U32_DOWN,
-            vec![],
-            &[data, block_sums, &params],
-            blocks,
-        )
-    }
-}
-
-fn pipeline_of(
-    gpu: &Gpu,
-    kernel: Kernel,
-    overrides: Vec<(&'static str, u32)>,
-) -> Result<Arc<wgpu::ComputePipeline>> {
-    gpu.pipeline(&Variant::new(kernel, "u32", LaneMode::Workgroup, overrides))
+/// Exclusive scan of the first `n` entries of `data` in place.
+fn scan(r: &mut Recorder, gpu: &Gpu, data: &wgpu::Buffer, block_sums: &wgpu::Buffer, n: u32) -> Result<()> {
+    let blocks = n.div_ceil(SCAN_BLOCK);
+    let params = gpu.uniform_buffer(
+        "suraa scan params",
+        bytemuck::bytes_of(&ScanParams { n, blocks }),
+    );
+    r.dispatch(
+        super::kernels::SCAN_U32_REDUCE,
+        vec![],
+        &[data, block_sums, &params],
+        blocks,
+    )?;
+    r.dispatch(
+        super::kernels::SCAN_U32_DOWN,
+        vec![],
+        &[data, block_sums, &params],
+        blocks,
+    )
 }
 
 fn val_words<T: Scalar>() -> Vec<(&'static str, u32)> {
@@ -172,16 +125,15 @@ pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
 /// buffers (the rearranged matrix among them) before recording.
 pub(crate) fn run<T: Scalar>(
     gpu: &Gpu,
-    a: &crate::CsrMatrix<T>,
+    (nrows, ncols, nnz): (usize, usize, usize),
     p: &SetupParams,
     writes: ScalarWrites,
-    csr: &[wgpu::Buffer; 3],
+    [row_ptr, col_idx, vals]: [&wgpu::Buffer; 3],
 ) -> Result<(Built, std::time::Duration)> {
     let start = std::time::Instant::now();
-    let [row_ptr, col_idx, vals] = csr;
-    let m = u32::try_from(a.nrows()).map_err(|_| Error::InvalidParameter {
+    let m = u32::try_from(nrows).map_err(|_| Error::InvalidParameter {
         name: "nrows",
-        value: a.nrows().to_string(),
+        value: nrows.to_string(),
         reason: "suraa needs fewer than 2^32 rows".into(),
     })?;
     let none = wgpu::BufferUsages::empty();
@@ -206,7 +158,7 @@ pub(crate) fn run<T: Scalar>(
     )?;
     // The sorted lengths, scanned in place: the sorted matrix's row pointers.
     let lengths = Arc::new(u32s("suraa row_ptr", m as u64 + 1)?);
-    let nnz = a.nnz() as u32;
+    let nnz_u32 = nnz as u32;
     let cols_out = Arc::new(u32s("suraa col_idx", nnz as u64)?);
     let vals_out = Arc::new(gpu.storage_zeroed(
         "suraa values",
@@ -214,10 +166,10 @@ pub(crate) fn run<T: Scalar>(
         none,
     )?);
     let rearrange_params =
-        gpu.uniform_buffer("suraa rearrange params", bytemuck::cast_slice(&[nnz, m]));
+        gpu.uniform_buffer("suraa rearrange params", bytemuck::cast_slice(&[nnz_u32, m]));
     let g1_max = p.max_child.min(m) as u64;
     let dynamic_ptr = Arc::new(u32s("suraa dynamic_ptr", g1_max + 1)?);
-    let partials_len = g1_max + a.nnz() as u64 / p.dynamic_chunk as u64;
+    let partials_len = g1_max + nnz as u64 / p.dynamic_chunk as u64;
     let partials = Arc::new(gpu.storage_zeroed(
         "suraa partials",
         partials_len * std::mem::size_of::<T>() as u64,
@@ -243,8 +195,8 @@ pub(crate) fn run<T: Scalar>(
     })?);
 
     // Key width: lengths never exceed the columns (nor the nonzeros), columns need bits(ncols - 1).
-    let npr_bits = bits(a.ncols().min(a.nnz()) as u64);
-    let col_bits = bits(a.ncols().saturating_sub(1) as u64);
+    let npr_bits = bits(ncols.min(nnz) as u64);
+    let col_bits = bits(ncols.saturating_sub(1) as u64);
     let passes = if m > 1 {
         (npr_bits + col_bits).div_ceil(8)
     } else {
@@ -310,13 +262,7 @@ pub(crate) fn run<T: Scalar>(
                 label: Some("suraa setup"),
             });
         {
-            let pass = enc
-                .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("suraa setup"),
-                    timestamp_writes: None,
-                })
-                .forget_lifetime();
-            let mut r = Recorder { gpu, pass };
+            let mut r = Recorder::new(gpu, &mut enc, "suraa setup");
             r.dispatch(
                 super::kernels::SURAA_KEYS,
                 vec![],
@@ -335,7 +281,7 @@ pub(crate) fn run<T: Scalar>(
                     &[lo, hi, &counts, params],
                     tiles,
                 )?;
-                r.scan(&counts, &block_sums, 256 * tiles)?;
+                scan(&mut r, gpu, &counts, &block_sums, 256 * tiles)?;
                 r.dispatch(
                     super::kernels::RADIX_SCATTER,
                     radix_items(),
@@ -349,7 +295,7 @@ pub(crate) fn run<T: Scalar>(
                 &[row_ptr, perm, &lengths, &length_params, inv],
                 (m + 1).div_ceil(256),
             )?;
-            r.scan(&lengths, &block_sums, m + 1)?;
+            scan(&mut r, gpu, &lengths, &block_sums, m + 1)?;
             r.dispatch(
                 super::kernels::SURAA_PLAN,
                 vec![],
@@ -362,7 +308,7 @@ pub(crate) fn run<T: Scalar>(
                 ],
                 1,
             )?;
-            let blocks = nnz.div_ceil(REARRANGE_BLOCK);
+            let blocks = nnz_u32.div_ceil(REARRANGE_BLOCK);
             r.dispatch(
                 super::kernels::SURAA_REARRANGE,
                 val_words::<T>(),

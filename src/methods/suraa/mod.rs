@@ -14,6 +14,7 @@
 pub mod gpu_setup;
 pub mod setup;
 
+use crate::GpuCsr;
 pub use setup::{Schedule, SetupParams};
 
 pub mod kernels;
@@ -140,6 +141,39 @@ pub(crate) fn prepare<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
+    build(gpu, Source::Host(a), method, opts)
+}
+
+/// `suraa` from the caller's GPU buffers, set up on the GPU; `None` where the options ask for the
+/// host setup.
+pub(crate) fn prepare_gpu<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<SpmvPlan<T>>> {
+    if opts.suraa.setup == SetupOn::Host {
+        return Ok(None);
+    }
+    build(gpu, Source::Gpu(a), method, opts).map(Some)
+}
+
+/// Where the CSR arrays are.
+enum Source<'a, T> {
+    Host(&'a CsrMatrix<T>),
+    Gpu(&'a GpuCsr<'a>),
+}
+
+fn build<T: Scalar>(
+    gpu: &Gpu,
+    src: Source<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
+    let shape @ (nrows, _, nnz) = match &src {
+        Source::Host(a) => a.shape(),
+        Source::Gpu(a) => (a.nrows, a.ncols, a.nnz),
+    };
     let o = &opts.suraa;
     let lanes = lane_mode(gpu, opts.lanes)?;
     let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
@@ -189,52 +223,46 @@ pub(crate) fn prepare<T: Scalar>(
     // Rows are read through the permutation, so the matrix is not split into row chunks: each
     // array must fit one storage binding.
     let limit = crate::methods::common::chunk_limit(gpu, opts);
-    let widest = a.nnz() as u64 * scalar_bytes.max(4);
+    let widest = nnz as u64 * scalar_bytes.max(4);
     if widest > limit {
         return Err(Error::TooLargeForAdapter {
-            what: format!("suraa's matrix arrays ({} nonzeros; suraa does not split matrices into row chunks)", a.nnz()),
+            what: format!("suraa's matrix arrays ({nnz} nonzeros; suraa does not split matrices into row chunks)"),
             bytes: widest,
             limit_name: "max_storage_buffer_binding_size",
             limit,
         });
     }
 
-    let on_gpu = match o.setup {
-        SetupOn::Host => false,
-        SetupOn::Gpu => true,
-        SetupOn::Auto => a.nrows() >= HOST_SETUP_ROWS,
-    };
     // The setup's cost is timed from an idle GPU with the CSR arrays uploaded (every method
     // uploads them) and the setup kernels compiled (once per device) to its results on the GPU:
     // for the host setup that includes uploading the rearranged matrix in their place.
-    let upload_csr = || -> Result<[wgpu::Buffer; 3]> {
-        let none = wgpu::BufferUsages::empty();
-        Ok([
-            gpu.storage_buffer("row_ptr", bytemuck::cast_slice(a.row_ptr()), none)?,
-            gpu.storage_buffer("col_idx", bytemuck::cast_slice(a.col_idx()), none)?,
-            gpu.storage_buffer("values", bytemuck::cast_slice(a.values()), none)?,
-        ])
-    };
-    let (b, setup_time, setup_alloc_time) = if on_gpu {
-        let csr = upload_csr()?;
+    let on_gpu = |csr: [&wgpu::Buffer; 3]| -> Result<_> {
         gpu_setup::compile::<T>(gpu)?;
         gpu.wait()?;
         let start = Instant::now();
-        let (b, alloc) = gpu_setup::run(gpu, a, &params, o.scalar_writes, &csr)?;
+        let (b, alloc) = gpu_setup::run::<T>(gpu, shape, &params, o.scalar_writes, csr)?;
         gpu.wait()?;
-        (b, start.elapsed(), alloc)
-    } else {
-        gpu.wait()?;
-        let start = Instant::now();
-        let b = Built::upload(
-            gpu,
-            a,
-            &setup::setup(a.row_ptr(), a.col_idx(), &params),
-            o.scalar_writes,
-            scalar_bytes,
-        )?;
-        gpu.wait()?;
-        (b, start.elapsed(), Duration::ZERO)
+        Ok((b, start.elapsed(), alloc, true))
+    };
+    let (b, setup_time, setup_alloc_time, on_gpu) = match src {
+        Source::Gpu(a) => on_gpu([a.row_ptr, a.col_idx, a.values])?,
+        Source::Host(a) => match o.setup {
+            SetupOn::Gpu => on_gpu(upload_csr(gpu, a)?.each_ref())?,
+            SetupOn::Auto if nrows >= HOST_SETUP_ROWS => on_gpu(upload_csr(gpu, a)?.each_ref())?,
+            _ => {
+                gpu.wait()?;
+                let start = Instant::now();
+                let b = Built::upload(
+                    gpu,
+                    a,
+                    &setup::setup(a.row_ptr(), a.col_idx(), &params),
+                    o.scalar_writes,
+                    scalar_bytes,
+                )?;
+                gpu.wait()?;
+                (b, start.elapsed(), Duration::ZERO, false)
+            }
+        },
     };
     // Only for the report: the GPU setup's schedule lives on the GPU.
     let schedule = gpu_setup::read_schedule(gpu, &b)?;
@@ -294,7 +322,7 @@ pub(crate) fn prepare<T: Scalar>(
                 owned(&b.inv),
                 owned(&b.sorted_sums),
             ],
-            grid: Grid::Direct(gpu.grid(a.nrows().div_ceil(wg as usize) as u32)),
+            grid: Grid::Direct(gpu.grid(nrows.div_ceil(wg as usize) as u32)),
         });
     }
     let combine = Stage {
@@ -312,22 +340,11 @@ pub(crate) fn prepare<T: Scalar>(
     // Value updates gather into the rearranged values; the map back to CSR order is made from
     // the permutation at the first update, so plans that never update pay nothing for it.
     let values = {
-        let (gpu, perm, nrows) = (gpu.clone(), b.perm.clone(), a.nrows());
-        let row_ptr: Vec<u32> = a.row_ptr().to_vec();
+        let (gpu, perm, sorted_ptr) = (gpu.clone(), b.perm.clone(), b.row_ptr.clone());
         let make: SourceMaker = Box::new(move || {
             let perm: Vec<u32> = gpu.read_buffer(&perm, nrows)?;
-            let mut sources = crate::matrix::try_with_capacity(row_ptr[nrows] as usize, "sources")?;
-            for &r in &perm {
-                let (Some(&begin), Some(&end)) =
-                    (row_ptr.get(r as usize), row_ptr.get(r as usize + 1))
-                else {
-                    return Err(Error::Map(format!(
-                        "suraa's permutation holds row {r} of {nrows}"
-                    )));
-                };
-                sources.extend(begin..end);
-            }
-            Ok(sources)
+            let sorted_ptr: Vec<u32> = gpu.read_buffer(&sorted_ptr, nrows + 1)?;
+            setup::sources_from_sorted(&perm, &sorted_ptr)
         });
         ValueLayout::Gather(vec![GatherPart::lazy(b.vals.clone(), make)], Vec::new())
     };
@@ -357,9 +374,19 @@ pub(crate) fn prepare<T: Scalar>(
     );
     stages.push(combine);
     let mut plan =
-        SpmvPlan::new(gpu, a.shape(), stages, method.name(), details).with_values(values);
+        SpmvPlan::new(gpu, shape, stages, method.name(), details).with_values(values);
     plan.report_mut().detail = Some(Arc::new(report));
     Ok(plan)
+}
+
+/// The CSR arrays uploaded as they are, for the GPU setup.
+fn upload_csr<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Result<[wgpu::Buffer; 3]> {
+    let none = wgpu::BufferUsages::empty();
+    Ok([
+        gpu.storage_buffer("row_ptr", bytemuck::cast_slice(a.row_ptr()), none)?,
+        gpu.storage_buffer("col_idx", bytemuck::cast_slice(a.col_idx()), none)?,
+        gpu.storage_buffer("values", bytemuck::cast_slice(a.values()), none)?,
+    ])
 }
 
 /// The setup's results on the GPU: the matrix in sorted row order and the schedule.
@@ -408,7 +435,12 @@ impl Built {
             main[0], main[1], 1, combine[0], combine[1], 1, scalar[0], scalar[1], 1,
         ];
         Ok(Self {
-            row_ptr: storage("suraa row_ptr", bytemuck::cast_slice(&s.row_ptr))?,
+            // Read back at the first value update, with `perm`.
+            row_ptr: Arc::new(gpu.storage_buffer(
+                "suraa row_ptr",
+                bytemuck::cast_slice(&s.row_ptr),
+                wgpu::BufferUsages::COPY_SRC,
+            )?),
             col_idx: storage("suraa col_idx", bytemuck::cast_slice(&cols))?,
             vals: storage("suraa values", bytemuck::cast_slice(&vals))?,
             // Read back at the first value update (the map back to CSR order).

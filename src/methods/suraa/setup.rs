@@ -117,6 +117,34 @@ pub fn inverse(perm: &[u32]) -> Vec<u32> {
     inv
 }
 
+/// For each value of the rearranged matrix, the CSR entry it holds, from the permutation and the
+/// sorted rows' pointers alone (the original pointers follow from the sorted lengths), so a plan
+/// keeps no copy of the CSR pointers for its value updates.
+pub(crate) fn sources_from_sorted(perm: &[u32], sorted_ptr: &[u32]) -> crate::Result<Vec<u32>> {
+    let n = perm.len();
+    let corrupt = || crate::Error::Map(format!("suraa's permutation of {n} rows is not one"));
+    let mut len = vec![u32::MAX; n];
+    for (i, &r) in perm.iter().enumerate() {
+        let slot = len.get_mut(r as usize).ok_or_else(corrupt)?;
+        *slot = sorted_ptr[i + 1] - sorted_ptr[i];
+    }
+    let mut start = Vec::with_capacity(n);
+    let mut at = 0u32;
+    for &l in &len {
+        if l == u32::MAX {
+            return Err(corrupt());
+        }
+        start.push(at);
+        at += l;
+    }
+    let mut sources = crate::matrix::try_with_capacity(at as usize, "suraa value sources")?;
+    for &r in perm {
+        let b = start[r as usize];
+        sources.extend(b..b + len[r as usize]);
+    }
+    Ok(sources)
+}
+
 /// Integer cube root (largest c with c³ ≤ m).
 pub fn icbrt(m: u32) -> u32 {
     let mut c = (m as f64).cbrt() as u32;

@@ -1,0 +1,67 @@
+//! Recording one-off GPU work (a setup, a validation) into a single compute pass: u32 kernels
+//! bound by position, each dispatched over a 2-D grid of workgroups.
+
+use super::Gpu;
+use crate::kernel::{Kernel, LaneMode, Variant};
+use crate::Result;
+use std::sync::Arc;
+
+/// Records dispatches of u32 kernels into one compute pass, binding buffers by position.
+pub(crate) struct Recorder<'a> {
+    gpu: &'a Gpu,
+    pass: wgpu::ComputePass<'static>,
+}
+
+impl<'a> Recorder<'a> {
+    /// A compute pass on `enc`, ended when the recorder is dropped.
+    pub(crate) fn new(gpu: &'a Gpu, enc: &mut wgpu::CommandEncoder, label: &str) -> Self {
+        let pass = enc
+            .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(label),
+                timestamp_writes: None,
+            })
+            .forget_lifetime();
+        Self { gpu, pass }
+    }
+
+    /// Dispatches `groups` workgroups of `kernel` with `buffers` at bindings 0, 1, ...
+    pub(crate) fn dispatch(
+        &mut self,
+        kernel: Kernel,
+        overrides: Vec<(&'static str, u32)>,
+        buffers: &[&wgpu::Buffer],
+        groups: u32,
+    ) -> Result<()> {
+        let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        let group = self
+            .gpu
+            .device()
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(kernel.name),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+        let [x, y] = self.gpu.grid(groups);
+        self.pass.set_pipeline(&pipeline);
+        self.pass.set_bind_group(0, &group, &[]);
+        self.pass.dispatch_workgroups(x, y, 1);
+        Ok(())
+    }
+}
+
+/// The pipeline of a u32 kernel (compiled once per device and overrides).
+pub(crate) fn pipeline_of(
+    gpu: &Gpu,
+    kernel: Kernel,
+    overrides: Vec<(&'static str, u32)>,
+) -> Result<Arc<wgpu::ComputePipeline>> {
+    gpu.pipeline(&Variant::new(kernel, "u32", LaneMode::Workgroup, overrides))
+}

@@ -1,0 +1,239 @@
+//! A CSR matrix the caller already holds on the GPU (assembled by its own compute pass, say):
+//! described by [`GpuCsr`], validated on the GPU, and prepared by [`Gpu::prepare_gpu_csr`]
+//! without the host reading the matrix back where the method can build its format there.
+
+use crate::gpu::recorder::Recorder;
+use crate::gpu::Gpu;
+use crate::{Error, Result, Scalar};
+
+/// A CSR matrix in the caller's GPU buffers: `row_ptr` (`nrows + 1` u32), `col_idx` (`nnz` u32)
+/// and `values` (`nnz` scalars), each from offset 0, on the same device as the [`Gpu`] it is
+/// prepared with.
+///
+/// The invariants are those of [`CsrMatrix::try_new`](crate::CsrMatrix::try_new): `row_ptr`
+/// starts at 0, never decreases and ends at `nnz`; columns are below `ncols` and strictly
+/// increasing within a row. They are checked on the GPU; a violation is the same [`Error`] the
+/// host check gives. Each buffer needs `BufferUsages::STORAGE | BufferUsages::COPY_SRC`. The plan
+/// copies what it needs: the buffers are only read while preparing, and stay the caller's.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuCsr<'a> {
+    /// Rows of the matrix.
+    pub nrows: usize,
+    /// Columns of the matrix.
+    pub ncols: usize,
+    /// Stored entries.
+    pub nnz: usize,
+    /// Row pointers: `nrows + 1` u32.
+    pub row_ptr: &'a wgpu::Buffer,
+    /// Column indices: `nnz` u32.
+    pub col_idx: &'a wgpu::Buffer,
+    /// Values: `nnz` elements of the plan's scalar type.
+    pub values: &'a wgpu::Buffer,
+}
+
+/// What the GPU check learnt besides validity.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Checked {
+    /// Entries of the longest row.
+    pub longest_row: u32,
+}
+
+/// Mirrors the `found` array of shaders/shared/csr_check.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct Findings {
+    first_decrease: u32,
+    first_col_out: u32,
+    first_unsorted: u32,
+    longest_row: u32,
+    ptr_first: u32,
+    ptr_last: u32,
+    decrease_value: u32,
+    decrease_prev: u32,
+    bad_entry_row: u32,
+    bad_entry_col: u32,
+    bad_entry_prev: u32,
+    pad: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl GpuCsr<'_> {
+    /// Bytes of the three arrays.
+    pub(crate) fn bytes<T: Scalar>(&self) -> [u64; 3] {
+        [
+            4 * (self.nrows as u64 + 1),
+            4 * self.nnz as u64,
+            std::mem::size_of::<T>() as u64 * self.nnz as u64,
+        ]
+    }
+
+    /// The three buffers, named.
+    pub(crate) fn buffers(&self) -> [(&'static str, &wgpu::Buffer); 3] {
+        [
+            ("row_ptr", self.row_ptr),
+            ("col_idx", self.col_idx),
+            ("values", self.values),
+        ]
+    }
+
+    /// Checks what the host can: dimensions, buffer sizes and usages, binding limits.
+    fn check_buffers<T: Scalar>(&self, gpu: &Gpu) -> Result<()> {
+        super::csr::check_u32("nrows", self.nrows)?;
+        super::csr::check_u32("ncols", self.ncols)?;
+        super::csr::check_u32("nnz", self.nnz)?;
+        let need = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+        let limit = gpu.info().max_binding_bytes();
+        for ((array, buffer), bytes) in self.buffers().into_iter().zip(self.bytes::<T>()) {
+            if !buffer.usage().contains(need) {
+                return Err(Error::CallerBuffer {
+                    array,
+                    problem: format!(
+                        "has usage {:?}; it needs STORAGE | COPY_SRC",
+                        buffer.usage()
+                    ),
+                });
+            }
+            if buffer.size() < bytes {
+                return Err(Error::CallerBuffer {
+                    array,
+                    problem: format!(
+                        "has {} bytes; a {}x{} matrix with {} entries needs {bytes}",
+                        buffer.size(),
+                        self.nrows,
+                        self.ncols,
+                        self.nnz
+                    ),
+                });
+            }
+            if bytes > limit {
+                return Err(Error::TooLargeForAdapter {
+                    what: format!("the {array} buffer"),
+                    bytes,
+                    limit_name: "max_storage_buffer_binding_size",
+                    limit,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Validates the matrix on the GPU (three small passes and one 48-byte read back); returns
+    /// the longest row's length, or the first violation as the host check would name it.
+    pub(crate) fn check<T: Scalar>(&self, gpu: &Gpu) -> Result<Checked> {
+        self.check_buffers::<T>(gpu)?;
+        let (nrows, nnz) = (self.nrows as u32, self.nnz as u32);
+        let none = wgpu::BufferUsages::empty();
+        let init = Findings {
+            first_decrease: NONE,
+            first_col_out: NONE,
+            first_unsorted: NONE,
+            ..bytemuck::Zeroable::zeroed()
+        };
+        let found = gpu.storage_buffer(
+            "csr check findings",
+            bytemuck::bytes_of(&init),
+            wgpu::BufferUsages::COPY_SRC,
+        )?;
+        let starts = gpu.storage_zeroed("csr check row starts", 4 * nnz.div_ceil(32) as u64, none)?;
+        let params = gpu.uniform_buffer(
+            "csr check params",
+            bytemuck::cast_slice(&[nrows, self.ncols as u32, nnz, 0]),
+        );
+        // An empty array may come in a buffer too small to bind.
+        let placeholder;
+        let col_idx = if self.col_idx.size() >= 4 {
+            self.col_idx
+        } else {
+            placeholder = gpu.storage_zeroed("csr check no columns", 16, none)?;
+            &placeholder
+        };
+        gpu.scoped("validating a CSR matrix on the GPU", || -> Result<()> {
+            let mut enc = gpu
+                .device()
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("csr check"),
+                });
+            {
+                let mut r = Recorder::new(gpu, &mut enc, "csr check");
+                let buffers = [self.row_ptr, col_idx, &starts, &found, &params];
+                let kernel = crate::kernel::CSR_CHECK;
+                r.dispatch(kernel, vec![("PASS", 0)], &buffers, (nrows + 1).div_ceil(256))?;
+                r.dispatch(kernel, vec![("PASS", 1)], &buffers, nnz.div_ceil(256))?;
+                r.dispatch(kernel, vec![("PASS", 2)], &buffers, 1)?;
+            }
+            gpu.queue().submit([enc.finish()]);
+            Ok(())
+        })??;
+        let f: Findings = gpu.read_buffer(&found, 1)?[0];
+        self.first_violation(&f)?;
+        Ok(Checked {
+            longest_row: f.longest_row,
+        })
+    }
+
+    /// The error the host check gives for the same arrays, in the same order of checks.
+    fn first_violation(&self, f: &Findings) -> Result<()> {
+        if f.ptr_first != 0 {
+            return Err(Error::RowPtrStart(f.ptr_first));
+        }
+        if f.first_decrease != NONE {
+            return Err(Error::RowPtrNotMonotone {
+                index: f.first_decrease as usize,
+                value: f.decrease_value,
+                prev: f.decrease_prev,
+            });
+        }
+        if f.ptr_last as usize != self.nnz {
+            return Err(Error::RowPtrEnd {
+                last: f.ptr_last,
+                nnz: self.nnz,
+            });
+        }
+        let entry = f.first_col_out.min(f.first_unsorted);
+        if entry == NONE {
+            return Ok(());
+        }
+        let (row, entry) = (f.bad_entry_row as usize, entry as usize);
+        if f.first_col_out as usize == entry {
+            Err(Error::ColumnOutOfRange {
+                row,
+                entry,
+                col: f.bad_entry_col,
+                ncols: self.ncols,
+            })
+        } else {
+            Err(Error::ColumnsNotSorted {
+                row,
+                entry,
+                col: f.bad_entry_col,
+                prev: f.bad_entry_prev,
+            })
+        }
+    }
+
+    /// Reads the matrix back into a host [`CsrMatrix`](crate::CsrMatrix), for the formats that
+    /// are built on the host.
+    pub(crate) fn read_back<T: Scalar>(&self, gpu: &Gpu) -> Result<crate::CsrMatrix<T>> {
+        let [ptr_bytes, col_bytes, val_bytes] = self.bytes::<T>();
+        let reqs: Vec<crate::gpu::RangeRead> = self
+            .buffers()
+            .into_iter()
+            .zip([ptr_bytes, col_bytes, val_bytes])
+            .map(|((_, buffer), bytes)| crate::gpu::RangeRead {
+                buffer,
+                ranges: if bytes == 0 { vec![] } else { vec![0..bytes] },
+                in_place: false,
+            })
+            .collect();
+        let got = gpu.read_ranges(&reqs)?;
+        let array = |i: usize| got[i].first().map(Vec::as_slice).unwrap_or(&[]);
+        crate::CsrMatrix::try_new(
+            self.nrows,
+            self.ncols,
+            bytemuck::pod_collect_to_vec(array(0)),
+            bytemuck::pod_collect_to_vec(array(1)),
+            bytemuck::pod_collect_to_vec(array(2)),
+        )
+    }
+}

@@ -1,0 +1,219 @@
+//! Plans from a CSR matrix the caller already holds on the GPU (`Gpu::prepare_gpu_csr`): every
+//! method's plan equals, bit for bit, the plan of the same method from the host CSR; bad arrays
+//! are the same typed error the host check gives; unusable buffers are refused.
+
+use crate::common;
+use common::*;
+use wgpu::util::DeviceExt;
+use wgspmv::testing::suite::{random_vector, SuiteClass};
+use wgspmv::{matrix::io, CsrMatrix, Error, Gpu, GpuCsr, GpuVector, Method, PlanOptions, Scalar};
+
+const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+    .union(wgpu::BufferUsages::COPY_SRC)
+    .union(wgpu::BufferUsages::COPY_DST);
+
+/// The arrays in buffers of the caller's own, as an app that assembled them on the GPU has them.
+fn caller_buffers(gpu: &Gpu, ptr: &[u32], cols: &[u32], vals: &[u8]) -> [wgpu::Buffer; 3] {
+    let make = |label: &str, contents: &[u8]| {
+        gpu.device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage: USAGE,
+            })
+    };
+    [
+        make("caller row_ptr", bytemuck::cast_slice(ptr)),
+        make("caller col_idx", bytemuck::cast_slice(cols)),
+        make("caller values", vals),
+    ]
+}
+
+fn described<'a>(a_shape: (usize, usize, usize), b: &'a [wgpu::Buffer; 3]) -> GpuCsr<'a> {
+    GpuCsr {
+        nrows: a_shape.0,
+        ncols: a_shape.1,
+        nnz: a_shape.2,
+        row_ptr: &b[0],
+        col_idx: &b[1],
+        values: &b[2],
+    }
+}
+
+/// y = A·x into a poisoned y, as bits.
+fn product<T: Scalar>(gpu: &Gpu, plan: &wgspmv::SpmvPlan<T>, x: &[T]) -> Vec<T> {
+    let gx = GpuVector::from_slice(gpu, x).unwrap();
+    let mut gy = GpuVector::filled(gpu, plan.nrows(), T::NAN).unwrap();
+    plan.run(&gx, &mut gy).unwrap();
+    gy.read().unwrap()
+}
+
+fn same_bits<T: Scalar>(a: &[T], b: &[T]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(p, q)| bytemuck::bytes_of(p) == bytemuck::bytes_of(q))
+}
+
+fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
+    let b = caller_buffers(
+        gpu,
+        a.row_ptr(),
+        a.col_idx(),
+        bytemuck::cast_slice(a.values()),
+    );
+    let desc = described(a.shape(), &b);
+    let x: Vec<T> = random_vector(a.ncols(), 5)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
+    for &m in Method::ALL {
+        let opts = PlanOptions::default();
+        let from_gpu = gpu
+            .prepare_gpu_csr::<T>(&desc, m, &opts)
+            .unwrap_or_else(|e| panic!("{label} / {m}: prepare_gpu_csr failed: {e}"));
+        let from_host = gpu.prepare_with(a, m, &opts).unwrap();
+        let (yg, yh) = (product(gpu, &from_gpu, &x), product(gpu, &from_host, &x));
+        assert!(
+            same_bits(&yg, &yh),
+            "{label} / {m}: the plan from GPU buffers differs from the host's [{}] vs [{}]",
+            from_gpu.report(),
+            from_host.report()
+        );
+        // The host plan is checked against the f64 reference elsewhere; check this one directly
+        // too, so that a wrong host plan cannot hide a wrong GPU build.
+        let y_ref = wgspmv::testing::reference::spmv_par(a, &x).unwrap();
+        let c = wgspmv::testing::reference::check(1.0, a, &x, 0.0, None, &yg, &y_ref);
+        assert!(c.ok, "{label} / {m}: wrong: row {:?}", c.worst_row);
+        // Methods built on the GPU read nothing back (an empty matrix is built on the host;
+        // no row here is long enough for the CSR kernels' long-row passes).
+        let read = from_gpu.report().read_back_bytes;
+        if a.nnz() > 0 && matches!(m, Method::Suraa | Method::CsrScalar | Method::CsrVector) {
+            assert_eq!(read, 0, "{label} / {m}: built on the GPU");
+        }
+        assert!(from_gpu.report().validation_ms > 0.0);
+    }
+}
+
+fn test_matrices() -> Vec<(String, CsrMatrix<f64>)> {
+    let mut v: Vec<(String, CsrMatrix<f64>)> = SuiteClass::ALL
+        .iter()
+        .map(|c| (c.name().to_owned(), c.generate(6_000, 3)))
+        .collect();
+    v.extend(edge_cases().into_iter().map(|(n, a)| (n.to_owned(), a)));
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    for f in ["bcsstk01.mtx", "west0067.mtx", "can_24.mtx", "n3c4-b4.mtx"] {
+        v.push((f.to_owned(), io::read_matrix_market(data.join(f)).unwrap()));
+    }
+    v
+}
+
+#[test]
+fn plans_from_gpu_buffers_equal_plans_from_the_host() {
+    for (dev, gpu) in gpus() {
+        for (name, a) in test_matrices() {
+            check_equal_plans(&gpu, &a.cast::<f32>(), &format!("{name} / f32 / {dev}"));
+            if has_f64(&gpu) && dev == "subgroups off" {
+                check_equal_plans(&gpu, &a, &format!("{name} / f64 / {dev}"));
+            }
+        }
+    }
+}
+
+/// The error of `prepare_gpu_csr` for these arrays.
+fn gpu_error(gpu: &Gpu, shape: (usize, usize), ptr: &[u32], cols: &[u32]) -> Error {
+    let vals = vec![1.0f32; cols.len()];
+    let b = caller_buffers(gpu, ptr, cols, bytemuck::cast_slice(&vals));
+    let desc = described((shape.0, shape.1, cols.len()), &b);
+    match gpu.prepare_gpu_csr::<f32>(&desc, Method::CsrScalar, &PlanOptions::default()) {
+        Ok(_) => panic!("{ptr:?} / {cols:?} was accepted"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn bad_gpu_csr_is_the_host_checks_error() {
+    let Some(gpu) = gpu() else { return };
+    let mut long_row: Vec<u32> = (0..3000).collect();
+    long_row[2900] = 5;
+    let cases: Vec<(&str, (usize, usize), Vec<u32>, Vec<u32>)> = vec![
+        ("row_ptr[0] != 0", (2, 4), vec![1, 2, 3], vec![0, 1, 2]),
+        ("pointers decrease", (3, 4), vec![0, 2, 1, 3], vec![0, 1, 2]),
+        ("pointers decrease twice", (4, 4), vec![0, 3, 1, 0, 3], vec![0, 1, 2]),
+        ("last pointer short", (2, 4), vec![0, 1, 2], vec![0, 1, 2]),
+        ("column out of range", (3, 4), vec![0, 1, 3, 4], vec![0, 1, 4, 3]),
+        ("columns unsorted", (3, 4), vec![0, 1, 3, 5], vec![0, 2, 1, 1, 3]),
+        ("duplicate column", (2, 4), vec![0, 2, 4], vec![0, 1, 3, 3]),
+        ("both in one row, range first", (1, 4), vec![0, 3], vec![2, 9, 1]),
+        ("unsorted deep in a long row", (2, 4000), vec![0, 1, 3001], {
+            let mut c = vec![7];
+            c.extend(&long_row);
+            c
+        }),
+        ("bad rows after empty rows", (5, 4), vec![0, 0, 0, 2, 2, 3], vec![3, 3, 0]),
+    ];
+    for (what, (nrows, ncols), ptr, cols) in cases {
+        let host = CsrMatrix::try_new(nrows, ncols, ptr.clone(), cols.clone(), vec![1.0f32; cols.len()])
+            .expect_err(what);
+        let on_gpu = gpu_error(&gpu, (nrows, ncols), &ptr, &cols);
+        assert_eq!(format!("{on_gpu:?}"), format!("{host:?}"), "{what}");
+    }
+    // The device is still usable after the refusals.
+    let a = rows_of_lengths(&[3, 0, 5], 9).cast::<f32>();
+    check_equal_plans(&gpu, &a, "after the errors");
+}
+
+#[test]
+fn unusable_buffers_are_refused() {
+    let Some(gpu) = gpu() else { return };
+    let a = rows_of_lengths(&[3, 0, 5, 2], 9).cast::<f32>();
+    let vals: &[u8] = bytemuck::cast_slice(a.values());
+    let good = caller_buffers(&gpu, a.row_ptr(), a.col_idx(), vals);
+    // Too small for the stated size.
+    let mut desc = described(a.shape(), &good);
+    desc.nnz += 1;
+    let e = gpu
+        .prepare_gpu_csr::<f32>(&desc, Method::CsrScalar, &PlanOptions::default())
+        .unwrap_err();
+    assert!(matches!(e, Error::CallerBuffer { array: "col_idx", .. }), "{e}");
+    // f64 values from a buffer of f32.
+    if has_f64(&gpu) {
+        let e = gpu
+            .prepare_gpu_csr::<f64>(&described(a.shape(), &good), Method::CsrScalar, &PlanOptions::default())
+            .unwrap_err();
+        assert!(matches!(e, Error::CallerBuffer { array: "values", .. }), "{e}");
+    }
+    // A buffer without STORAGE.
+    let copy_only = gpu.device().create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("copy only"),
+        contents: bytemuck::cast_slice(a.col_idx()),
+        usage: wgpu::BufferUsages::COPY_SRC,
+    });
+    let desc = GpuCsr {
+        col_idx: &copy_only,
+        ..described(a.shape(), &good)
+    };
+    let e = gpu
+        .prepare_gpu_csr::<f32>(&desc, Method::Bccoo, &PlanOptions::default())
+        .unwrap_err();
+    assert!(matches!(e, Error::CallerBuffer { array: "col_idx", .. }), "{e}");
+}
+
+#[test]
+fn the_plan_does_not_depend_on_the_callers_buffers() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::ALL[0].generate(3_000, 1).cast::<f32>();
+    let x: Vec<f32> = random_vector(a.ncols(), 2).into_iter().map(|v| v as f32).collect();
+    for &m in Method::ALL {
+        let b = caller_buffers(&gpu, a.row_ptr(), a.col_idx(), bytemuck::cast_slice(a.values()));
+        let plan = gpu
+            .prepare_gpu_csr::<f32>(&described(a.shape(), &b), m, &PlanOptions::default())
+            .unwrap();
+        let before = product(&gpu, &plan, &x);
+        // The caller reuses its buffers for something else, then drops them.
+        gpu.queue().write_buffer(&b[2], 0, &vec![0u8; b[2].size() as usize]);
+        gpu.queue().write_buffer(&b[1], 0, &vec![0xFFu8; b[1].size() as usize]);
+        drop(b);
+        assert!(same_bits(&before, &product(&gpu, &plan, &x)), "{m}");
+    }
+}
