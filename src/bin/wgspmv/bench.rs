@@ -105,6 +105,10 @@ pub struct Args {
     /// Bytes copied for the bandwidth ceiling, in MiB (capped by the binding limit).
     #[arg(long, default_value_t = 1024)]
     copy_mib: u64,
+    /// Prepare every plan from the CSR arrays already in GPU buffers (`Gpu::prepare_gpu_csr`),
+    /// as an app that builds its matrix on the GPU does; the setup columns then time that.
+    #[arg(long)]
+    from_gpu_csr: bool,
 }
 
 struct Row {
@@ -125,6 +129,10 @@ struct Row {
     update_ms: Option<f64>,
     /// The concrete method (differs from `method` for `auto` rows).
     chosen: String,
+    /// Of `setup_ms`, the GPU validation of a matrix given in GPU buffers.
+    validation_ms: f64,
+    /// Bytes of such a matrix read back to build on the host.
+    read_back_bytes: u64,
     note: String,
 }
 
@@ -132,7 +140,7 @@ impl Row {
     /// The CSV line of this row (the header's columns, in order).
     fn csv(&self) -> String {
         format!(
-            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{},{},{}",
+            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{},{},{},{:.4},{:.3}",
             self.matrix,
             self.method,
             self.rows,
@@ -148,9 +156,31 @@ impl Row {
             self.chosen,
             self.update_ms.map_or(String::new(), |u| format!("{u:.4}")),
             self.update_ms
-                .map_or(String::new(), |u| format!("{:.2}", u / self.ms))
+                .map_or(String::new(), |u| format!("{:.2}", u / self.ms)),
+            self.validation_ms,
+            self.read_back_bytes as f64 / 1e6,
         )
     }
+}
+
+/// The CSR arrays in storage buffers of their own (as an app's), uploaded and waited for.
+fn caller_buffers<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> wgspmv::Result<[wgpu::Buffer; 3]> {
+    use wgpu::util::DeviceExt;
+    let make = |label: &str, contents: &[u8]| {
+        gpu.device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            })
+    };
+    let b = [
+        make("app row_ptr", bytemuck::cast_slice(a.row_ptr())),
+        make("app col_idx", bytemuck::cast_slice(a.col_idx())),
+        make("app values", bytemuck::cast_slice(a.values())),
+    ];
+    gpu.wait()?;
+    Ok(b)
 }
 
 /// The median of 5 in-place value updates from a GPU buffer (submitted and waited for), ms;
@@ -356,7 +386,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     writeln!(header, "# copy_gbps: {copy:.0}").unwrap();
     writeln!(
         header,
-        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen,update_ms,update_products"
+        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen,update_ms,update_products,validation_ms,read_back_mb"
     )
     .unwrap();
     print!("{header}");
@@ -388,7 +418,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         }
         let (out, report) = if args.f64 {
             let (out, extra) =
-                bench_matrix::<f64>(&gpu, name, &a, &variants, args.repeat, copy, &bar);
+                bench_matrix::<f64>(&gpu, name, &a, &variants, args, copy, &bar);
             spec_reports.extend(extra.speculative);
             suraa_reports.extend(extra.suraa);
             bccoo_reports.extend(extra.bccoo);
@@ -397,7 +427,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         } else {
             let a32 = a.cast::<f32>();
             let (out, extra) =
-                bench_matrix::<f32>(&gpu, name, &a32, &variants, args.repeat, copy, &bar);
+                bench_matrix::<f32>(&gpu, name, &a32, &variants, args, copy, &bar);
             spec_reports.extend(extra.speculative);
             suraa_reports.extend(extra.suraa);
             bccoo_reports.extend(extra.bccoo);
@@ -526,10 +556,23 @@ fn bench_matrix<T: Scalar>(
     name: &str,
     a: &CsrMatrix<T>,
     variants: &[Variant],
-    repeat: u32,
+    args: &Args,
     copy: f64,
     bar: &ProgressBar,
 ) -> (Vec<Row>, Extra) {
+    let repeat = args.repeat;
+    // The matrix in buffers of its own, uploaded before any setup is timed.
+    let on_gpu = if args.from_gpu_csr {
+        match caller_buffers(gpu, a) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                bar.suspend(|| eprintln!("{name}: {e}"));
+                return (Vec::new(), Extra::default());
+            }
+        }
+    } else {
+        None
+    };
     let x: Vec<T> = wgspmv::testing::suite::random_vector(a.ncols(), 7)
         .into_iter()
         .map(T::from_f64)
@@ -547,7 +590,20 @@ fn bench_matrix<T: Scalar>(
         let m = &v.label;
         bar.set_message(format!("{name} / {m}"));
         let result = (|| -> wgspmv::Result<Row> {
-            let plan = gpu.prepare_with(a, v.method, &v.opts)?;
+            let plan = match &on_gpu {
+                Some([row_ptr, col_idx, values]) => {
+                    let desc = wgspmv::GpuCsr {
+                        nrows: a.nrows(),
+                        ncols: a.ncols(),
+                        nnz: a.nnz(),
+                        row_ptr,
+                        col_idx,
+                        values,
+                    };
+                    gpu.prepare_gpu_csr(&desc, v.method, &v.opts)?
+                }
+                None => gpu.prepare_with(a, v.method, &v.opts)?,
+            };
             let gx = GpuVector::from_slice(gpu, &x)?;
             let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN)?;
             plan.run(&gx, &mut gy)?;
@@ -640,6 +696,8 @@ fn bench_matrix<T: Scalar>(
                 rel_err: c.rel_err,
                 setup_ms: plan.report().setup_ms,
                 update_ms: update_time(gpu, &plan, a)?,
+                validation_ms: plan.report().validation_ms,
+                read_back_bytes: plan.report().read_back_bytes,
                 chosen: plan.report().method.to_owned(),
                 note: if c.ok {
                     String::new()
