@@ -213,24 +213,34 @@ struct Part {
     shadow: Arc<wgpu::Buffer>,
 }
 
-/// The kernel's parameters, from the options or chosen for the scalar type and matrix.
-struct KernelParams {
+/// The kernel's parameters, from the options or chosen for the scalar type and matrix, and
+/// where the check stage runs.
+struct Setup {
+    lanes: LaneMode,
     staged: bool,
     wg: u32,
     work: u32,
     tiles_per_team: u32,
     given_rows: bool,
     geom: TileGeometry,
+    /// Workgroup memory of the main kernel without resolving dirty tiles.
+    wg_bytes: u64,
+    on_host: bool,
+    map: bool,
+    aux_usage: wgpu::BufferUsages,
 }
 
-fn kernel_params<T: Scalar>(
+/// The parameters for a `(nrows, ncols, nnz)` matrix; `scattered` is asked only where the default
+/// tiles per team depends on it (the paper's search for tile rows).
+fn setup<T: Scalar>(
     gpu: &Gpu,
-    a: &CsrMatrix<T>,
+    (nrows, ncols, nnz): (usize, usize, usize),
     opts: &PlanOptions,
-    team: u32,
-    at_least: u32,
-) -> Result<KernelParams> {
+    scattered: &dyn Fn() -> bool,
+) -> Result<Setup> {
     let so = &opts.speculative;
+    let lanes = lane_mode(gpu, opts.lanes)?;
+    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
     // f64 stages by default: a lane's f64 array leaves registers (see MAX_LANE_WORK in the
     // shader); in f32 per-lane loads win.
     let staged = so.staged_products.unwrap_or(T::NEEDS_F64);
@@ -253,14 +263,14 @@ fn kernel_params<T: Scalar>(
     if !staged && work > MAX_LANE_WORK {
         return Err(bad("work_per_lane", work, format!("at most {MAX_LANE_WORK} with products loaded per lane (more needs staged_products)")));
     }
-    let mean_row = a.nnz() as f64 / a.nrows().max(1) as f64;
+    let mean_row = nnz as f64 / nrows.max(1) as f64;
     let given_rows = so.precomputed_tile_rows.unwrap_or(true);
     let tiles_per_team = so.tiles_per_team.unwrap_or_else(|| {
-        let large_x = a.ncols() as u64 * std::mem::size_of::<T>() as u64 > LARGE_X_BYTES;
+        let large_x = ncols as u64 * std::mem::size_of::<T>() as u64 > LARGE_X_BYTES;
         match (staged, given_rows) {
             (true, _) => 7,
             (false, true) => 4,
-            (false, false) if mean_row < SHORT_ROWS || (large_x && scattered_columns(a)) => 4,
+            (false, false) if mean_row < SHORT_ROWS || (large_x && scattered()) => 4,
             (false, false) => 16,
         }
     });
@@ -277,13 +287,45 @@ fn kernel_params<T: Scalar>(
         tiles_per_team,
         teams_per_group: wg / team,
     };
-    Ok(KernelParams {
+    let s = std::mem::size_of::<T>() as u64;
+    let (w, teams) = (wg as u64, geom.teams_per_group as u64);
+    let tile = geom.tile_len();
+    // Descriptor and transmitter are double-buffered, products staged once.
+    let pad_run = PAD_BYTES / s;
+    let products = if staged {
+        teams * (tile + tile.div_ceil(pad_run)) * s
+    } else {
+        s
+    };
+    // Bounds, then the per-team dirty masks and record offsets.
+    let mut wg_bytes = products
+        + 2 * (w * 4 + teams * s)
+        + teams * (tiles_per_team as u64 + 1) * 4
+        + teams * 8
+        + 8;
+    if lanes == LaneMode::Workgroup {
+        // Team scans, and the lane module's reduction buffer.
+        wg_bytes += w * (8 + s) + w * s;
+    }
+    check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
+    let (on_host, map) = finish_path(gpu.info(), so)?;
+    let aux_usage = match (on_host, map) {
+        (false, _) => wgpu::BufferUsages::empty(),
+        (true, true) => wgpu::BufferUsages::MAP_READ,
+        (true, false) => wgpu::BufferUsages::COPY_SRC,
+    };
+    Ok(Setup {
+        lanes,
         staged,
         wg,
         work,
         tiles_per_team,
         given_rows,
         geom,
+        wg_bytes,
+        on_host,
+        map,
+        aux_usage,
     })
 }
 
@@ -347,32 +389,95 @@ struct ChunkShared<'a> {
     main: Arc<wgpu::ComputePipeline>,
     finish: Arc<wgpu::ComputePipeline>,
     resolve: bool,
-    given_rows: bool,
     aux_usage: wgpu::BufferUsages,
+}
+
+/// Whether to resolve dirty tiles in the GPU stage, and the two pipelines.
+fn shared<'a, T: Scalar>(
+    gpu: &Gpu,
+    st: &'a Setup,
+    so: &SpeculativeOptions,
+    total: &Speculation,
+) -> Result<ChunkShared<'a>> {
+    let info = gpu.info();
+    let (wg, work) = (st.wg, st.work);
+    // Resolving keeps a row index per position of the tile, double-buffered.
+    let row_ends = 2 * wg as u64 * work as u64 * 4;
+    let fits = st.wg_bytes + row_ends <= info.limits.max_compute_workgroup_storage_size as u64;
+    let many_dirty = total.dirty_tiles as f64 >= RESOLVE_DIRTY_FRACTION * total.tiles as f64;
+    let resolve = so
+        .resolve_dirty_tiles
+        .unwrap_or(!st.on_host && fits && many_dirty);
+    if resolve && !fits {
+        let have = info.limits.max_compute_workgroup_storage_size;
+        return Err(bad("resolve_dirty_tiles", true, format!("needs {} bytes of workgroup memory with W = {work} and {wg} invocations, the adapter has {have}", st.wg_bytes + row_ends)));
+    }
+    let pad_run = PAD_BYTES / std::mem::size_of::<T>() as u64;
+    let main = gpu.pipeline(&Variant::new(
+        kernels::SPECULATIVE,
+        T::WGSL,
+        st.lanes,
+        vec![
+            ("WG_SIZE", wg),
+            ("LANES", st.geom.lanes),
+            ("WORK", work),
+            ("TILES", st.tiles_per_team),
+            ("STAGED", st.staged as u32),
+            ("RESOLVE", resolve as u32),
+            ("TILE_ROWS", st.given_rows as u32),
+            ("PAD_RUN", pad_run as u32),
+        ],
+    ))?;
+    let finish = gpu.pipeline(&Variant::new(
+        kernels::SPECULATIVE_FINISH,
+        T::WGSL,
+        LaneMode::Workgroup,
+        vec![("WG_SIZE", FINISH_WG)],
+    ))?;
+    Ok(ChunkShared {
+        geom: &st.geom,
+        main,
+        finish,
+        resolve,
+        aux_usage: st.aux_usage,
+    })
 }
 
 /// A chunk's stages on the GPU path, its stages on the host path, and what its check reads.
 type ChunkStages = (Vec<Stage>, Vec<Stage>, Part);
 
-/// One row chunk's buffers and stages: the GPU stage, then (where its structure needs a check)
-/// the GPU finishing pass; `run` on the host path submits only the GPU stage.
+/// A chunk's matrix on the GPU: row pointers (with the tile rows after them where the kernel
+/// reads them), columns and values padded to whole quads.
+struct ChunkArrays {
+    row_ptr: Binding,
+    cols: Binding,
+    values: Binding,
+}
+
+/// The synchronizer runs of the GPU check stage: a buffer of `(first team, teams)`, the short
+/// runs (at most [`LONG_RUN`] teams) first.
+struct FinishRuns {
+    runs: Binding,
+    short: u32,
+    long: u32,
+}
+
+/// One row chunk's stages over `arrays`: the GPU stage, then (where its structure needs a check)
+/// the GPU finishing pass, whose runs `runs` makes; `run` on the host path submits only the GPU
+/// stage.
+#[allow(clippy::too_many_arguments)]
 fn chunk_stages<T: Scalar>(
     gpu: &Gpu,
-    a: &CsrMatrix<T>,
     c: &ChunkShared,
     rows: &Range<usize>,
+    nnz: u64,
+    arrays: ChunkArrays,
     row_ptr: Vec<u32>,
     spec_info: &Speculation,
-    runs: &mut Vec<crate::plan::values::ValueRun>,
+    runs: impl FnOnce() -> Result<FinishRuns>,
 ) -> Result<ChunkStages> {
-    let (geom, resolve, given_rows, aux_usage) = (c.geom, c.resolve, c.given_rows, c.aux_usage);
-    let (main, finish) = (&c.main, &c.finish);
+    let (geom, resolve, aux_usage) = (c.geom, c.resolve, c.aux_usage);
     let s = std::mem::size_of::<T>() as u64;
-    let (begin, end) = (
-        a.row_ptr()[rows.start] as usize,
-        a.row_ptr()[rows.end] as usize,
-    );
-    let nnz = (end - begin) as u64;
     let team_count = geom.teams(nnz);
     let leading = (spec_info.leading_empty_rows > 0) as u64;
     let (records, max_records) = if resolve {
@@ -399,28 +504,12 @@ fn chunk_stages<T: Scalar>(
         nrows: rows.len() as u32,
     };
     let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
-    // The kernel finds the tile rows after the row pointers (8 storage buffers at most).
-    let mut ptr_and_tiles = row_ptr.clone();
-    if given_rows {
-        ptr_and_tiles.extend(tiles::tile_rows(&row_ptr, geom));
-    }
-    let row_ptr_buf = upload(gpu, "row_ptr and tile rows", &ptr_and_tiles)?;
-    drop(ptr_and_tiles);
-    let cols = upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?;
-    let values = upload_values(
-        gpu,
-        "values",
-        &quad_padded(&a.values()[begin..end]),
-        begin,
-        end - begin,
-        runs,
-    )?;
     let main_stage = Stage {
-        pipeline: main.clone(),
+        pipeline: c.main.clone(),
         bindings: vec![
-            row_ptr_buf.clone(),
-            cols.clone(),
-            values.clone(),
+            arrays.row_ptr.clone(),
+            arrays.cols,
+            arrays.values,
             Binding::X,
             Binding::Y,
             Binding::Coeffs,
@@ -436,29 +525,25 @@ fn chunk_stages<T: Scalar>(
     // No check at all where the structure allows none (no empty row, no row across teams).
     let needs_check = spec_info.needs_check(resolve);
     if needs_check {
-        let mut runs = tiles::sync_run_bounds(&row_ptr, geom);
-        runs.sort_by_key(|r| r.1 > LONG_RUN);
-        let short_runs = runs.iter().filter(|r| r.1 <= LONG_RUN).count() as u32;
-        let long_runs = runs.len() as u32 - short_runs;
-        let runs: Vec<[u32; 2]> = runs.into_iter().map(|r| [r.0, r.1]).collect();
+        let FinishRuns { runs, short, long } = runs()?;
         let params = FinishParams {
-            short_runs,
-            long_runs,
-            short_groups: short_runs.div_ceil(FINISH_WG),
+            short_runs: short,
+            long_runs: long,
+            short_groups: short.div_ceil(FINISH_WG),
             record_groups: (records as u32).div_ceil(FINISH_WG),
         };
         let groups = params.short_groups + params.long_runs + params.record_groups;
         gpu_stages.push(Stage {
-            pipeline: finish.clone(),
+            pipeline: c.finish.clone(),
             bindings: vec![
-                row_ptr_buf,
+                arrays.row_ptr,
                 Binding::Y,
                 Binding::Coeffs,
                 Binding::Owned(chunk),
                 Binding::Owned(sync.clone()),
                 Binding::Owned(spec.clone()),
                 Binding::Owned(shadow.clone()),
-                upload(gpu, "speculative runs", &runs)?,
+                runs,
                 Binding::Owned(Arc::new(
                     gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)),
                 )),
@@ -478,52 +563,60 @@ fn chunk_stages<T: Scalar>(
     Ok((gpu_stages, host_stages, part))
 }
 
+/// A host chunk's arrays, uploaded.
+fn upload_chunk<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    st: &Setup,
+    rows: &Range<usize>,
+    row_ptr: &[u32],
+    runs: &mut Vec<crate::plan::values::ValueRun>,
+) -> Result<ChunkArrays> {
+    let (begin, end) = (
+        a.row_ptr()[rows.start] as usize,
+        a.row_ptr()[rows.end] as usize,
+    );
+    // The kernel finds the tile rows after the row pointers (8 storage buffers at most).
+    let mut ptr_and_tiles = row_ptr.to_vec();
+    if st.given_rows {
+        ptr_and_tiles.extend(tiles::tile_rows(row_ptr, &st.geom));
+    }
+    Ok(ChunkArrays {
+        row_ptr: upload(gpu, "row_ptr and tile rows", &ptr_and_tiles)?,
+        cols: upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?,
+        values: upload_values(
+            gpu,
+            "values",
+            &quad_padded(&a.values()[begin..end]),
+            begin,
+            end - begin,
+            runs,
+        )?,
+    })
+}
+
+/// The finishing pass's runs of a host chunk, uploaded.
+fn upload_runs(gpu: &Gpu, row_ptr: &[u32], geom: &TileGeometry) -> Result<FinishRuns> {
+    let mut runs = tiles::sync_run_bounds(row_ptr, geom);
+    runs.sort_by_key(|r| r.1 > LONG_RUN);
+    let short = runs.iter().filter(|r| r.1 <= LONG_RUN).count() as u32;
+    let long = runs.len() as u32 - short;
+    let runs: Vec<[u32; 2]> = runs.into_iter().map(|r| [r.0, r.1]).collect();
+    Ok(FinishRuns {
+        runs: upload(gpu, "speculative runs", &runs)?,
+        short,
+        long,
+    })
+}
+
 pub(crate) fn prepare<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
     method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
-    let info = gpu.info();
-    let so = &opts.speculative;
-    let lanes = lane_mode(gpu, opts.lanes)?;
-    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
-    let KernelParams {
-        staged,
-        wg,
-        work,
-        tiles_per_team,
-        given_rows,
-        geom,
-    } = kernel_params(gpu, a, opts, team, at_least)?;
+    let st = setup::<T>(gpu, a.shape(), opts, &|| scattered_columns(a))?;
     let s = std::mem::size_of::<T>() as u64;
-    let (w, teams) = (wg as u64, geom.teams_per_group as u64);
-    let tile = geom.tile_len();
-    // Descriptor and transmitter are double-buffered, products staged once.
-    let pad_run = PAD_BYTES / s;
-    let products = if staged {
-        teams * (tile + tile.div_ceil(pad_run)) * s
-    } else {
-        s
-    };
-    // Bounds, then the per-team dirty masks and record offsets.
-    let mut wg_bytes = products
-        + 2 * (w * 4 + teams * s)
-        + teams * (tiles_per_team as u64 + 1) * 4
-        + teams * 8
-        + 8;
-    if lanes == LaneMode::Workgroup {
-        // Team scans, and the lane module's reduction buffer.
-        wg_bytes += w * (8 + s) + w * s;
-    }
-    check_workgroup_memory(gpu, "work_per_lane", work, wg_bytes)?;
-    let (on_host, map) = finish_path(info, so)?;
-    let aux_usage = match (on_host, map) {
-        (false, _) => wgpu::BufferUsages::empty(),
-        (true, true) => wgpu::BufferUsages::MAP_READ,
-        (true, false) => wgpu::BufferUsages::COPY_SRC,
-    };
-
     // The shadow holds one scalar per row of a chunk: chunk rows by the larger of the two.
     let max_bytes = chunk_limit(gpu, opts);
     let entry_bytes = s.max(4);
@@ -540,107 +633,110 @@ pub(crate) fn prepare<T: Scalar>(
     } else {
         chunks
     };
-    let (analysed, total) = analyse_chunks(a, &chunks, &geom);
-
-    // Resolving keeps a row index per position of the tile, double-buffered.
-    let row_ends = 2 * w * work as u64 * 4;
-    let fits = wg_bytes + row_ends <= info.limits.max_compute_workgroup_storage_size as u64;
-    let many_dirty = total.dirty_tiles as f64 >= RESOLVE_DIRTY_FRACTION * total.tiles as f64;
-    let resolve = so
-        .resolve_dirty_tiles
-        .unwrap_or(!on_host && fits && many_dirty);
-    if resolve && !fits {
-        let have = info.limits.max_compute_workgroup_storage_size;
-        return Err(bad("resolve_dirty_tiles", true, format!("needs {} bytes of workgroup memory with W = {work} and {wg} invocations, the adapter has {have}", wg_bytes + row_ends)));
-    }
-
-    let main = gpu.pipeline(&Variant::new(
-        kernels::SPECULATIVE,
-        T::WGSL,
-        lanes,
-        vec![
-            ("WG_SIZE", wg),
-            ("LANES", team),
-            ("WORK", work),
-            ("TILES", tiles_per_team),
-            ("STAGED", staged as u32),
-            ("RESOLVE", resolve as u32),
-            ("TILE_ROWS", given_rows as u32),
-            ("PAD_RUN", pad_run as u32),
-        ],
-    ))?;
-    let finish = gpu.pipeline(&Variant::new(
-        kernels::SPECULATIVE_FINISH,
-        T::WGSL,
-        LaneMode::Workgroup,
-        vec![("WG_SIZE", FINISH_WG)],
-    ))?;
-
-    let mut gpu_stages = Vec::new();
-    let mut host_stages = Vec::new();
-    let mut parts = Vec::new();
-    let shared = ChunkShared {
-        geom: &geom,
-        main,
-        finish,
-        resolve,
-        given_rows,
-        aux_usage,
-    };
+    let (analysed, total) = analyse_chunks(a, &chunks, &st.geom);
+    let shared = shared::<T>(gpu, &st, &opts.speculative, &total)?;
+    let mut built = Built::default();
     let mut runs = Vec::new();
     for (rows, (row_ptr, spec_info)) in chunks.iter().zip(analysed) {
-        let (gpu_part, host_part, part) =
-            chunk_stages(gpu, a, &shared, rows, row_ptr, &spec_info, &mut runs)?;
-        gpu_stages.extend(gpu_part);
-        host_stages.extend(host_part);
-        parts.push(part);
+        let arrays = upload_chunk(gpu, a, &st, rows, &row_ptr, &mut runs)?;
+        let nnz = (a.row_ptr()[rows.end] - a.row_ptr()[rows.start]) as u64;
+        let finish_runs = || upload_runs(gpu, &row_ptr, &st.geom);
+        built.add(chunk_stages::<T>(
+            gpu,
+            &shared,
+            rows,
+            nnz,
+            arrays,
+            row_ptr.clone(),
+            &spec_info,
+            finish_runs,
+        )?);
+    }
+    let ctx = PlanParts {
+        shape: a.shape(),
+        method,
+        chunks: chunks.len(),
+        resolve: shared.resolve,
+        total,
+        runs,
+    };
+    Ok(built.plan(gpu, &st, ctx))
+}
+
+/// The stages and check parts of every chunk.
+#[derive(Default)]
+struct Built {
+    gpu_stages: Vec<Stage>,
+    host_stages: Vec<Stage>,
+    parts: Vec<Part>,
+}
+
+/// What the plan says of itself besides its stages.
+struct PlanParts {
+    shape: (usize, usize, usize),
+    method: Method,
+    chunks: usize,
+    resolve: bool,
+    total: Speculation,
+    runs: Vec<crate::plan::values::ValueRun>,
+}
+
+impl Built {
+    fn add(&mut self, (gpu_part, host_part, part): ChunkStages) {
+        self.gpu_stages.extend(gpu_part);
+        self.host_stages.extend(host_part);
+        self.parts.push(part);
     }
 
-    let transfer = on_host.then_some(if map { "map" } else { "copy" });
-    let report = Arc::new(Report {
-        geometry: geom,
-        speculation: total.clone(),
-        finish_on_host: on_host,
-        dirty_tiles_resolved: resolve,
-        transfer,
-        last: Mutex::new(None),
-    });
-    let details = format!(
-        "speculative: tiles of {}x{} (T x W), {} tiles per team, {} teams per workgroup ({} lanes via {}), products {}, {} row chunk(s), hit rate {:.1}% ({} of {} tiles dirty, {}), check on the {}",
-        geom.lanes,
-        geom.work,
-        geom.tiles_per_team,
-        geom.teams_per_group,
-        wg,
-        lanes.name(),
-        if staged { "staged" } else { "loaded per lane" },
-        chunks.len(),
-        100.0 * total.hit_rate(),
-        total.dirty_tiles,
-        total.tiles,
-        if resolve { "resolved in the kernel" } else { "re-arranged by the check" },
-        match transfer {
-            Some(t) => format!("host ({t})"),
-            None => "GPU".into(),
+    /// The plan, its report, and (finishing on the host) its host path.
+    fn plan<T: Scalar>(self, gpu: &Gpu, st: &Setup, p: PlanParts) -> SpmvPlan<T> {
+        let (geom, total) = (st.geom, p.total);
+        let transfer = st.on_host.then_some(if st.map { "map" } else { "copy" });
+        let report = Arc::new(Report {
+            geometry: geom,
+            speculation: total.clone(),
+            finish_on_host: st.on_host,
+            dirty_tiles_resolved: p.resolve,
+            transfer,
+            last: Mutex::new(None),
+        });
+        let details = format!(
+            "speculative: tiles of {}x{} (T x W), {} tiles per team, {} teams per workgroup ({} lanes via {}), products {}, {} row chunk(s), hit rate {:.1}% ({} of {} tiles dirty, {}), check on the {}",
+            geom.lanes,
+            geom.work,
+            geom.tiles_per_team,
+            geom.teams_per_group,
+            st.wg,
+            st.lanes.name(),
+            if st.staged { "staged" } else { "loaded per lane" },
+            p.chunks,
+            100.0 * total.hit_rate(),
+            total.dirty_tiles,
+            total.tiles,
+            if p.resolve { "resolved in the kernel" } else { "re-arranged by the check" },
+            match transfer {
+                Some(t) => format!("host ({t})"),
+                None => "GPU".into(),
+            }
+        );
+        let mut plan = SpmvPlan::new(gpu, p.shape, self.gpu_stages, p.method.name(), details)
+            .with_values(crate::plan::values::ValueLayout::Runs(p.runs));
+        plan.report_mut().detail = Some(report.clone());
+        if st.on_host {
+            plan.with_host_path(HostPath {
+                stages: self.host_stages,
+                stage: Box::new(HostCheck::<T> {
+                    parts: self.parts,
+                    map: st.map,
+                    report,
+                    _t: PhantomData,
+                }),
+                turn: Default::default(),
+            })
+        } else {
+            plan
         }
-    );
-    let mut plan = SpmvPlan::new(gpu, a.shape(), gpu_stages, method.name(), details)
-        .with_values(crate::plan::values::ValueLayout::Runs(runs));
-    plan.report_mut().detail = Some(report.clone());
-    Ok(if on_host {
-        plan.with_host_path(HostPath {
-            stages: host_stages,
-            stage: Box::new(HostCheck::<T> {
-                parts,
-                map,
-                report,
-                _t: PhantomData,
-            }),
-            turn: Default::default(),
-        })
-    } else {
-        plan
-    })
+    }
 }
 
 /// `data` padded with zeros to a whole number of quads (4 entries), so that the kernel can also
