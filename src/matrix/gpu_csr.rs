@@ -135,7 +135,8 @@ impl GpuCsr<'_> {
             bytemuck::bytes_of(&init),
             wgpu::BufferUsages::COPY_SRC,
         )?;
-        let starts = gpu.storage_zeroed("csr check row starts", 4 * nnz.div_ceil(32) as u64, none)?;
+        let starts =
+            gpu.storage_zeroed("csr check row starts", 4 * nnz.div_ceil(32) as u64, none)?;
         let params = gpu.uniform_buffer(
             "csr check params",
             bytemuck::cast_slice(&[nrows, self.ncols as u32, nnz, 0]),
@@ -158,7 +159,12 @@ impl GpuCsr<'_> {
                 let mut r = Recorder::new(gpu, &mut enc, "csr check");
                 let buffers = [self.row_ptr, col_idx, &starts, &found, &params];
                 let kernel = crate::kernel::CSR_CHECK;
-                r.dispatch(kernel, vec![("PASS", 0)], &buffers, (nrows + 1).div_ceil(256))?;
+                r.dispatch(
+                    kernel,
+                    vec![("PASS", 0)],
+                    &buffers,
+                    (nrows + 1).div_ceil(256),
+                )?;
                 r.dispatch(kernel, vec![("PASS", 1)], &buffers, nnz.div_ceil(256))?;
                 r.dispatch(kernel, vec![("PASS", 2)], &buffers, 1)?;
             }
@@ -222,7 +228,9 @@ impl GpuCsr<'_> {
             .zip([ptr_bytes, col_bytes, val_bytes])
             .map(|((_, buffer), bytes)| crate::gpu::RangeRead {
                 buffer,
-                ranges: if bytes == 0 { vec![] } else { vec![0..bytes] },
+                ranges: std::iter::once(0..bytes)
+                    .filter(|r| !r.is_empty())
+                    .collect(),
                 in_place: false,
             })
             .collect();

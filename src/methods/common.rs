@@ -249,7 +249,11 @@ pub(crate) fn copy_from_caller<const N: usize>(
 ) -> Result<[Arc<wgpu::Buffer>; N]> {
     let mut owned = Vec::with_capacity(N);
     for ((label, _), &n) in from.iter().zip(bytes) {
-        owned.push(Arc::new(gpu.storage_zeroed(label, n, wgpu::BufferUsages::empty())?));
+        owned.push(Arc::new(gpu.storage_zeroed(
+            label,
+            n,
+            wgpu::BufferUsages::empty(),
+        )?));
     }
     gpu.scoped("copying the caller's CSR arrays", || {
         let mut enc = gpu

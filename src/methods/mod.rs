@@ -214,8 +214,9 @@ impl Gpu {
     /// Prepares a CSR matrix the caller already holds on this GPU (see [`GpuCsr`]): validated
     /// on the GPU (a violation is the error [`CsrMatrix::try_new`] gives for the same arrays),
     /// then built there where the method can: `csr-scalar` and `csr-vector` (copies of the
-    /// arrays, unless the matrix needs row chunks or has rows too long for one invocation) and
-    /// `suraa` (its GPU setup). The other methods, and `Auto`, read the matrix back and build on
+    /// arrays, unless the matrix needs row chunks or has rows too long for one invocation),
+    /// `speculative` (copies and its structure analysis, when its check stage runs on the GPU
+    /// and the matrix needs no row chunks) and `suraa` (its GPU setup). The other methods, and `Auto`, read the matrix back and build on
     /// the host; the report's `read_back_bytes` says how much was read.
     pub fn prepare_gpu_csr<T: Scalar>(
         &self,
@@ -234,6 +235,7 @@ impl Gpu {
                 csr::prepare_gpu(self, a, checked, method, opts)?
             }
             Method::Suraa => suraa::prepare_gpu(self, a, method, opts)?,
+            Method::Speculative => speculative::gpu_build::prepare(self, a, method, opts)?,
             _ => None,
         };
         let mut plan = match on_gpu {

@@ -109,7 +109,11 @@ impl fmt::Display for Report {
             write!(f, " (GPU validation {:.2} ms)", self.validation_ms)?;
         }
         if self.read_back_bytes > 0 {
-            write!(f, "; read {} bytes back to build on the host", self.read_back_bytes)?;
+            write!(
+                f,
+                "; read {} bytes back to build on the host",
+                self.read_back_bytes
+            )?;
         }
         write!(
             f,

@@ -5,6 +5,7 @@
 use crate::common;
 use common::*;
 use wgpu::util::DeviceExt;
+use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::testing::suite::{random_vector, SuiteClass};
 use wgspmv::{matrix::io, CsrMatrix, Error, Gpu, GpuCsr, GpuVector, Method, PlanOptions, Scalar};
 
@@ -67,8 +68,7 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
         .into_iter()
         .map(T::from_f64)
         .collect();
-    for &m in Method::ALL {
-        let opts = PlanOptions::default();
+    for (m, opts, built_on_gpu) in configurations() {
         let from_gpu = gpu
             .prepare_gpu_csr::<T>(&desc, m, &opts)
             .unwrap_or_else(|e| panic!("{label} / {m}: prepare_gpu_csr failed: {e}"));
@@ -89,8 +89,13 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
         // rows, are built on the host).
         let read = from_gpu.report().read_back_bytes;
         let long = (0..a.nrows()).any(|r| a.row_len(r) > 16_384);
-        if a.nnz() > 0 && (m == Method::Suraa || !long && matches!(m, Method::CsrScalar | Method::CsrVector)) {
+        let csr = matches!(m, Method::CsrScalar | Method::CsrVector);
+        if a.nnz() > 0 && built_on_gpu && !(csr && long) {
             assert_eq!(read, 0, "{label} / {m}: built on the GPU");
+        }
+        // The GPU's structure analysis equals the host's.
+        if let (Some(g), Some(h)) = (from_gpu.speculation(), from_host.speculation()) {
+            assert_eq!(g.speculation, h.speculation, "{label} / {m}");
         }
         assert!(from_gpu.report().validation_ms > 0.0);
         // New values in place equal a fresh host plan with them (bccoo refuses updates).
@@ -113,6 +118,39 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
     }
 }
 
+/// Every method at its defaults, and `speculative` with its check stage on the GPU (the only
+/// way it builds from GPU buffers; lavapipe shares memory with the host, so it checks there by
+/// default) with and without resolved dirty tiles and precomputed tile rows. The flag says
+/// whether the plan is built without reading the matrix back.
+fn configurations() -> Vec<(Method, PlanOptions, bool)> {
+    let mut v: Vec<(Method, PlanOptions, bool)> = Method::ALL
+        .iter()
+        .map(|&m| {
+            let on_gpu = matches!(m, Method::CsrScalar | Method::CsrVector | Method::Suraa);
+            (m, PlanOptions::default(), on_gpu)
+        })
+        .collect();
+    for (resolve, given_rows, tiles) in [
+        (None, None, None),
+        (Some(false), None, None),
+        (Some(true), Some(false), Some(16)),
+    ] {
+        let speculative = SpeculativeOptions {
+            finish: Finish::Gpu,
+            resolve_dirty_tiles: resolve,
+            precomputed_tile_rows: given_rows,
+            tiles_per_team: tiles,
+            ..Default::default()
+        };
+        let opts = PlanOptions {
+            speculative,
+            ..Default::default()
+        };
+        v.push((Method::Speculative, opts, true));
+    }
+    v
+}
+
 fn test_matrices() -> Vec<(String, CsrMatrix<f64>)> {
     let mut v: Vec<(String, CsrMatrix<f64>)> = SuiteClass::ALL
         .iter()
@@ -120,7 +158,10 @@ fn test_matrices() -> Vec<(String, CsrMatrix<f64>)> {
         .collect();
     v.extend(edge_cases().into_iter().map(|(n, a)| (n.to_owned(), a)));
     // Too long for the CSR kernels: their long-row passes are built on the host.
-    v.push(("a row of 20 000".into(), rows_of_lengths(&[0, 20_000, 3], 25_000)));
+    v.push((
+        "a row of 20 000".into(),
+        rows_of_lengths(&[0, 20_000, 3], 25_000),
+    ));
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     for f in ["bcsstk01.mtx", "west0067.mtx", "can_24.mtx", "n3c4-b4.mtx"] {
         v.push((f.to_owned(), io::read_matrix_market(data.join(f)).unwrap()));
@@ -156,25 +197,63 @@ fn bad_gpu_csr_is_the_host_checks_error() {
     let Some(gpu) = gpu() else { return };
     let mut long_row: Vec<u32> = (0..3000).collect();
     long_row[2900] = 5;
-    let cases: Vec<(&str, (usize, usize), Vec<u32>, Vec<u32>)> = vec![
+    // (what, (rows, columns), row pointers, columns)
+    type Case = (&'static str, (usize, usize), Vec<u32>, Vec<u32>);
+    let cases: Vec<Case> = vec![
         ("row_ptr[0] != 0", (2, 4), vec![1, 2, 3], vec![0, 1, 2]),
         ("pointers decrease", (3, 4), vec![0, 2, 1, 3], vec![0, 1, 2]),
-        ("pointers decrease twice", (4, 4), vec![0, 3, 1, 0, 3], vec![0, 1, 2]),
+        (
+            "pointers decrease twice",
+            (4, 4),
+            vec![0, 3, 1, 0, 3],
+            vec![0, 1, 2],
+        ),
         ("last pointer short", (2, 4), vec![0, 1, 2], vec![0, 1, 2]),
-        ("column out of range", (3, 4), vec![0, 1, 3, 4], vec![0, 1, 4, 3]),
-        ("columns unsorted", (3, 4), vec![0, 1, 3, 5], vec![0, 2, 1, 1, 3]),
+        (
+            "column out of range",
+            (3, 4),
+            vec![0, 1, 3, 4],
+            vec![0, 1, 4, 3],
+        ),
+        (
+            "columns unsorted",
+            (3, 4),
+            vec![0, 1, 3, 5],
+            vec![0, 2, 1, 1, 3],
+        ),
         ("duplicate column", (2, 4), vec![0, 2, 4], vec![0, 1, 3, 3]),
-        ("both in one row, range first", (1, 4), vec![0, 3], vec![2, 9, 1]),
-        ("unsorted deep in a long row", (2, 4000), vec![0, 1, 3001], {
-            let mut c = vec![7];
-            c.extend(&long_row);
-            c
-        }),
-        ("bad rows after empty rows", (5, 4), vec![0, 0, 0, 2, 2, 3], vec![3, 3, 0]),
+        (
+            "both in one row, range first",
+            (1, 4),
+            vec![0, 3],
+            vec![2, 9, 1],
+        ),
+        (
+            "unsorted deep in a long row",
+            (2, 4000),
+            vec![0, 1, 3001],
+            {
+                let mut c = vec![7];
+                c.extend(&long_row);
+                c
+            },
+        ),
+        (
+            "bad rows after empty rows",
+            (5, 4),
+            vec![0, 0, 0, 2, 2, 3],
+            vec![3, 3, 0],
+        ),
     ];
     for (what, (nrows, ncols), ptr, cols) in cases {
-        let host = CsrMatrix::try_new(nrows, ncols, ptr.clone(), cols.clone(), vec![1.0f32; cols.len()])
-            .expect_err(what);
+        let host = CsrMatrix::try_new(
+            nrows,
+            ncols,
+            ptr.clone(),
+            cols.clone(),
+            vec![1.0f32; cols.len()],
+        )
+        .expect_err(what);
         let on_gpu = gpu_error(&gpu, (nrows, ncols), &ptr, &cols);
         assert_eq!(format!("{on_gpu:?}"), format!("{host:?}"), "{what}");
     }
@@ -195,20 +274,44 @@ fn unusable_buffers_are_refused() {
     let e = gpu
         .prepare_gpu_csr::<f32>(&desc, Method::CsrScalar, &PlanOptions::default())
         .unwrap_err();
-    assert!(matches!(e, Error::CallerBuffer { array: "col_idx", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::CallerBuffer {
+                array: "col_idx",
+                ..
+            }
+        ),
+        "{e}"
+    );
     // f64 values from a buffer of f32.
     if has_f64(&gpu) {
         let e = gpu
-            .prepare_gpu_csr::<f64>(&described(a.shape(), &good), Method::CsrScalar, &PlanOptions::default())
+            .prepare_gpu_csr::<f64>(
+                &described(a.shape(), &good),
+                Method::CsrScalar,
+                &PlanOptions::default(),
+            )
             .unwrap_err();
-        assert!(matches!(e, Error::CallerBuffer { array: "values", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::CallerBuffer {
+                    array: "values",
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
     // A buffer without STORAGE.
-    let copy_only = gpu.device().create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("copy only"),
-        contents: bytemuck::cast_slice(a.col_idx()),
-        usage: wgpu::BufferUsages::COPY_SRC,
-    });
+    let copy_only = gpu
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("copy only"),
+            contents: bytemuck::cast_slice(a.col_idx()),
+            usage: wgpu::BufferUsages::COPY_SRC,
+        });
     let desc = GpuCsr {
         col_idx: &copy_only,
         ..described(a.shape(), &good)
@@ -216,23 +319,42 @@ fn unusable_buffers_are_refused() {
     let e = gpu
         .prepare_gpu_csr::<f32>(&desc, Method::Bccoo, &PlanOptions::default())
         .unwrap_err();
-    assert!(matches!(e, Error::CallerBuffer { array: "col_idx", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::CallerBuffer {
+                array: "col_idx",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
 fn the_plan_does_not_depend_on_the_callers_buffers() {
     let Some(gpu) = gpu() else { return };
     let a = SuiteClass::ALL[0].generate(3_000, 1).cast::<f32>();
-    let x: Vec<f32> = random_vector(a.ncols(), 2).into_iter().map(|v| v as f32).collect();
+    let x: Vec<f32> = random_vector(a.ncols(), 2)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
     for &m in Method::ALL {
-        let b = caller_buffers(&gpu, a.row_ptr(), a.col_idx(), bytemuck::cast_slice(a.values()));
+        let b = caller_buffers(
+            &gpu,
+            a.row_ptr(),
+            a.col_idx(),
+            bytemuck::cast_slice(a.values()),
+        );
         let plan = gpu
             .prepare_gpu_csr::<f32>(&described(a.shape(), &b), m, &PlanOptions::default())
             .unwrap();
         let before = product(&gpu, &plan, &x);
         // The caller reuses its buffers for something else, then drops them.
-        gpu.queue().write_buffer(&b[2], 0, &vec![0u8; b[2].size() as usize]);
-        gpu.queue().write_buffer(&b[1], 0, &vec![0xFFu8; b[1].size() as usize]);
+        gpu.queue()
+            .write_buffer(&b[2], 0, &vec![0u8; b[2].size() as usize]);
+        gpu.queue()
+            .write_buffer(&b[1], 0, &vec![0xFFu8; b[1].size() as usize]);
         drop(b);
         assert!(same_bits(&before, &product(&gpu, &plan, &x)), "{m}");
     }

@@ -417,8 +417,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             io::write_matrix_market(dir.join(format!("{name}.mtx")), &a)?;
         }
         let (out, report) = if args.f64 {
-            let (out, extra) =
-                bench_matrix::<f64>(&gpu, name, &a, &variants, args, copy, &bar);
+            let (out, extra) = bench_matrix::<f64>(&gpu, name, &a, &variants, args, copy, &bar);
             spec_reports.extend(extra.speculative);
             suraa_reports.extend(extra.suraa);
             bccoo_reports.extend(extra.bccoo);
@@ -426,8 +425,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             (out, report)
         } else {
             let a32 = a.cast::<f32>();
-            let (out, extra) =
-                bench_matrix::<f32>(&gpu, name, &a32, &variants, args, copy, &bar);
+            let (out, extra) = bench_matrix::<f32>(&gpu, name, &a32, &variants, args, copy, &bar);
             spec_reports.extend(extra.speculative);
             suraa_reports.extend(extra.suraa);
             bccoo_reports.extend(extra.bccoo);

@@ -6,6 +6,7 @@ pub use kernels::KERNELS;
 
 use crate::gpu::Gpu;
 use crate::kernel::{LaneMode, Variant};
+use crate::matrix::Checked;
 use crate::methods::common::{
     check_workgroup_memory, copy_from_caller, lane_mode, ptr_chunks, rebased_ptr, team_width,
     upload, upload_values, workgroup_size, ChunkUniform,
@@ -13,7 +14,6 @@ use crate::methods::common::{
 use crate::methods::{passes::long_rows, Method, PlanOptions};
 use crate::plan::values::{ValueLayout, ValueRun};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
-use crate::matrix::Checked;
 use crate::{CsrMatrix, GpuCsr, Result, Scalar};
 use std::sync::Arc;
 
@@ -111,7 +111,11 @@ impl Choice {
     fn details(&self, method: Method, chunks: usize, long: usize) -> String {
         let lanes_text = match method {
             Method::CsrScalar => "one invocation per row".to_owned(),
-            _ => format!("{} lanes per row via {} reduction", self.team, self.lanes.name()),
+            _ => format!(
+                "{} lanes per row via {} reduction",
+                self.team,
+                self.lanes.name()
+            ),
         };
         format!(
             "{}: {lanes_text}, workgroup {}, {chunks} row chunk(s), {long} long row(s)",

@@ -35,5 +35,15 @@ pub const SPECULATIVE_FINISH: Kernel = Kernel {
     derive: None,
 };
 
+/// The structure analysis on the GPU, for matrices given in GPU buffers: tile rows, dirty
+/// tiles, synchronizer runs.
+pub const SPECULATIVE_ANALYSE: Kernel = Kernel {
+    name: "speculative_analyse",
+    file: "speculative/analyse",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1, 2])],
+    derive: None,
+};
+
 /// Every kernel of `speculative`, for validation.
-pub const KERNELS: &[Kernel] = &[SPECULATIVE, SPECULATIVE_FINISH];
+pub const KERNELS: &[Kernel] = &[SPECULATIVE, SPECULATIVE_FINISH, SPECULATIVE_ANALYSE];

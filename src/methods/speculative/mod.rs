@@ -9,6 +9,7 @@
 //! kernel, and plans recorded into a caller's encoder, where no round trip is possible). The
 //! geometry and the CPU twin of the GPU stage are in [`tiles`].
 
+pub(crate) mod gpu_build;
 pub mod tiles;
 
 pub use tiles::{Speculation, TileGeometry};

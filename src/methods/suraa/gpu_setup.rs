@@ -15,8 +15,8 @@
 
 use super::setup::Schedule;
 use super::{Built, ScalarWrites, SetupParams, INDIRECT_BYTES};
-use crate::gpu::Gpu;
 use crate::gpu::recorder::{pipeline_of, Recorder};
+use crate::gpu::Gpu;
 use crate::plan::SpmvPlan;
 use crate::{Error, Result, Scalar};
 use std::sync::Arc;
@@ -75,7 +75,13 @@ fn bits(v: u64) -> u32 {
 }
 
 /// Exclusive scan of the first `n` entries of `data` in place.
-fn scan(r: &mut Recorder, gpu: &Gpu, data: &wgpu::Buffer, block_sums: &wgpu::Buffer, n: u32) -> Result<()> {
+fn scan(
+    r: &mut Recorder,
+    gpu: &Gpu,
+    data: &wgpu::Buffer,
+    block_sums: &wgpu::Buffer,
+    n: u32,
+) -> Result<()> {
     let blocks = n.div_ceil(SCAN_BLOCK);
     let params = gpu.uniform_buffer(
         "suraa scan params",
@@ -165,8 +171,10 @@ pub(crate) fn run<T: Scalar>(
         nnz as u64 * std::mem::size_of::<T>() as u64,
         none,
     )?);
-    let rearrange_params =
-        gpu.uniform_buffer("suraa rearrange params", bytemuck::cast_slice(&[nnz_u32, m]));
+    let rearrange_params = gpu.uniform_buffer(
+        "suraa rearrange params",
+        bytemuck::cast_slice(&[nnz_u32, m]),
+    );
     let g1_max = p.max_child.min(m) as u64;
     let dynamic_ptr = Arc::new(u32s("suraa dynamic_ptr", g1_max + 1)?);
     let partials_len = g1_max + nnz as u64 / p.dynamic_chunk as u64;

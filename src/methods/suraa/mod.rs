@@ -373,8 +373,7 @@ fn build<T: Scalar>(
         report.setup_on,
     );
     stages.push(combine);
-    let mut plan =
-        SpmvPlan::new(gpu, shape, stages, method.name(), details).with_values(values);
+    let mut plan = SpmvPlan::new(gpu, shape, stages, method.name(), details).with_values(values);
     plan.report_mut().detail = Some(Arc::new(report));
     Ok(plan)
 }
