@@ -18,6 +18,7 @@ use crate::methods::{passes::long_rows, LanePolicy, Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout};
 use crate::plan::{Binding, Grid, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// CMRS parameters; `None` means "choose for this adapter and matrix".
@@ -65,43 +66,161 @@ pub fn default_height(info: &GpuInfo, mean_row_len: f64, value_bytes: usize) -> 
     model.min(occupancy_cap)
 }
 
+/// What a CMRS plan runs: its lane teams, strip height and buffer.
+struct Choice {
+    padded: bool,
+    lanes: LaneMode,
+    team: u32,
+    wg: u32,
+    height: u32,
+    buf_cols: u32,
+    layout: CmrsLayout,
+    cells: u32,
+}
+
+impl Choice {
+    fn new<T: Scalar>(
+        gpu: &Gpu,
+        method: Method,
+        opts: &PlanOptions,
+        mean_row: f64,
+    ) -> Result<Self> {
+        let info = gpu.info();
+        let padded = method == Method::CmrsPadded;
+        let mut lanes = lane_mode(gpu, opts.lanes)?;
+        // The padded layout is arranged for one team width; a subgroup size that varies between
+        // dispatches would break it, so such adapters use the workgroup-memory teams.
+        if padded && lanes == LaneMode::Subgroup && info.subgroup_min_size != info.subgroup_max_size
+        {
+            if opts.lanes == LanePolicy::Subgroup {
+                return Err(bad(
+                    "lanes",
+                    "subgroup",
+                    "cmrs-padded needs a fixed subgroup size; this adapter's varies",
+                ));
+            }
+            lanes = LaneMode::Workgroup;
+        }
+        let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
+        let wg = workgroup_size(gpu, opts.workgroup_size, 128, at_least)?;
+        let elem = std::mem::size_of::<T>();
+        let height = match opts.cmrs.height {
+            Some(h) => h,
+            None if padded => 16,
+            None => default_height(info, mean_row, elem),
+        };
+        let buf_cols = if padded {
+            opts.cmrs.buffer_columns.unwrap_or(8.min(team))
+        } else {
+            0
+        };
+        let layout = CmrsLayout {
+            height,
+            sort_by_column: !opts.cmrs.keep_csr_order,
+            force_separate: opts.cmrs.force_separate_rows,
+            small_buffer: padded.then_some((team, buf_cols)),
+        };
+        layout.validate()?;
+        let cells = kernels::cmrs_cells(wg, team, height, buf_cols);
+        let choice = Self {
+            padded,
+            lanes,
+            team,
+            wg,
+            height,
+            buf_cols,
+            layout,
+            cells,
+        };
+        if !choice.as_csr_vector() {
+            check_workgroup_memory(gpu, "height", height, cells as u64 * elem as u64)?;
+        }
+        Ok(choice)
+    }
+
+    /// With one row per strip CMRS is CSR and Algorithm 1 is the vector kernel (paper, section
+    /// 3): that runs, without the strip buffer and its reduction.
+    fn as_csr_vector(&self) -> bool {
+        self.height == 1 && !self.padded && !self.layout.force_separate
+    }
+
+    /// Entries one lane may loop over in a strip (padded: the passes of its busiest group of
+    /// `buf_cols` lanes); strips beyond that hand their longest rows to the long-row passes.
+    fn strip_budget(&self) -> u64 {
+        let per_pass = if self.padded { self.buf_cols } else { self.team } as u64;
+        long_rows::LANE_ITERATIONS as u64 * per_pass
+    }
+
+    fn pipeline<T: Scalar>(&self, gpu: &Gpu, rows: RowLayout) -> Result<Arc<wgpu::ComputePipeline>> {
+        let overrides = vec![
+            ("WG_SIZE", self.wg),
+            ("LANES", self.team),
+            ("HEIGHT", self.height),
+            ("BUF_COLS", self.buf_cols),
+            ("PACKED", (rows == RowLayout::Packed) as u32),
+            ("CELLS", self.cells),
+        ];
+        gpu.pipeline(&Variant::new(kernels::CMRS, T::WGSL, self.lanes, overrides))
+    }
+
+    /// The stage over `strips` of a matrix with `nrows` rows, whose strip pointers (rebased),
+    /// column words, values and row-in-strip words are `arrays`.
+    fn stage(
+        &self,
+        gpu: &Gpu,
+        pipeline: &Arc<wgpu::ComputePipeline>,
+        strips: &Range<usize>,
+        nrows: usize,
+        [strip_ptr, col_words, values, rows]: [Binding; 4],
+    ) -> Stage {
+        let h = self.height as usize;
+        let row_begin = strips.start * h;
+        let params = ChunkUniform {
+            row_begin: row_begin as u32,
+            nrows: ((strips.end * h).min(nrows) - row_begin) as u32,
+        };
+        Stage {
+            pipeline: pipeline.clone(),
+            bindings: vec![
+                strip_ptr,
+                col_words,
+                values,
+                Binding::X,
+                Binding::Y,
+                Binding::Coeffs,
+                Binding::Owned(Arc::new(
+                    gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)),
+                )),
+                rows,
+            ],
+            grid: Grid::Direct(gpu.grid((strips.len() as u32).div_ceil(self.wg / self.team))),
+        }
+    }
+
+    /// The plan's parameters, as its report gives them.
+    fn details(&self, method: Method, rows: RowLayout, padding: usize, overhead: i64, chunks: usize, long: usize) -> String {
+        format!(
+            "{}: height {}, {} lanes per strip ({} teams), {}, workgroup {}, {} row-in-strip, {padding} padding zeros ({overhead:+} bytes vs CSR), {chunks} chunk(s), {long} long row(s)",
+            method.name(),
+            self.height,
+            self.team,
+            self.lanes.name(),
+            if self.padded { format!("buffer {} columns", self.buf_cols) } else { "buffer column per lane".into() },
+            self.wg,
+            if rows == RowLayout::Packed { "packed" } else { "separate" },
+        )
+    }
+}
+
 pub(crate) fn prepare<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
     method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
-    let info = gpu.info();
-    let padded = method == Method::CmrsPadded;
-    let mut lanes = lane_mode(gpu, opts.lanes)?;
-    // The padded layout is arranged for one team width; a subgroup size that varies between
-    // dispatches would break it, so such adapters use the workgroup-memory teams.
-    if padded && lanes == LaneMode::Subgroup && info.subgroup_min_size != info.subgroup_max_size {
-        if opts.lanes == LanePolicy::Subgroup {
-            return Err(bad(
-                "lanes",
-                "subgroup",
-                "cmrs-padded needs a fixed subgroup size; this adapter's varies",
-            ));
-        }
-        lanes = LaneMode::Workgroup;
-    }
-    let (team, at_least) = team_width(gpu, lanes, opts.lanes_per_row)?;
-    let wg = workgroup_size(gpu, opts.workgroup_size, 128, at_least)?;
+    let choice = Choice::new::<T>(gpu, method, opts, a.row_stats().mean)?;
     let elem = std::mem::size_of::<T>();
-    let height = match opts.cmrs.height {
-        Some(h) => h,
-        None if padded => 16,
-        None => default_height(info, a.row_stats().mean, elem),
-    };
-    if height == 1 && !padded && !opts.cmrs.force_separate_rows {
-        // With one row per strip CMRS is CSR and Algorithm 1 is the vector kernel (paper,
-        // section 3): run that, without the strip buffer and its reduction.
-        CmrsLayout {
-            height,
-            ..Default::default()
-        }
-        .validate()?;
+    if choice.as_csr_vector() {
         let mut runs = Vec::new();
         let (stages, csr) =
             crate::methods::csr::stages(gpu, a, Method::CsrVector, opts, &mut runs)?;
@@ -111,45 +230,9 @@ pub(crate) fn prepare<T: Scalar>(
                 .with_values(crate::plan::values::ValueLayout::Runs(runs)),
         );
     }
-    let buf_cols = if padded {
-        opts.cmrs.buffer_columns.unwrap_or(8.min(team))
-    } else {
-        0
-    };
-    let layout = CmrsLayout {
-        height,
-        sort_by_column: !opts.cmrs.keep_csr_order,
-        force_separate: opts.cmrs.force_separate_rows,
-        small_buffer: padded.then_some((team, buf_cols)),
-    };
-    layout.validate()?;
-    let cells = kernels::cmrs_cells(wg, team, height, buf_cols);
-    check_workgroup_memory(gpu, "height", height, cells as u64 * elem as u64)?;
-    // A lane loops over about a strip's items / team (padded: the passes of its busiest group of
-    // `buf_cols` lanes); strips beyond the loop budget hand their longest rows to the long-row
-    // passes.
-    let per_pass = if padded { buf_cols } else { team } as u64;
-    let long = long_rows::rows_to_split(
-        a.row_ptr(),
-        height as usize,
-        long_rows::LANE_ITERATIONS as u64 * per_pass,
-    );
-    let m = CmrsMatrix::from_csr_without(a, &layout, &long)?;
-
-    let kernel = kernels::CMRS;
-    let packed = (m.rows == RowLayout::Packed) as u32;
-    let overrides = vec![
-        ("WG_SIZE", wg),
-        ("LANES", team),
-        ("HEIGHT", height),
-        ("BUF_COLS", buf_cols),
-        ("PACKED", packed),
-        ("CELLS", cells),
-    ];
-    let pipeline = gpu.pipeline(&Variant::new(kernel, T::WGSL, lanes, overrides))?;
-
-    let h = height as usize;
-    let strips_per_group = wg / team;
+    let long = long_rows::rows_to_split(a.row_ptr(), choice.height as usize, choice.strip_budget());
+    let m = CmrsMatrix::from_csr_without(a, &choice.layout, &long)?;
+    let pipeline = choice.pipeline::<T>(gpu, m.rows)?;
     let chunks = ptr_chunks(
         &m.strip_ptr,
         elem.max(4) as u64,
@@ -165,7 +248,6 @@ pub(crate) fn prepare<T: Scalar>(
             m.strip_ptr[strips.start] as usize,
             m.strip_ptr[strips.end] as usize,
         );
-        let strip_ptr = rebased_ptr(&m.strip_ptr, strips);
         // Row-in-strip nibbles re-packed from the chunk's first item (a dummy word when packed).
         let rows: Vec<u32> = match m.rows {
             RowLayout::Packed => vec![0],
@@ -176,31 +258,15 @@ pub(crate) fn prepare<T: Scalar>(
                     .collect()
             }
         };
-        let row_begin = strips.start * h;
-        let params = ChunkUniform {
-            row_begin: row_begin as u32,
-            nrows: ((strips.end * h).min(a.nrows()) - row_begin) as u32,
-        };
-        stages.push(Stage {
-            pipeline: pipeline.clone(),
-            bindings: vec![
-                upload(gpu, "strip_ptr", &strip_ptr)?,
-                upload(gpu, "col_words", &m.col_words[s..e])?,
-                {
-                    let values = upload_buffer(gpu, "values", &m.values[s..e])?;
-                    gathers.push(GatherPart::new(values.clone(), m.sources[s..e].to_vec()));
-                    Binding::Owned(values)
-                },
-                Binding::X,
-                Binding::Y,
-                Binding::Coeffs,
-                Binding::Owned(Arc::new(
-                    gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)),
-                )),
-                upload(gpu, "row_in_strip", &rows)?,
-            ],
-            grid: Grid::Direct(gpu.grid((strips.len() as u32).div_ceil(strips_per_group))),
-        });
+        let values = upload_buffer(gpu, "values", &m.values[s..e])?;
+        gathers.push(GatherPart::new(values.clone(), m.sources[s..e].to_vec()));
+        let arrays = [
+            upload(gpu, "strip_ptr", &rebased_ptr(&m.strip_ptr, strips))?,
+            upload(gpu, "col_words", &m.col_words[s..e])?,
+            Binding::Owned(values),
+            upload(gpu, "row_in_strip", &rows)?,
+        ];
+        stages.push(choice.stage(gpu, &pipeline, strips, a.nrows(), arrays));
     }
     stages.extend(long_rows::stages(
         gpu,
@@ -209,17 +275,13 @@ pub(crate) fn prepare<T: Scalar>(
         chunk_limit(gpu, opts),
         &mut runs,
     )?);
-    let details = format!(
-        "{}: height {height}, {} lanes per strip ({} teams), {}, workgroup {wg}, {} row-in-strip, {} padding zeros ({:+} bytes vs CSR), {} chunk(s), {} long row(s)",
-        method.name(),
-        team,
-        lanes.name(),
-        if padded { format!("buffer {buf_cols} columns") } else { "buffer column per lane".into() },
-        if packed == 1 { "packed" } else { "separate" },
+    let details = choice.details(
+        method,
+        m.rows,
         m.padding,
         m.overhead_bytes_vs_csr(),
         chunks.len(),
-        long.len()
+        long.len(),
     );
     Ok(
         SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)

@@ -168,6 +168,25 @@ pub(crate) fn prepare_gpu<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<Option<SpmvPlan<T>>> {
+    let Some((stages, details, runs)) = gpu_stages::<T>(gpu, a, checked, method, opts)? else {
+        return Ok(None);
+    };
+    let shape = (a.nrows, a.ncols, a.nnz);
+    Ok(Some(
+        SpmvPlan::new(gpu, shape, stages, method.name(), details)
+            .with_values(ValueLayout::Runs(runs)),
+    ))
+}
+
+/// The stages of [`prepare_gpu`], their parameters and where the values are (for CMRS of height
+/// 1 too).
+pub(crate) fn gpu_stages<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    checked: Checked,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<(Vec<Stage>, String, Vec<ValueRun>)>> {
     let choice = Choice::new::<T>(gpu, method, opts)?;
     let bytes = a.bytes::<T>();
     let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
@@ -187,10 +206,5 @@ pub(crate) fn prepare_gpu<T: Scalar>(
     } else {
         vec![choice.stage(gpu, 0, a.nrows, arrays)]
     };
-    let details = choice.details(method, 1, 0);
-    let shape = (a.nrows, a.ncols, a.nnz);
-    Ok(Some(
-        SpmvPlan::new(gpu, shape, stages, method.name(), details)
-            .with_values(ValueLayout::Runs(runs)),
-    ))
+    Ok(Some((stages, choice.details(method, 1, 0), runs)))
 }
