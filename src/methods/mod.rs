@@ -234,6 +234,9 @@ impl Gpu {
             Method::CsrScalar | Method::CsrVector => {
                 csr::prepare_gpu(self, a, checked, method, opts)?
             }
+            Method::Cmrs | Method::CmrsPadded => {
+                cmrs::gpu_build::prepare(self, a, checked, method, opts)?
+            }
             Method::Suraa => suraa::prepare_gpu(self, a, method, opts)?,
             Method::Speculative => speculative::gpu_build::prepare(self, a, method, opts)?,
             _ => None,

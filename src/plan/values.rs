@@ -25,12 +25,21 @@ pub(crate) struct ValueRun {
 /// that is [`NONE`] (padding).
 pub(crate) struct GatherPart {
     pub buffer: Arc<wgpu::Buffer>,
-    /// `sources` and the CSR entries they read, as a range (empty for padding only): given at
-    /// construction, or made by `make` at the first update (a format whose map lives on the GPU).
-    sources: std::sync::OnceLock<(Vec<u32>, std::ops::Range<u64>)>,
+    /// `sources` and the CSR entries they read: given at construction, or made by `make` at the
+    /// first update (a format whose map lives on the GPU).
+    sources: std::sync::OnceLock<Sources>,
     make: Option<SourceMaker>,
     /// `sources` on the GPU, uploaded at the first update.
     pub on_gpu: std::sync::OnceLock<Arc<wgpu::Buffer>>,
+}
+
+/// What a gather reads: `count` elements' sources (on the host unless the format was built on
+/// the GPU, which holds them in `GatherPart::on_gpu`), and the range of CSR entries they read
+/// (empty for padding only).
+struct Sources {
+    host: Vec<u32>,
+    count: usize,
+    range: std::ops::Range<u64>,
 }
 
 /// Makes a gather's `sources` when they are first needed.
@@ -39,7 +48,7 @@ pub(crate) type SourceMaker = Box<dyn Fn() -> Result<Vec<u32>> + Send + Sync>;
 impl std::fmt::Debug for GatherPart {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GatherPart")
-            .field("elements", &self.sources.get().map(|s| s.0.len()))
+            .field("elements", &self.sources.get().map(|s| s.count))
             .finish()
     }
 }
@@ -47,13 +56,17 @@ impl std::fmt::Debug for GatherPart {
 /// A padding element of a gathered buffer.
 pub(crate) const NONE: u32 = u32::MAX;
 
-fn with_range(sources: Vec<u32>) -> (Vec<u32>, std::ops::Range<u64>) {
+fn with_range(sources: Vec<u32>) -> Sources {
     let live = sources.iter().filter(|&&s| s != NONE);
     let range = match (live.clone().min(), live.max()) {
         (Some(&lo), Some(&hi)) => lo as u64..hi as u64 + 1,
         _ => 0..0,
     };
-    (sources, range)
+    Sources {
+        count: sources.len(),
+        host: sources,
+        range,
+    }
 }
 
 impl GatherPart {
@@ -63,6 +76,26 @@ impl GatherPart {
             sources: std::sync::OnceLock::from(with_range(sources)),
             make: None,
             on_gpu: Default::default(),
+        })
+    }
+
+    /// A part whose `count` sources a GPU build wrote into `sources`, reading CSR entries
+    /// `range`.
+    pub(crate) fn on_gpu(
+        buffer: Arc<wgpu::Buffer>,
+        sources: Arc<wgpu::Buffer>,
+        count: usize,
+        range: std::ops::Range<u64>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            buffer,
+            sources: std::sync::OnceLock::from(Sources {
+                host: Vec::new(),
+                count,
+                range,
+            }),
+            make: None,
+            on_gpu: std::sync::OnceLock::from(sources),
         })
     }
 
@@ -77,7 +110,7 @@ impl GatherPart {
         })
     }
 
-    fn sources(&self) -> Result<&(Vec<u32>, std::ops::Range<u64>)> {
+    fn sources(&self) -> Result<&Sources> {
         if let Some(s) = self.sources.get() {
             return Ok(s);
         }
@@ -178,9 +211,9 @@ impl<T: Scalar> SpmvPlan<T> {
         ))?;
         let align = self.gpu.info().limits.min_storage_buffer_offset_alignment as u64;
         for part in parts {
-            let (sources_host, range) = part.sources()?;
-            let range = range.clone();
-            if sources_host.is_empty() {
+            let Sources { host, count, range } = part.sources()?;
+            let (count, range) = (*count as u32, range.clone());
+            if count == 0 {
                 continue;
             }
             let sources = match part.on_gpu.get() {
@@ -188,7 +221,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 None => {
                     let b = Arc::new(self.gpu.storage_buffer(
                         "gather sources",
-                        bytemuck::cast_slice(sources_host),
+                        bytemuck::cast_slice(host),
                         wgpu::BufferUsages::empty(),
                     )?);
                     part.on_gpu.get_or_init(|| b).clone()
@@ -197,11 +230,10 @@ impl<T: Scalar> SpmvPlan<T> {
             // The part's range of the new values, bound from an aligned offset.
             let offset = (range.start * s) / align * align;
             let size = (range.end * s - offset).max(s).next_multiple_of(4);
-            let params: [u32; 2] = [sources_host.len() as u32, (offset / s) as u32];
+            let params: [u32; 2] = [count, (offset / s) as u32];
             let uniform = self
                 .gpu
                 .uniform_buffer("gather params", bytemuck::cast_slice(&params));
-            let count = sources_host.len() as u32;
             self.gpu.scoped("recording a gather", || {
                 let group = self
                     .gpu

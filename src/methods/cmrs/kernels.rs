@@ -43,5 +43,14 @@ pub fn cmrs_cells(wg: u32, lanes: u32, height: u32, buf_cols: u32) -> u32 {
     wg / lanes * height * (cols + 1)
 }
 
+/// The GPU build of the CMRS format from a CSR matrix in GPU buffers.
+pub const CMRS_BUILD: Kernel = Kernel {
+    name: "cmrs_build",
+    file: "cmrs/build",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1]), ("VAL_WORDS", &[1, 2])],
+    derive: None,
+};
+
 /// Every kernel of `cmrs` and `cmrs-padded`, for validation.
-pub const KERNELS: &[Kernel] = &[CMRS];
+pub const KERNELS: &[Kernel] = &[CMRS, CMRS_BUILD];

@@ -2,6 +2,7 @@
 //! the host ([`format`](mod@format)); the plan uploads it in strip chunks and runs one team per strip.
 
 pub mod format;
+pub(crate) mod gpu_build;
 
 pub use format::{predicted_speedup, traffic_ratio, CmrsLayout, CmrsMatrix, RowLayout};
 
@@ -147,11 +148,19 @@ impl Choice {
     /// Entries one lane may loop over in a strip (padded: the passes of its busiest group of
     /// `buf_cols` lanes); strips beyond that hand their longest rows to the long-row passes.
     fn strip_budget(&self) -> u64 {
-        let per_pass = if self.padded { self.buf_cols } else { self.team } as u64;
+        let per_pass = if self.padded {
+            self.buf_cols
+        } else {
+            self.team
+        } as u64;
         long_rows::LANE_ITERATIONS as u64 * per_pass
     }
 
-    fn pipeline<T: Scalar>(&self, gpu: &Gpu, rows: RowLayout) -> Result<Arc<wgpu::ComputePipeline>> {
+    fn pipeline<T: Scalar>(
+        &self,
+        gpu: &Gpu,
+        rows: RowLayout,
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
         let overrides = vec![
             ("WG_SIZE", self.wg),
             ("LANES", self.team),
@@ -198,7 +207,15 @@ impl Choice {
     }
 
     /// The plan's parameters, as its report gives them.
-    fn details(&self, method: Method, rows: RowLayout, padding: usize, overhead: i64, chunks: usize, long: usize) -> String {
+    fn details(
+        &self,
+        method: Method,
+        rows: RowLayout,
+        padding: usize,
+        overhead: i64,
+        chunks: usize,
+        long: usize,
+    ) -> String {
         format!(
             "{}: height {}, {} lanes per strip ({} teams), {}, workgroup {}, {} row-in-strip, {padding} padding zeros ({overhead:+} bytes vs CSR), {chunks} chunk(s), {long} long row(s)",
             method.name(),

@@ -1,0 +1,145 @@
+//! `cmrs` from a CSR matrix in the caller's GPU buffers, built on the GPU
+//! (shaders/cmrs/build.wgsl; [`CmrsMatrix::from_csr`](super::CmrsMatrix::from_csr) is its CPU
+//! twin): strip pointers and the longest strip first (four bytes read back, to keep every strip
+//! within the kernel's loop budget), then every entry placed in its strip, sorted by column.
+//! `cmrs-padded`'s arranged strips, the separate row-in-strip layout and strips that need the
+//! long-row passes are built on the host.
+
+use super::{Choice, RowLayout};
+use crate::gpu::recorder::Recorder;
+use crate::gpu::Gpu;
+use crate::matrix::{Checked, GpuCsr};
+use crate::methods::common::chunk_limit;
+use crate::methods::{Method, PlanOptions};
+use crate::plan::values::{GatherPart, ValueLayout};
+use crate::plan::{Binding, SpmvPlan};
+use crate::{Result, Scalar};
+use std::sync::Arc;
+
+/// Mirrors `BuildParams` in shaders/cmrs/build.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct BuildParams {
+    nrows: u32,
+    height: u32,
+    strips: u32,
+    sort: u32,
+}
+
+/// Invocations of a placing workgroup (`WG` in the shader).
+const BUILD_WG: u64 = 64;
+
+/// Loop iterations one invocation of the placing pass may take: below llvmpipe's 65 535 back
+/// edges, like the SpMV kernels' budget.
+const BUILD_ITERATIONS: u64 = 32_768;
+
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    checked: Checked,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<SpmvPlan<T>>> {
+    let (nrows, ncols, nnz) = (a.nrows, a.ncols, a.nnz);
+    let choice = Choice::new::<T>(gpu, method, opts, nnz as f64 / nrows.max(1) as f64)?;
+    if choice.as_csr_vector() {
+        let Some((stages, csr, runs)) =
+            crate::methods::csr::gpu_stages::<T>(gpu, a, checked, Method::CsrVector, opts)?
+        else {
+            return Ok(None);
+        };
+        let details = format!("cmrs: height 1, run as the CSR vector kernel ({csr})");
+        return Ok(Some(
+            SpmvPlan::new(gpu, (nrows, ncols, nnz), stages, method.name(), details)
+                .with_values(ValueLayout::Runs(runs)),
+        ));
+    }
+    let s = std::mem::size_of::<T>() as u64;
+    let limit = chunk_limit(gpu, opts);
+    let packed = ncols < super::format::MAX_PACKED_COLS && !choice.layout.force_separate;
+    if choice.padded || !packed || nnz as u64 * s.max(4) > limit {
+        return Ok(None);
+    }
+    let h = choice.height as usize;
+    let strips = nrows.div_ceil(h);
+    let none = wgpu::BufferUsages::empty();
+    let strip_ptr = Arc::new(gpu.storage_zeroed("strip_ptr", (strips as u64 + 1) * 4, none)?);
+    let col_words = Arc::new(gpu.storage_zeroed("col_words", nnz as u64 * 4, none)?);
+    let values = Arc::new(gpu.storage_zeroed("values", nnz as u64 * s, none)?);
+    let sources = Arc::new(gpu.storage_zeroed("gather sources", nnz as u64 * 4, none)?);
+    let longest = gpu.storage_zeroed("cmrs longest strip", 4, none)?;
+    let params = BuildParams {
+        nrows: nrows as u32,
+        height: choice.height,
+        strips: strips as u32,
+        sort: choice.layout.sort_by_column as u32,
+    };
+    let params = gpu.uniform_buffer("cmrs build", bytemuck::bytes_of(&params));
+    let buffers = [
+        a.row_ptr,
+        a.col_idx,
+        a.values,
+        &*strip_ptr,
+        &*col_words,
+        &*values,
+        &*sources,
+        &longest,
+        &params,
+    ];
+    let val_words = ("VAL_WORDS", (s / 4) as u32);
+    let pass = |pass: u32, groups: u64| {
+        gpu.scoped("building cmrs on the GPU", || -> Result<()> {
+            let mut enc = gpu
+                .device()
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("cmrs build"),
+                });
+            {
+                let mut r = Recorder::new(gpu, &mut enc, "cmrs build");
+                let overrides = vec![("PASS", pass), val_words];
+                r.dispatch(
+                    super::kernels::CMRS_BUILD,
+                    overrides,
+                    &buffers,
+                    groups as u32,
+                )?;
+            }
+            gpu.queue().submit([enc.finish()]);
+            Ok(())
+        })?
+    };
+    pass(0, (strips as u64 + 1).div_ceil(BUILD_WG))?;
+    let longest: u64 = gpu.read_buffer::<u32>(&longest, 1)?[0] as u64;
+    // The placing pass loops over a strip's entries / BUILD_WG, each with a search per row.
+    let searches = (choice.height as u64) * (64 - longest.leading_zeros() as u64 + 1);
+    if longest > choice.strip_budget() || longest.div_ceil(BUILD_WG) * searches > BUILD_ITERATIONS {
+        return Ok(None);
+    }
+    pass(1, strips as u64)?;
+    let pipeline = choice.pipeline::<T>(gpu, RowLayout::Packed)?;
+    let gather = GatherPart::on_gpu(values.clone(), sources, nnz, 0..nnz as u64);
+    let arrays = [
+        Binding::Owned(strip_ptr),
+        Binding::Owned(col_words),
+        Binding::Owned(values),
+        // The kernel reads no row-in-strip words when they are packed.
+        Binding::Owned(Arc::new(gpu.storage_zeroed("row_in_strip", 4, none)?)),
+    ];
+    let stages = if strips == 0 {
+        Vec::new()
+    } else {
+        vec![choice.stage(gpu, &pipeline, &(0..strips), nrows, arrays)]
+    };
+    let details = choice.details(
+        method,
+        RowLayout::Packed,
+        0,
+        strips as i64 * 4 - (nrows as i64) * 4,
+        1,
+        0,
+    );
+    Ok(Some(
+        SpmvPlan::new(gpu, (nrows, ncols, nnz), stages, method.name(), details)
+            .with_values(ValueLayout::Gather(vec![gather], Vec::new())),
+    ))
+}
