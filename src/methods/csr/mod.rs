@@ -178,6 +178,9 @@ pub(crate) fn prepare_gpu<T: Scalar>(
     ))
 }
 
+/// Stages, their parameters, and the runs that hold the values.
+pub(crate) type GpuStages = (Vec<Stage>, String, Vec<ValueRun>);
+
 /// The stages of [`prepare_gpu`], their parameters and where the values are (for CMRS of height
 /// 1 too).
 pub(crate) fn gpu_stages<T: Scalar>(
@@ -186,7 +189,7 @@ pub(crate) fn gpu_stages<T: Scalar>(
     checked: Checked,
     method: Method,
     opts: &PlanOptions,
-) -> Result<Option<(Vec<Stage>, String, Vec<ValueRun>)>> {
+) -> Result<Option<GpuStages>> {
     let choice = Choice::new::<T>(gpu, method, opts)?;
     let bytes = a.bytes::<T>();
     let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
