@@ -6,7 +6,8 @@
 //! Import paths may hold placeholders filled from the variant: `{lanes}` (`subgroup` or
 //! `workgroup`), `{scalar}` (`f32` or `f64`) and `{height}` (a generated block-rows prelude).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, OnceLock};
 
 include!(concat!(env!("OUT_DIR"), "/shader_files.rs"));
 
@@ -226,7 +227,7 @@ impl Variant {
 
 impl Kernel {
     /// Every file this kernel reads, placeholders unfilled (`{height}` kept as written).
-    fn closure(&self) -> Vec<String> {
+    fn closure(&self) -> &'static [String] {
         fn walk(path: &str, out: &mut Vec<String>) {
             if out.iter().any(|p| p == path) {
                 return;
@@ -243,9 +244,16 @@ impl Kernel {
                 walk(dep, out);
             }
         }
-        let mut out = Vec::new();
-        walk(self.file, &mut out);
-        out
+        // Walked once per kernel file: every pipeline lookup asks (a few kernels' worth of
+        // imports, kept for the process).
+        type Closures = HashMap<&'static str, &'static [String]>;
+        static CLOSURES: OnceLock<Mutex<Closures>> = OnceLock::new();
+        let mut map = CLOSURES.get_or_init(Default::default).lock().unwrap();
+        map.entry(self.file).or_insert_with(|| {
+            let mut out = Vec::new();
+            walk(self.file, &mut out);
+            Box::leak(out.into_boxed_slice())
+        })
     }
 
     /// An SpMV kernel, built in f32 and f64; the others work on u32 data only.

@@ -122,6 +122,7 @@ impl GpuCsr<'_> {
     /// the longest row's length, or the first violation as the host check would name it.
     pub(crate) fn check<T: Scalar>(&self, gpu: &Gpu) -> Result<Checked> {
         self.check_buffers::<T>(gpu)?;
+        let start = std::time::Instant::now();
         let (nrows, nnz) = (self.nrows as u32, self.nnz as u32);
         let none = wgpu::BufferUsages::empty();
         let init = Findings {
@@ -149,6 +150,7 @@ impl GpuCsr<'_> {
             placeholder = gpu.storage_zeroed("csr check no columns", 16, none)?;
             &placeholder
         };
+        let allocated = start.elapsed();
         gpu.scoped("validating a CSR matrix on the GPU", || -> Result<()> {
             let mut enc = gpu
                 .device()
@@ -171,7 +173,14 @@ impl GpuCsr<'_> {
             gpu.queue().submit([enc.finish()]);
             Ok(())
         })??;
+        let submitted = start.elapsed();
         let f: Findings = gpu.read_buffer(&found, 1)?[0];
+        log::debug!(
+            "GPU CSR check: allocated {:?}, submitted {:?}, read back {:?}",
+            allocated,
+            submitted,
+            start.elapsed()
+        );
         self.first_violation(&f)?;
         Ok(Checked {
             longest_row: f.longest_row,

@@ -241,9 +241,15 @@ impl Gpu {
             Method::Speculative => speculative::gpu_build::prepare(self, a, method, opts)?,
             _ => None,
         };
+        let built = start.elapsed();
         let mut plan = match on_gpu {
             Some(plan) => {
                 self.wait()?;
+                log::debug!(
+                    "{method} from GPU buffers: checked {validation_ms:.3} ms, recorded {:?}, done {:?}",
+                    built,
+                    start.elapsed()
+                );
                 plan
             }
             None => {

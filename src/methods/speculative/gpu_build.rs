@@ -77,6 +77,7 @@ pub(crate) fn prepare<T: Scalar>(
     if st.on_host || from_columns.get() || nnz == 0 || !fits {
         return Ok(None);
     }
+    let start = std::time::Instant::now();
     let none = wgpu::BufferUsages::empty();
     let ptr_and_tiles = Arc::new(gpu.storage_zeroed(
         "row_ptr and tile rows",
@@ -142,7 +143,12 @@ pub(crate) fn prepare<T: Scalar>(
             Ok(())
         },
     )??;
+    let submitted = start.elapsed();
     let c: Counts = gpu.read_buffer(&counts, 1)?[0];
+    log::debug!(
+        "speculative analysis on the GPU: submitted {submitted:?}, read back {:?}",
+        start.elapsed()
+    );
     let total = Speculation {
         tiles,
         dirty_tiles: c.dirty_tiles as u64,
@@ -150,6 +156,7 @@ pub(crate) fn prepare<T: Scalar>(
         synchronized: c.synchronized as u64,
     };
     let shared = shared::<T>(gpu, &st, &opts.speculative, &total)?;
+    log::debug!("speculative pipelines: {:?}", start.elapsed());
     // The long runs were appended from the back: move them after the short ones.
     let finish_runs = || -> Result<FinishRuns> {
         let (short, long) = (c.short_runs as u64, c.long_runs as u64);
@@ -202,6 +209,10 @@ pub(crate) fn prepare<T: Scalar>(
         &total,
         finish_runs,
     )?);
+    log::debug!(
+        "speculative stages from the GPU analysis: {:?}",
+        start.elapsed()
+    );
     let parts = PlanParts {
         shape,
         method,

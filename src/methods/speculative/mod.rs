@@ -486,10 +486,9 @@ fn chunk_stages<T: Scalar>(
     } else {
         (spec_info.dirty_tiles + leading, geom.max_records(nnz))
     };
-    let zeroed = |label: &str, bytes: u64| {
-        gpu.storage_buffer(label, &vec![0u8; bytes as usize], aux_usage)
-            .map(Arc::new)
-    };
+    // Zeroed by wgpu on the GPU (a host array of zeros would cost a copy of megabytes).
+    let zeroed =
+        |label: &str, bytes: u64| gpu.storage_zeroed(label, bytes, aux_usage).map(Arc::new);
     // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
     let sync = zeroed("speculative synchronizer", team_count * 2 * s)?;
     let spec = zeroed("speculative speculator", (2 + 2 * max_records) * 4)?;
