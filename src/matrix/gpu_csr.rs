@@ -15,6 +15,37 @@ use crate::{Error, Result, Scalar};
 /// increasing within a row. They are checked on the GPU; a violation is the same [`Error`] the
 /// host check gives. Each buffer needs `BufferUsages::STORAGE | BufferUsages::COPY_SRC`. The plan
 /// copies what it needs: the buffers are only read while preparing, and stay the caller's.
+///
+/// ```
+/// use wgspmv::{wgpu, wgpu::util::DeviceExt, Gpu, GpuCsr, GpuVector, Method, PlanOptions};
+/// # fn main() -> wgspmv::Result<()> {
+/// # let gpu = match Gpu::new() {
+/// #     Err(_) if std::env::var_os("CI").is_none() => return Ok(()), // no adapter here
+/// #     g => g?,
+/// # };
+/// // Arrays an app's compute pass would have written: [[2, 0], [1, 3]].
+/// let buffer = |contents: &[u8]| {
+///     gpu.device().create_buffer_init(&wgpu::util::BufferInitDescriptor {
+///         label: None,
+///         contents,
+///         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+///     })
+/// };
+/// let row_ptr = buffer(bytemuck::cast_slice(&[0u32, 1, 3]));
+/// let col_idx = buffer(bytemuck::cast_slice(&[0u32, 0, 1]));
+/// let values = buffer(bytemuck::cast_slice(&[2.0f32, 1.0, 3.0]));
+/// let a = GpuCsr { nrows: 2, ncols: 2, nnz: 3, row_ptr: &row_ptr, col_idx: &col_idx, values: &values };
+/// let plan = gpu.prepare_gpu_csr::<f32>(&a, Method::Speculative, &PlanOptions::default())?;
+/// let x = GpuVector::from_slice(&gpu, &[1.0, 2.0])?;
+/// let mut y = GpuVector::filled(&gpu, 2, 0.0)?;
+/// plan.run(&x, &mut y)?;
+/// assert_eq!(y.read()?, vec![2.0, 7.0]);
+/// // A bad matrix is the error the host check gives, found on the GPU.
+/// let bad = buffer(bytemuck::cast_slice(&[0u32, 2, 1]));
+/// let e = gpu.prepare_gpu_csr::<f32>(&GpuCsr { row_ptr: &bad, ..a }, Method::Speculative, &PlanOptions::default());
+/// assert!(matches!(e, Err(wgspmv::Error::RowPtrNotMonotone { index: 2, .. })));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct GpuCsr<'a> {
     /// Rows of the matrix.
