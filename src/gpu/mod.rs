@@ -172,6 +172,8 @@ pub(crate) struct GpuInner {
     /// Set by the device-lost callback (only on devices we opened).
     lost: Arc<Mutex<Option<(String, String)>>>,
     pipelines: Mutex<HashMap<crate::kernel::PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    /// Time spent compiling pipelines, in ns: setup splits leave it out (once per device).
+    pub compile_ns: AtomicU64,
     /// Distinguishes devices so that a vector from one is never bound on another.
     pub id: u64,
 }
@@ -377,6 +379,7 @@ impl Gpu {
                 info,
                 lost,
                 pipelines: Mutex::default(),
+                compile_ns: AtomicU64::new(0),
                 id: next_id(),
             }),
         }
@@ -443,6 +446,11 @@ impl Gpu {
             });
         }
         Ok(out)
+    }
+
+    /// Time this device has spent compiling pipelines, in ns.
+    pub(crate) fn compile_ns(&self) -> u64 {
+        self.inner.compile_ns.load(Ordering::Relaxed)
     }
 
     /// Waits until all submitted work is done.

@@ -41,6 +41,7 @@ impl Gpu {
             .iter()
             .map(|&(k, v)| (k, v as f64))
             .collect();
+        let compiling = std::time::Instant::now();
         let pipeline = self.scoped(&format!("compiling {label}"), || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(&label),
@@ -71,6 +72,10 @@ impl Gpu {
                     cache: None,
                 })
         })?;
+        let spent = compiling.elapsed().as_nanos() as u64;
+        self.inner
+            .compile_ns
+            .fetch_add(spent, std::sync::atomic::Ordering::Relaxed);
         let p = Arc::new(pipeline);
         self.inner.pipelines.lock().unwrap().insert(key, p.clone());
         Ok(p)

@@ -5,7 +5,8 @@
 mod report;
 pub(crate) mod values;
 
-pub use report::{Candidate, Choice, Report};
+pub(crate) use report::Phases;
+pub use report::{Candidate, Choice, Report, SetupSplit};
 
 use crate::gpu::{Gpu, GpuVector, Timing};
 use crate::{Error, Result, Scalar};

@@ -22,6 +22,8 @@ pub struct Report {
     /// Bytes of the matrix read back to the host while preparing: 0 unless a matrix given on the
     /// GPU had to be built on the host.
     pub read_back_bytes: u64,
+    /// Of `setup_ms`, what the method's own steps took.
+    pub split: SetupSplit,
     /// Bytes of GPU memory the plan's own buffers take.
     pub device_bytes: u64,
     /// Dispatches one product takes.
@@ -30,6 +32,62 @@ pub struct Report {
     pub choice: Option<Choice>,
     /// The method's own report (see the method's accessor on `SpmvPlan`, e.g. `bccoo()`).
     pub(crate) detail: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+/// Where a setup's time went, as the method timed its steps on the host clock; the rest of
+/// `setup_ms` is compiling pipelines (the first plan of a kind on a device), bookkeeping and
+/// waiting for the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SetupSplit {
+    /// Reading the structure: row statistics, chunks, long rows, layout choices, sorting rows.
+    pub analysis_ms: f64,
+    /// Building the format: on the host, or (from a matrix in GPU buffers) on the GPU.
+    pub build_ms: f64,
+    /// Creating the plan's buffers and filling them (host arrays uploaded, or GPU copies).
+    pub upload_ms: f64,
+}
+
+/// Times a setup's steps into a [`SetupSplit`]: each call charges the time since the last one,
+/// less what the device spent compiling pipelines meanwhile (once per device, not per plan).
+pub(crate) struct Phases {
+    gpu: crate::gpu::Gpu,
+    last: std::time::Instant,
+    compiled_ns: u64,
+    pub split: SetupSplit,
+}
+
+impl Phases {
+    pub(crate) fn start(gpu: &crate::gpu::Gpu) -> Self {
+        Self {
+            gpu: gpu.clone(),
+            last: std::time::Instant::now(),
+            compiled_ns: gpu.compile_ns(),
+            split: SetupSplit::default(),
+        }
+    }
+
+    fn take(&mut self) -> f64 {
+        let (now, compiled) = (std::time::Instant::now(), self.gpu.compile_ns());
+        let ns = (now - self.last).as_nanos() as u64;
+        let compiling = compiled - self.compiled_ns;
+        (self.last, self.compiled_ns) = (now, compiled);
+        ns.saturating_sub(compiling) as f64 / 1e6
+    }
+
+    /// The time since the last step was analysis.
+    pub(crate) fn analysis(&mut self) {
+        self.split.analysis_ms += self.take();
+    }
+
+    /// The time since the last step was the format build.
+    pub(crate) fn build(&mut self) {
+        self.split.build_ms += self.take();
+    }
+
+    /// The time since the last step was the upload.
+    pub(crate) fn upload(&mut self) {
+        self.split.upload_ms += self.take();
+    }
 }
 
 /// How `Method::Auto` chose: every candidate with its predicted (and, if timed, measured) cost.
@@ -88,6 +146,7 @@ impl fmt::Debug for Report {
             .field("tuning_ms", &self.tuning_ms)
             .field("validation_ms", &self.validation_ms)
             .field("read_back_bytes", &self.read_back_bytes)
+            .field("split", &self.split)
             .field("device_bytes", &self.device_bytes)
             .field("dispatches", &self.dispatches)
             .field("choice", &self.choice)
@@ -104,6 +163,14 @@ impl fmt::Display for Report {
         )?;
         if self.tuning_ms > 0.0 {
             write!(f, " (tuning {:.2} ms)", self.tuning_ms)?;
+        }
+        let sp = &self.split;
+        if sp.analysis_ms + sp.build_ms + sp.upload_ms > 0.0 {
+            write!(
+                f,
+                " (analysis {:.2}, build {:.2}, upload {:.2} ms)",
+                sp.analysis_ms, sp.build_ms, sp.upload_ms
+            )?;
         }
         if self.validation_ms > 0.0 {
             write!(f, " (GPU validation {:.2} ms)", self.validation_ms)?;

@@ -134,6 +134,8 @@ struct Row {
     validation_ms: f64,
     /// Bytes of such a matrix read back to build on the host.
     read_back_bytes: u64,
+    /// Of `setup_ms`: analysis, format build, upload (`Report::split`).
+    split: wgspmv::SetupSplit,
     note: String,
 }
 
@@ -141,7 +143,7 @@ impl Row {
     /// The CSV line of this row (the header's columns, in order).
     fn csv(&self) -> String {
         format!(
-            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{},{},{},{:.4},{:.3}",
+            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{},{},{},{:.4},{:.3},{:.3},{:.3},{:.3}",
             self.matrix,
             self.method,
             self.rows,
@@ -160,6 +162,9 @@ impl Row {
                 .map_or(String::new(), |u| format!("{:.2}", u / self.ms)),
             self.validation_ms,
             self.read_back_bytes as f64 / 1e6,
+            self.split.analysis_ms,
+            self.split.build_ms,
+            self.split.upload_ms,
         )
     }
 }
@@ -389,7 +394,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     writeln!(header, "# copy_gbps: {copy:.0}").unwrap();
     writeln!(
         header,
-        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen,update_ms,update_products,validation_ms,read_back_mb"
+        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen,update_ms,update_products,validation_ms,read_back_mb,analysis_ms,build_ms,upload_ms"
     )
     .unwrap();
     print!("{header}");
@@ -706,6 +711,7 @@ fn bench_matrix<T: Scalar>(
                 update_ms: update_time(gpu, &plan, a)?,
                 validation_ms: plan.report().validation_ms,
                 read_back_bytes: plan.report().read_back_bytes,
+                split: plan.report().split,
                 chosen: plan.report().method.to_owned(),
                 note: if c.ok {
                     String::new()

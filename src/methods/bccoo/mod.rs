@@ -32,7 +32,7 @@ use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, upload, workgroup_size,
 };
 use crate::methods::{Method, PlanOptions};
-use crate::plan::{Binding, Grid, SpmvPlan, Stage};
+use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
 use std::sync::Arc;
 
@@ -454,6 +454,7 @@ pub(crate) fn build_reusing<T: Scalar>(
     opts: &PlanOptions,
     cache: &mut FormatCache<T>,
 ) -> Result<SpmvPlan<T>> {
+    let mut phases = Phases::start(gpu);
     let o = &opts.bccoo;
     let s = std::mem::size_of::<T>() as u64;
     let Params {
@@ -476,6 +477,7 @@ pub(crate) fn build_reusing<T: Scalar>(
         slices,
         columns: o.columns,
     };
+    phases.analysis();
     let m = match cache {
         Some((l, m)) if *l == layout => m.clone(),
         _ => {
@@ -484,6 +486,7 @@ pub(crate) fn build_reusing<T: Scalar>(
             m
         }
     };
+    phases.build();
     let limit = chunk_limit(gpu, opts);
     let values_bytes = m.values.len() as u64 * s;
     if values_bytes > limit {
@@ -631,6 +634,7 @@ pub(crate) fn build_reusing<T: Scalar>(
 
     // The kernels skip zero values (fill and padding among them); stored zeros get their own pass.
     stages.extend(crate::methods::passes::stored_zeros::stage(gpu, a)?);
+    phases.upload();
 
     let longest_chain = m
         .group_info
@@ -668,6 +672,7 @@ pub(crate) fn build_reusing<T: Scalar>(
         "its blocks reorder the values and its stored-zero pass depends on which values are zero",
     ));
     plan.report_mut().detail = Some(Arc::new(report));
+    plan.report_mut().split = phases.split;
     Ok(plan)
 }
 

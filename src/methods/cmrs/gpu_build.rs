@@ -12,7 +12,7 @@ use crate::matrix::{Checked, GpuCsr};
 use crate::methods::common::chunk_limit;
 use crate::methods::{Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout};
-use crate::plan::{Binding, SpmvPlan};
+use crate::plan::{Binding, Phases, SpmvPlan};
 use crate::{Result, Scalar};
 use std::sync::Arc;
 
@@ -43,16 +43,16 @@ pub(crate) fn prepare<T: Scalar>(
     let (nrows, ncols, nnz) = (a.nrows, a.ncols, a.nnz);
     let choice = Choice::new::<T>(gpu, method, opts, nnz as f64 / nrows.max(1) as f64)?;
     if choice.as_csr_vector() {
-        let Some((stages, csr, runs)) =
+        let Some(g) =
             crate::methods::csr::gpu_stages::<T>(gpu, a, checked, Method::CsrVector, opts)?
         else {
             return Ok(None);
         };
-        let details = format!("cmrs: height 1, run as the CSR vector kernel ({csr})");
-        return Ok(Some(
-            SpmvPlan::new(gpu, (nrows, ncols, nnz), stages, method.name(), details)
-                .with_values(ValueLayout::Runs(runs)),
-        ));
+        let details = format!(
+            "cmrs: height 1, run as the CSR vector kernel ({})",
+            g.details
+        );
+        return Ok(Some(g.plan(gpu, a, method, details)));
     }
     let s = std::mem::size_of::<T>() as u64;
     let limit = chunk_limit(gpu, opts);
@@ -63,6 +63,7 @@ pub(crate) fn prepare<T: Scalar>(
     let h = choice.height as usize;
     let strips = nrows.div_ceil(h);
     let start = std::time::Instant::now();
+    let mut phases = Phases::start(gpu);
     let none = wgpu::BufferUsages::empty();
     let strip_ptr = Arc::new(gpu.storage_zeroed("strip_ptr", (strips as u64 + 1) * 4, none)?);
     let col_words = Arc::new(gpu.storage_zeroed("col_words", nnz as u64 * 4, none)?);
@@ -117,7 +118,10 @@ pub(crate) fn prepare<T: Scalar>(
     if longest > choice.strip_budget() || longest.div_ceil(BUILD_WG) * searches > BUILD_ITERATIONS {
         return Ok(None);
     }
+    phases.analysis();
     pass(1, strips as u64)?;
+    gpu.wait()?;
+    phases.build();
     let pipeline = choice.pipeline::<T>(gpu, RowLayout::Packed)?;
     let gather = GatherPart::on_gpu(values.clone(), sources, nnz, 0..nnz as u64);
     let arrays = [
@@ -140,8 +144,8 @@ pub(crate) fn prepare<T: Scalar>(
         1,
         0,
     );
-    Ok(Some(
-        SpmvPlan::new(gpu, (nrows, ncols, nnz), stages, method.name(), details)
-            .with_values(ValueLayout::Gather(vec![gather], Vec::new())),
-    ))
+    let mut plan = SpmvPlan::new(gpu, (nrows, ncols, nnz), stages, method.name(), details)
+        .with_values(ValueLayout::Gather(vec![gather], Vec::new()));
+    plan.report_mut().split = phases.split;
+    Ok(Some(plan))
 }

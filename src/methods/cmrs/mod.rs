@@ -17,7 +17,7 @@ use crate::methods::common::{
 };
 use crate::methods::{passes::long_rows, LanePolicy, Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout};
-use crate::plan::{Binding, Grid, SpmvPlan, Stage};
+use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::ops::Range;
 use std::sync::Arc;
@@ -235,20 +235,23 @@ pub(crate) fn prepare<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
+    let mut phases = Phases::start(gpu);
     let choice = Choice::new::<T>(gpu, method, opts, a.row_stats().mean)?;
     let elem = std::mem::size_of::<T>();
     if choice.as_csr_vector() {
         let mut runs = Vec::new();
         let (stages, csr) =
-            crate::methods::csr::stages(gpu, a, Method::CsrVector, opts, &mut runs)?;
+            crate::methods::csr::stages(gpu, a, Method::CsrVector, opts, &mut runs, &mut phases)?;
         let details = format!("cmrs: height 1, run as the CSR vector kernel ({csr})");
-        return Ok(
-            SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
-                .with_values(crate::plan::values::ValueLayout::Runs(runs)),
-        );
+        let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
+            .with_values(crate::plan::values::ValueLayout::Runs(runs));
+        plan.report_mut().split = phases.split;
+        return Ok(plan);
     }
     let long = long_rows::rows_to_split(a.row_ptr(), choice.height as usize, choice.strip_budget());
+    phases.analysis();
     let m = CmrsMatrix::from_csr_without(a, &choice.layout, &long)?;
+    phases.build();
     let pipeline = choice.pipeline::<T>(gpu, m.rows)?;
     let chunks = ptr_chunks(
         &m.strip_ptr,
@@ -256,6 +259,7 @@ pub(crate) fn prepare<T: Scalar>(
         chunk_limit(gpu, opts),
         "strip",
     )?;
+    phases.analysis();
     let mut stages = Vec::with_capacity(chunks.len());
     // Where update_values puts new values: gathered into each chunk's strips, copied into the
     // long-row pass.
@@ -292,6 +296,7 @@ pub(crate) fn prepare<T: Scalar>(
         chunk_limit(gpu, opts),
         &mut runs,
     )?);
+    phases.upload();
     let details = choice.details(
         method,
         m.rows,
@@ -300,8 +305,8 @@ pub(crate) fn prepare<T: Scalar>(
         chunks.len(),
         long.len(),
     );
-    Ok(
-        SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
-            .with_values(ValueLayout::Gather(gathers, runs)),
-    )
+    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
+        .with_values(ValueLayout::Gather(gathers, runs));
+    plan.report_mut().split = phases.split;
+    Ok(plan)
 }

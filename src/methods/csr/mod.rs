@@ -13,7 +13,7 @@ use crate::methods::common::{
 };
 use crate::methods::{passes::long_rows, Method, PlanOptions};
 use crate::plan::values::{ValueLayout, ValueRun};
-use crate::plan::{Binding, Grid, SpmvPlan, Stage};
+use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, GpuCsr, Result, Scalar};
 use std::sync::Arc;
 
@@ -24,11 +24,12 @@ pub(crate) fn prepare<T: Scalar>(
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
     let mut runs = Vec::new();
-    let (stages, details) = stages(gpu, a, method, opts, &mut runs)?;
-    Ok(
-        SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
-            .with_values(ValueLayout::Runs(runs)),
-    )
+    let mut phases = Phases::start(gpu);
+    let (stages, details) = stages(gpu, a, method, opts, &mut runs, &mut phases)?;
+    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
+        .with_values(ValueLayout::Runs(runs));
+    plan.report_mut().split = phases.split;
+    Ok(plan)
 }
 
 /// What a CSR baseline runs: its pipeline, the lane team and the rows one workgroup covers.
@@ -133,11 +134,15 @@ pub(crate) fn stages<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
     runs: &mut Vec<ValueRun>,
+    phases: &mut Phases,
 ) -> Result<(Vec<Stage>, String)> {
     let choice = Choice::new::<T>(gpu, method, opts)?;
     let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
     let entry_bytes = std::mem::size_of::<T>().max(4) as u64;
     let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes, "row")?;
+    // Rows longer than one invocation may loop over are skipped by the kernel and added here.
+    let long = long_rows::rows_to_split(a.row_ptr(), 1, choice.long_row());
+    phases.analysis();
     let mut stages = Vec::with_capacity(chunks.len());
     for rows in &chunks {
         let (s, e) = (
@@ -151,9 +156,8 @@ pub(crate) fn stages<T: Scalar>(
         ];
         stages.push(choice.stage(gpu, rows.start, rows.len(), arrays));
     }
-    // Rows longer than one invocation may loop over are skipped by the kernel and added here.
-    let long = long_rows::rows_to_split(a.row_ptr(), 1, choice.long_row());
     stages.extend(long_rows::stages(gpu, a, &long, max_bytes, runs)?);
+    phases.upload();
     let details = choice.details(method, chunks.len(), long.len());
     Ok((stages, details))
 }
@@ -168,18 +172,38 @@ pub(crate) fn prepare_gpu<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<Option<SpmvPlan<T>>> {
-    let Some((stages, details, runs)) = gpu_stages::<T>(gpu, a, checked, method, opts)? else {
+    let Some(g) = gpu_stages::<T>(gpu, a, checked, method, opts)? else {
         return Ok(None);
     };
-    let shape = (a.nrows, a.ncols, a.nnz);
-    Ok(Some(
-        SpmvPlan::new(gpu, shape, stages, method.name(), details)
-            .with_values(ValueLayout::Runs(runs)),
-    ))
+    let details = g.details.clone();
+    Ok(Some(g.plan(gpu, a, method, details)))
 }
 
-/// Stages, their parameters, and the runs that hold the values.
-pub(crate) type GpuStages = (Vec<Stage>, String, Vec<ValueRun>);
+/// A CSR plan's stages from GPU buffers, their parameters, the runs that hold the values, and
+/// where the setup's time went.
+pub(crate) struct GpuStages {
+    stages: Vec<Stage>,
+    pub details: String,
+    runs: Vec<ValueRun>,
+    split: crate::plan::SetupSplit,
+}
+
+impl GpuStages {
+    /// The plan, reported as `method` with `details`.
+    pub(crate) fn plan<T: Scalar>(
+        self,
+        gpu: &Gpu,
+        a: &GpuCsr,
+        method: Method,
+        details: String,
+    ) -> SpmvPlan<T> {
+        let shape = (a.nrows, a.ncols, a.nnz);
+        let mut plan = SpmvPlan::new(gpu, shape, self.stages, method.name(), details)
+            .with_values(ValueLayout::Runs(self.runs));
+        plan.report_mut().split = self.split;
+        plan
+    }
+}
 
 /// The stages of [`prepare_gpu`], their parameters and where the values are (for CMRS of height
 /// 1 too).
@@ -190,12 +214,14 @@ pub(crate) fn gpu_stages<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<Option<GpuStages>> {
+    let mut phases = Phases::start(gpu);
     let choice = Choice::new::<T>(gpu, method, opts)?;
     let bytes = a.bytes::<T>();
     let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
     if bytes.iter().any(|&b| b > max_bytes) || checked.longest_row as u64 > choice.long_row() {
         return Ok(None);
     }
+    phases.analysis();
     let [row_ptr, col_idx, values] = copy_from_caller(gpu, &a.buffers(), &bytes)?;
     let runs = vec![ValueRun {
         buffer: values.clone(),
@@ -209,5 +235,11 @@ pub(crate) fn gpu_stages<T: Scalar>(
     } else {
         vec![choice.stage(gpu, 0, a.nrows, arrays)]
     };
-    Ok(Some((stages, choice.details(method, 1, 0), runs)))
+    phases.upload();
+    Ok(Some(GpuStages {
+        stages,
+        details: choice.details(method, 1, 0),
+        runs,
+        split: phases.split,
+    }))
 }

@@ -13,7 +13,7 @@ use crate::matrix::GpuCsr;
 use crate::methods::common::chunk_limit;
 use crate::methods::{Method, PlanOptions};
 use crate::plan::values::ValueRun;
-use crate::plan::{Binding, SpmvPlan};
+use crate::plan::{Binding, Phases, SpmvPlan};
 use crate::{Result, Scalar};
 use std::sync::Arc;
 
@@ -78,6 +78,7 @@ pub(crate) fn prepare<T: Scalar>(
         return Ok(None);
     }
     let start = std::time::Instant::now();
+    let mut phases = Phases::start(gpu);
     let none = wgpu::BufferUsages::empty();
     let ptr_and_tiles = Arc::new(gpu.storage_zeroed(
         "row_ptr and tile rows",
@@ -156,7 +157,7 @@ pub(crate) fn prepare<T: Scalar>(
         synchronized: c.synchronized as u64,
     };
     let shared = shared::<T>(gpu, &st, &opts.speculative, &total)?;
-    log::debug!("speculative pipelines: {:?}", start.elapsed());
+    phases.analysis();
     // The long runs were appended from the back: move them after the short ones.
     let finish_runs = || -> Result<FinishRuns> {
         let (short, long) = (c.short_runs as u64, c.long_runs as u64);
@@ -220,6 +221,7 @@ pub(crate) fn prepare<T: Scalar>(
         resolve: shared.resolve,
         total,
         runs: value_runs,
+        split: phases.split,
     };
     Ok(Some(built.plan(gpu, &st, parts)))
 }

@@ -24,7 +24,7 @@ use crate::methods::common::{
     upload, upload_values, workgroup_size, ChunkUniform,
 };
 use crate::methods::{Method, PlanOptions};
-use crate::plan::{Binding, Grid, HostPath, HostStage, SpmvPlan, Stage};
+use crate::plan::{Binding, Grid, HostPath, HostStage, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
 use rayon::prelude::*;
 use std::marker::PhantomData;
@@ -563,7 +563,7 @@ fn chunk_stages<T: Scalar>(
     Ok((gpu_stages, host_stages, part))
 }
 
-/// A host chunk's arrays, uploaded.
+/// A host chunk's arrays, built and uploaded.
 fn upload_chunk<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
@@ -571,6 +571,7 @@ fn upload_chunk<T: Scalar>(
     rows: &Range<usize>,
     row_ptr: &[u32],
     runs: &mut Vec<crate::plan::values::ValueRun>,
+    phases: &mut Phases,
 ) -> Result<ChunkArrays> {
     let (begin, end) = (
         a.row_ptr()[rows.start] as usize,
@@ -581,18 +582,18 @@ fn upload_chunk<T: Scalar>(
     if st.given_rows {
         ptr_and_tiles.extend(tiles::tile_rows(row_ptr, &st.geom));
     }
-    Ok(ChunkArrays {
+    let (cols, values) = (
+        quad_padded(&a.col_idx()[begin..end]),
+        quad_padded(&a.values()[begin..end]),
+    );
+    phases.build();
+    let arrays = ChunkArrays {
         row_ptr: upload(gpu, "row_ptr and tile rows", &ptr_and_tiles)?,
-        cols: upload(gpu, "col_idx", &quad_padded(&a.col_idx()[begin..end]))?,
-        values: upload_values(
-            gpu,
-            "values",
-            &quad_padded(&a.values()[begin..end]),
-            begin,
-            end - begin,
-            runs,
-        )?,
-    })
+        cols: upload(gpu, "col_idx", &cols)?,
+        values: upload_values(gpu, "values", &values, begin, end - begin, runs)?,
+    };
+    phases.upload();
+    Ok(arrays)
 }
 
 /// The finishing pass's runs of a host chunk, uploaded.
@@ -615,6 +616,7 @@ pub(crate) fn prepare<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<SpmvPlan<T>> {
+    let mut phases = Phases::start(gpu);
     let st = setup::<T>(gpu, a.shape(), opts, &|| scattered_columns(a))?;
     let s = std::mem::size_of::<T>() as u64;
     // The shadow holds one scalar per row of a chunk: chunk rows by the larger of the two.
@@ -635,10 +637,11 @@ pub(crate) fn prepare<T: Scalar>(
     };
     let (analysed, total) = analyse_chunks(a, &chunks, &st.geom);
     let shared = shared::<T>(gpu, &st, &opts.speculative, &total)?;
+    phases.analysis();
     let mut built = Built::default();
     let mut runs = Vec::new();
     for (rows, (row_ptr, spec_info)) in chunks.iter().zip(analysed) {
-        let arrays = upload_chunk(gpu, a, &st, rows, &row_ptr, &mut runs)?;
+        let arrays = upload_chunk(gpu, a, &st, rows, &row_ptr, &mut runs, &mut phases)?;
         let nnz = (a.row_ptr()[rows.end] - a.row_ptr()[rows.start]) as u64;
         let finish_runs = || upload_runs(gpu, &row_ptr, &st.geom);
         built.add(chunk_stages::<T>(
@@ -651,6 +654,7 @@ pub(crate) fn prepare<T: Scalar>(
             &spec_info,
             finish_runs,
         )?);
+        phases.upload();
     }
     let ctx = PlanParts {
         shape: a.shape(),
@@ -659,6 +663,7 @@ pub(crate) fn prepare<T: Scalar>(
         resolve: shared.resolve,
         total,
         runs,
+        split: phases.split,
     };
     Ok(built.plan(gpu, &st, ctx))
 }
@@ -679,6 +684,7 @@ struct PlanParts {
     resolve: bool,
     total: Speculation,
     runs: Vec<crate::plan::values::ValueRun>,
+    split: crate::plan::SetupSplit,
 }
 
 impl Built {
@@ -722,6 +728,7 @@ impl Built {
         let mut plan = SpmvPlan::new(gpu, p.shape, self.gpu_stages, p.method.name(), details)
             .with_values(crate::plan::values::ValueLayout::Runs(p.runs));
         plan.report_mut().detail = Some(report.clone());
+        plan.report_mut().split = p.split;
         if st.on_host {
             plan.with_host_path(HostPath {
                 stages: self.host_stages,

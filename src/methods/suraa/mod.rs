@@ -25,7 +25,7 @@ use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::methods::common::{bad, check_workgroup_memory, lane_mode, team_width, workgroup_size};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::values::{GatherPart, SourceMaker, ValueLayout};
-use crate::plan::{Binding, Grid, SpmvPlan, Stage};
+use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -244,26 +244,29 @@ fn build<T: Scalar>(
         gpu.wait()?;
         Ok((b, start.elapsed(), alloc, true))
     };
+    let mut phases = Phases::start(gpu);
+    let gpu_setup = o.setup == SetupOn::Gpu || o.setup == SetupOn::Auto && nrows >= HOST_SETUP_ROWS;
     let (b, setup_time, setup_alloc_time, on_gpu) = match src {
         Source::Gpu(a) => on_gpu([a.row_ptr, a.col_idx, a.values])?,
-        Source::Host(a) => match o.setup {
-            SetupOn::Gpu => on_gpu(upload_csr(gpu, a)?.each_ref())?,
-            SetupOn::Auto if nrows >= HOST_SETUP_ROWS => on_gpu(upload_csr(gpu, a)?.each_ref())?,
-            _ => {
-                gpu.wait()?;
-                let start = Instant::now();
-                let b = Built::upload(
-                    gpu,
-                    a,
-                    &setup::setup(a.row_ptr(), a.col_idx(), &params),
-                    o.scalar_writes,
-                    scalar_bytes,
-                )?;
-                gpu.wait()?;
-                (b, start.elapsed(), Duration::ZERO, false)
-            }
-        },
+        Source::Host(a) if gpu_setup => {
+            let csr = upload_csr(gpu, a)?;
+            phases.upload();
+            on_gpu(csr.each_ref())?
+        }
+        Source::Host(a) => {
+            gpu.wait()?;
+            let start = Instant::now();
+            let s = setup::setup(a.row_ptr(), a.col_idx(), &params);
+            phases.analysis();
+            let b = Built::upload(gpu, a, &s, o.scalar_writes, scalar_bytes)?;
+            gpu.wait()?;
+            phases.upload();
+            (b, start.elapsed(), Duration::ZERO, false)
+        }
     };
+    if on_gpu {
+        phases.build();
+    }
     // Only for the report: the GPU setup's schedule lives on the GPU.
     let schedule = gpu_setup::read_schedule(gpu, &b)?;
 
@@ -375,6 +378,7 @@ fn build<T: Scalar>(
     stages.push(combine);
     let mut plan = SpmvPlan::new(gpu, shape, stages, method.name(), details).with_values(values);
     plan.report_mut().detail = Some(Arc::new(report));
+    plan.report_mut().split = phases.split;
     Ok(plan)
 }
 
