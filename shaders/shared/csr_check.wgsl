@@ -1,4 +1,5 @@
 #import shared/grid
+#import shared/rightmost_row
 // Validation of a CSR matrix the caller already holds on the GPU (src/matrix/gpu_csr.rs), in
 // three passes over the same bindings; each finding is the smallest index where it occurs, so the
 // report names the first bad row whatever order the invocations ran in.
@@ -85,18 +86,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         let k = min(atomicLoad(&found[FIRST_COL_OUT]), atomicLoad(&found[FIRST_UNSORTED]));
         if (k != NONE) {
-            // The last row starting at or before entry k (pointers are monotone when it matters).
-            var lo = 0u;
-            var hi = params.nrows;
-            while (hi - lo > 1u) {
-                let mid = lo + (hi - lo) / 2u;
-                if (row_ptr[mid] <= k) {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            atomicStore(&found[BAD_ENTRY_ROW], lo);
+            // The row of entry k (the pointers are valid when this finding is reported).
+            atomicStore(&found[BAD_ENTRY_ROW], rightmost_row(k, params.nrows));
             atomicStore(&found[BAD_ENTRY_COL], col_idx[k]);
             if (k > 0u) {
                 atomicStore(&found[BAD_ENTRY_PREV], col_idx[k - 1u]);

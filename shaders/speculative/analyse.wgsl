@@ -1,4 +1,5 @@
 #import shared/grid
+#import shared/rightmost_row
 // speculative_analyse: the structure analysis of src/methods/speculative/tiles.rs on the GPU, for
 // a matrix given in GPU buffers (gpu_build.rs). Passes over the same bindings:
 // PASS 0, one invocation per tile boundary: the tile rows the kernel reads after the row pointers.
@@ -22,7 +23,8 @@ struct AnalyseParams {
     pad: u32,
 }
 
-@group(0) @binding(0) var<storage, read_write> ptr_and_tiles: array<u32>;
+// The row pointers, and the tile rows after them (written by PASS 0).
+@group(0) @binding(0) var<storage, read_write> row_ptr: array<u32>;
 @group(0) @binding(1) var<storage, read_write> dirty: array<atomic<u32>>;
 // Mirrors `Counts` in gpu_build.rs.
 @group(0) @binding(2) var<storage, read_write> counts: array<atomic<u32>, 8>;
@@ -37,21 +39,6 @@ const SHORT_RUNS: u32 = 2u;
 const LONG_RUNS: u32 = 3u;
 const LEADING_EMPTY: u32 = 4u;
 
-// The rightmost row whose first nonzero is at or before b (tiles::rightmost_row).
-fn rightmost_row(b: u32) -> u32 {
-    var lo = 0u;
-    var hi = params.nrows + 1u;
-    while (hi - lo > 1u) {
-        let mid = lo + (hi - lo) / 2u;
-        if (ptr_and_tiles[mid] <= b) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
@@ -60,17 +47,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (PASS == 0u) {
         if (i < params.boundaries) {
             let b = min(mul_clamped(i, params.tile_len), params.nnz);
-            ptr_and_tiles[params.nrows + 1u + i] = rightmost_row(b);
+            row_ptr[params.nrows + 1u + i] = rightmost_row(b, params.nrows);
         }
     } else if (PASS == 1u) {
         if (i == 0u) {
-            atomicStore(&counts[LEADING_EMPTY], rightmost_row(0u));
+            atomicStore(&counts[LEADING_EMPTY], rightmost_row(0u, params.nrows));
         }
         if (i >= params.nrows) {
             return;
         }
-        let p = ptr_and_tiles[i];
-        if (p > 0u && ptr_and_tiles[i + 1u] == p) {
+        let p = row_ptr[i];
+        if (p > 0u && row_ptr[i + 1u] == p) {
             let t = (p - 1u) / params.tile_len;
             let bit = 1u << (t % 32u);
             if ((atomicOr(&dirty[t / 32u], bit) & bit) == 0u) {
@@ -84,14 +71,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             return;
         }
         let begin = i * team_len;
-        let row = rightmost_row(begin);
-        if (ptr_and_tiles[row] == begin) {
+        let row = rightmost_row(begin, params.nrows);
+        if (row_ptr[row] == begin) {
             return;
         }
         atomicAdd(&counts[SYNCHRONIZED], 1u);
         if (i > 0u) {
-            let prev = rightmost_row(begin - team_len);
-            if (prev == row && ptr_and_tiles[prev] < begin - team_len) {
+            let prev = rightmost_row(begin - team_len, params.nrows);
+            if (prev == row && row_ptr[prev] < begin - team_len) {
                 return;
             }
         }
@@ -100,7 +87,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         var hi = live;
         while (hi - lo > 1u) {
             let mid = lo + (hi - lo) / 2u;
-            if (rightmost_row(mid * team_len) == row) {
+            if (rightmost_row(mid * team_len, params.nrows) == row) {
                 lo = mid;
             } else {
                 hi = mid;

@@ -57,6 +57,22 @@ impl<'a> Recorder<'a> {
     }
 }
 
+impl Recorder<'_> {
+    /// Dispatches the passes of a kernel with a `PASS` override over the same `buffers`: each
+    /// `(pass, groups)` in order, those of no workgroups left out.
+    pub(crate) fn passes(
+        &mut self,
+        kernel: Kernel,
+        buffers: &[&wgpu::Buffer],
+        passes: &[(u32, u32)],
+    ) -> Result<()> {
+        for &(pass, groups) in passes.iter().filter(|p| p.1 > 0) {
+            self.dispatch(kernel, vec![("PASS", pass)], buffers, groups)?;
+        }
+        Ok(())
+    }
+}
+
 /// The pipeline of a u32 kernel (compiled once per device and overrides).
 pub(crate) fn pipeline_of(
     gpu: &Gpu,

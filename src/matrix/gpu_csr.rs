@@ -191,15 +191,12 @@ impl GpuCsr<'_> {
             {
                 let mut r = Recorder::new(gpu, &mut enc, "csr check");
                 let buffers = [self.row_ptr, col_idx, &starts, &found, &params];
-                let kernel = crate::kernel::CSR_CHECK;
-                r.dispatch(
-                    kernel,
-                    vec![("PASS", 0)],
+                let groups = |n: u32| n.div_ceil(256);
+                r.passes(
+                    crate::kernel::CSR_CHECK,
                     &buffers,
-                    (nrows + 1).div_ceil(256),
+                    &[(0, groups(nrows + 1)), (1, groups(nnz)), (2, 1)],
                 )?;
-                r.dispatch(kernel, vec![("PASS", 1)], &buffers, nnz.div_ceil(256))?;
-                r.dispatch(kernel, vec![("PASS", 2)], &buffers, 1)?;
             }
             gpu.queue().submit([enc.finish()]);
             Ok(())

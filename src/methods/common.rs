@@ -17,6 +17,17 @@ pub(crate) struct ChunkUniform {
     pub nrows: u32,
 }
 
+impl ChunkUniform {
+    /// The uniform buffer of a chunk of `rows`, the rows a stage writes.
+    pub(crate) fn buffer(gpu: &Gpu, rows: Range<usize>) -> Arc<wgpu::Buffer> {
+        let params = Self {
+            row_begin: rows.start as u32,
+            nrows: rows.len() as u32,
+        };
+        Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)))
+    }
+}
+
 /// Splits rows (or strips: any pointer array) into consecutive ranges whose entries take at most
 /// `max_bytes` per array (`entry_bytes` per stored entry) and whose pointers fit too. A single row
 /// that cannot fit is an error: these methods never split a row.

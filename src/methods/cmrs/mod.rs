@@ -180,14 +180,11 @@ impl Choice {
         pipeline: &Arc<wgpu::ComputePipeline>,
         strips: &Range<usize>,
         nrows: usize,
-        [strip_ptr, col_words, values, rows]: [Binding; 4],
+        [strip_ptr, col_words, values, row_in_strip]: [Binding; 4],
     ) -> Stage {
         let h = self.height as usize;
         let row_begin = strips.start * h;
-        let params = ChunkUniform {
-            row_begin: row_begin as u32,
-            nrows: ((strips.end * h).min(nrows) - row_begin) as u32,
-        };
+        let rows = row_begin..(strips.end * h).min(nrows);
         Stage {
             pipeline: pipeline.clone(),
             bindings: vec![
@@ -197,10 +194,8 @@ impl Choice {
                 Binding::X,
                 Binding::Y,
                 Binding::Coeffs,
-                Binding::Owned(Arc::new(
-                    gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)),
-                )),
-                rows,
+                Binding::Owned(ChunkUniform::buffer(gpu, rows)),
+                row_in_strip,
             ],
             grid: Grid::Direct(gpu.grid((strips.len() as u32).div_ceil(self.wg / self.team))),
         }

@@ -87,10 +87,6 @@ impl Choice {
     /// The stage over rows `row_begin..row_begin + nrows` held in `arrays` (row pointers rebased
     /// to the chunk, its columns, its values).
     fn stage(&self, gpu: &Gpu, row_begin: usize, nrows: usize, arrays: [Binding; 3]) -> Stage {
-        let params = ChunkUniform {
-            row_begin: row_begin as u32,
-            nrows: nrows as u32,
-        };
         let [row_ptr, col_idx, values] = arrays;
         Stage {
             pipeline: self.pipeline.clone(),
@@ -101,9 +97,7 @@ impl Choice {
                 Binding::X,
                 Binding::Y,
                 Binding::Coeffs,
-                Binding::Owned(Arc::new(
-                    gpu.uniform_buffer("chunk", bytemuck::bytes_of(&params)),
-                )),
+                Binding::Owned(ChunkUniform::buffer(gpu, row_begin..row_begin + nrows)),
             ],
             grid: Grid::Direct(gpu.grid((nrows as u32).div_ceil(self.rows_per_group))),
         }

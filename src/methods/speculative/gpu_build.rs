@@ -118,26 +118,15 @@ pub(crate) fn prepare<T: Scalar>(
             {
                 let mut r = Recorder::new(gpu, &mut enc, "speculative analyse");
                 let buffers = [&*ptr_and_tiles, &dirty, &counts, &runs, &params];
-                let kernel = super::kernels::SPECULATIVE_ANALYSE;
-                if boundaries > 0 {
-                    r.dispatch(
-                        kernel,
-                        vec![("PASS", 0)],
-                        &buffers,
-                        boundaries.div_ceil(256),
-                    )?;
-                }
-                r.dispatch(
-                    kernel,
-                    vec![("PASS", 1)],
+                let groups = |n: u64| n.div_ceil(256) as u32;
+                r.passes(
+                    super::kernels::SPECULATIVE_ANALYSE,
                     &buffers,
-                    (nrows as u32).div_ceil(256),
-                )?;
-                r.dispatch(
-                    kernel,
-                    vec![("PASS", 2)],
-                    &buffers,
-                    (teams as u32).div_ceil(256),
+                    &[
+                        (0, groups(boundaries as u64)),
+                        (1, groups(nrows as u64)),
+                        (2, groups(teams)),
+                    ],
                 )?;
             }
             gpu.queue().submit([enc.finish()]);

@@ -499,11 +499,7 @@ fn chunk_stages<T: Scalar>(
         rows.len()
     };
     let shadow = zeroed("speculative shadow", shadow_rows.max(1) as u64 * s)?;
-    let chunk_params = ChunkUniform {
-        row_begin: rows.start as u32,
-        nrows: rows.len() as u32,
-    };
-    let chunk = Arc::new(gpu.uniform_buffer("chunk", bytemuck::bytes_of(&chunk_params)));
+    let chunk = ChunkUniform::buffer(gpu, rows.clone());
     let main_stage = Stage {
         pipeline: c.main.clone(),
         bindings: vec![
