@@ -303,16 +303,22 @@ impl<T: Scalar> SpmvPlan<T> {
             });
         }
         if let ValueLayout::Gather(parts, _) = &self.values {
-            // The caller's buffer may lack STORAGE usage: gather from a copy.
-            let staged = self.gpu.storage_zeroed(
-                "new values",
-                self.nnz as u64 * s,
-                wgpu::BufferUsages::empty(),
-            )?;
-            self.gpu.scoped("recording a value copy", || {
-                encoder.copy_buffer_to_buffer(values, offset, &staged, 0, self.nnz as u64 * s)
-            })?;
-            self.record_gathers(encoder, parts, &staged)?;
+            if offset == 0 && values.usage().contains(wgpu::BufferUsages::STORAGE) {
+                // Gathered straight from the caller's buffer: no copy, no new buffer (allocating
+                // one costs milliseconds where the driver must find the memory).
+                self.record_gathers(encoder, parts, values)?;
+            } else {
+                // Without STORAGE usage, or from an offset: gather from a copy.
+                let staged = self.gpu.storage_zeroed(
+                    "new values",
+                    self.nnz as u64 * s,
+                    wgpu::BufferUsages::empty(),
+                )?;
+                self.gpu.scoped("recording a value copy", || {
+                    encoder.copy_buffer_to_buffer(values, offset, &staged, 0, self.nnz as u64 * s)
+                })?;
+                self.record_gathers(encoder, parts, &staged)?;
+            }
         }
         self.gpu.scoped("recording a value update", || {
             for r in runs.iter().filter(|r| r.len > 0) {

@@ -556,6 +556,21 @@ fn update_values_equals_a_fresh_plan_or_is_a_typed_refusal() {
                 same(&got, &expected),
                 "{m} on {class}: updated plan differs from a fresh one"
             );
+            // Again from a buffer without STORAGE usage (gathered from a copy of it).
+            let copy_only = {
+                use wgpu::util::DeviceExt;
+                gpu.device()
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some("new values, copy only"),
+                        contents: bytemuck::cast_slice(b.values()),
+                        usage: wgpu::BufferUsages::COPY_SRC,
+                    })
+            };
+            plan.update_values_from_buffer(&copy_only, 0).unwrap();
+            assert!(
+                same(&product(&gpu, &plan, &x), &expected),
+                "{m} on {class}: from a buffer without STORAGE"
+            );
             // And back from a GPU buffer (an application computing values on the GPU).
             let old = GpuVector::from_slice(&gpu, a.values()).unwrap();
             plan.update_values_from_buffer(old.buffer(), 0).unwrap();
