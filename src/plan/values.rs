@@ -304,8 +304,7 @@ impl<T: Scalar> SpmvPlan<T> {
         }
         if let ValueLayout::Gather(parts, _) = &self.values {
             if offset == 0 && values.usage().contains(wgpu::BufferUsages::STORAGE) {
-                // Gathered straight from the caller's buffer: no copy, no new buffer (allocating
-                // one costs milliseconds where the driver must find the memory).
+                // Gathered straight from the caller's buffer: no staging copy to allocate.
                 self.record_gathers(encoder, parts, values)?;
             } else {
                 // Without STORAGE usage, or from an offset: gather from a copy.

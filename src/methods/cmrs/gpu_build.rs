@@ -62,7 +62,6 @@ pub(crate) fn prepare<T: Scalar>(
     }
     let h = choice.height as usize;
     let strips = nrows.div_ceil(h);
-    let start = std::time::Instant::now();
     let mut phases = Phases::start(gpu);
     let none = wgpu::BufferUsages::empty();
     let strip_ptr = Arc::new(gpu.storage_zeroed("strip_ptr", (strips as u64 + 1) * 4, none)?);
@@ -112,7 +111,6 @@ pub(crate) fn prepare<T: Scalar>(
     };
     pass(0, (strips as u64 + 1).div_ceil(BUILD_WG))?;
     let longest: u64 = gpu.read_buffer::<u32>(&longest, 1)?[0] as u64;
-    log::debug!("cmrs strips on the GPU: {:?}", start.elapsed());
     // The placing pass loops over a strip's entries / BUILD_WG, each with a search per row.
     let searches = (choice.height as u64) * (64 - longest.leading_zeros() as u64 + 1);
     if longest > choice.strip_budget() || longest.div_ceil(BUILD_WG) * searches > BUILD_ITERATIONS {

@@ -77,7 +77,6 @@ pub(crate) fn prepare<T: Scalar>(
     if st.on_host || from_columns.get() || nnz == 0 || !fits {
         return Ok(None);
     }
-    let start = std::time::Instant::now();
     let mut phases = Phases::start(gpu);
     let none = wgpu::BufferUsages::empty();
     let ptr_and_tiles = Arc::new(gpu.storage_zeroed(
@@ -133,12 +132,7 @@ pub(crate) fn prepare<T: Scalar>(
             Ok(())
         },
     )??;
-    let submitted = start.elapsed();
     let c: Counts = gpu.read_buffer(&counts, 1)?[0];
-    log::debug!(
-        "speculative analysis on the GPU: submitted {submitted:?}, read back {:?}",
-        start.elapsed()
-    );
     let total = Speculation {
         tiles,
         dirty_tiles: c.dirty_tiles as u64,
@@ -199,10 +193,7 @@ pub(crate) fn prepare<T: Scalar>(
         &total,
         finish_runs,
     )?);
-    log::debug!(
-        "speculative stages from the GPU analysis: {:?}",
-        start.elapsed()
-    );
+    phases.upload();
     let parts = PlanParts {
         shape,
         method,

@@ -486,7 +486,7 @@ fn chunk_stages<T: Scalar>(
     } else {
         (spec_info.dirty_tiles + leading, geom.max_records(nnz))
     };
-    // Zeroed by wgpu on the GPU (a host array of zeros would cost a copy of megabytes).
+    // Zeroed by wgpu on the GPU, not uploaded from a host array of zeros.
     let zeroed =
         |label: &str, bytes: u64| gpu.storage_zeroed(label, bytes, aux_usage).map(Arc::new);
     // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
