@@ -4,7 +4,8 @@
 
 use crate::gpu::recorder::Recorder;
 use crate::gpu::Gpu;
-use crate::{Error, Result, Scalar};
+use crate::{CsrMatrix, Error, Result, Scalar};
+use rayon::prelude::*;
 
 /// A CSR matrix in the caller's GPU buffers: `row_ptr` (`nrows + 1` u32), `col_idx` (`nnz` u32)
 /// and `values` (`nnz` scalars), each from offset 0, on the same device as the [`Gpu`] it is
@@ -67,6 +68,65 @@ pub struct GpuCsr<'a> {
 pub(crate) struct Checked {
     /// Entries of the longest row.
     pub longest_row: u32,
+}
+
+/// A host CSR uploaded as it is, for the methods whose format the GPU builds faster than the
+/// host (see [`BuildOn`](crate::BuildOn)). Dropped once the plan is built: the plan keeps its
+/// own copies.
+pub(crate) struct UploadedCsr {
+    shape: (usize, usize, usize),
+    row_ptr: wgpu::Buffer,
+    col_idx: wgpu::Buffer,
+    values: wgpu::Buffer,
+    /// What the GPU check would have learnt, from the host (the host CSR is valid by type).
+    pub checked: Checked,
+}
+
+impl UploadedCsr {
+    /// Uploads `a`'s three arrays; `None` when one of them exceeds a binding (such matrices
+    /// need row chunks, which the host builds).
+    pub(crate) fn new<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Result<Option<Self>> {
+        let limit = gpu.info().max_binding_bytes();
+        let bytes = [
+            bytemuck::cast_slice::<u32, u8>(a.row_ptr()),
+            bytemuck::cast_slice(a.col_idx()),
+            bytemuck::cast_slice::<T, u8>(a.values()),
+        ];
+        if bytes.iter().any(|b| b.len() as u64 > limit) {
+            return Ok(None);
+        }
+        let longest_row = a
+            .row_ptr()
+            .par_windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0);
+        let usage = wgpu::BufferUsages::COPY_SRC;
+        let [row_ptr, col_idx, values] = [0, 1, 2].map(|i| {
+            let label = ["uploaded row_ptr", "uploaded col_idx", "uploaded values"][i];
+            gpu.storage_buffer(label, bytes[i], usage)
+        });
+        Ok(Some(Self {
+            shape: a.shape(),
+            row_ptr: row_ptr?,
+            col_idx: col_idx?,
+            values: values?,
+            checked: Checked { longest_row },
+        }))
+    }
+
+    /// The arrays as a matrix given on the GPU.
+    pub(crate) fn view(&self) -> GpuCsr<'_> {
+        let (nrows, ncols, nnz) = self.shape;
+        GpuCsr {
+            nrows,
+            ncols,
+            nnz,
+            row_ptr: &self.row_ptr,
+            col_idx: &self.col_idx,
+            values: &self.values,
+        }
+    }
 }
 
 /// Mirrors the `found` array of shaders/shared/csr_check.wgsl.

@@ -8,5 +8,5 @@ pub mod io;
 
 pub(crate) use csr::{check_u32, try_filled, try_push, try_with_capacity};
 pub use csr::{CsrMatrix, RowStats};
-pub(crate) use gpu_csr::Checked;
 pub use gpu_csr::GpuCsr;
+pub(crate) use gpu_csr::{Checked, UploadedCsr};

@@ -135,6 +135,23 @@ pub enum LanePolicy {
     Workgroup,
 }
 
+/// Where a plan's format is built when it is prepared from a host CSR.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BuildOn {
+    /// On the GPU where [`BuildOn::Gpu`] would and the adapter is not a CPU: a software
+    /// adapter runs the build kernels on the same cores as the host code, only slower.
+    #[default]
+    Auto,
+    /// On the host: the CPU twins the GPU builds are checked against.
+    Host,
+    /// On the GPU where the method has a GPU build for this matrix and these parameters
+    /// (`cmrs`, and `speculative` with its check stage on the GPU; see
+    /// [`Gpu::prepare_gpu_csr`] for when they have one): the CSR is uploaded as it is and built
+    /// as if given on the GPU, without the GPU validation. `suraa` sets up on the GPU by its own
+    /// option; the other methods build on the host.
+    Gpu,
+}
+
 /// Parameters shared by the methods; `None` means "choose for this adapter and matrix".
 #[derive(Clone, Debug, Default)]
 pub struct PlanOptions {
@@ -148,6 +165,8 @@ pub struct PlanOptions {
     /// Largest size of one matrix array on the GPU; larger matrices are split into row chunks.
     /// Defaults to the adapter's storage-binding limit; lower it to test chunking.
     pub max_chunk_bytes: Option<u64>,
+    /// Where formats are built from a host CSR; default [`BuildOn::Auto`].
+    pub build_on: BuildOn,
     /// Parameters of `cmrs` and `cmrs-padded`.
     pub cmrs: cmrs::CmrsOptions,
     /// Parameters of `speculative`.
@@ -203,11 +222,58 @@ impl Gpu {
             });
             return Ok(plan);
         }
-        let mut plan = prepare_method(self, a, method, opts)?;
+        let mut plan = match build_through_gpu(self, a, method, opts)? {
+            Some(plan) => plan,
+            None => prepare_method(self, a, method, opts)?,
+        };
         self.wait()?;
         plan.report_mut().setup_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(plan)
     }
+}
+
+/// The plan built on the GPU from `a` uploaded as it is, or `None` where `opts.build_on` or the
+/// method's GPU build says the host builds it (decided before anything is uploaded).
+fn build_through_gpu<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<SpmvPlan<T>>> {
+    let on_gpu = match opts.build_on {
+        BuildOn::Host => false,
+        BuildOn::Gpu => true,
+        BuildOn::Auto => gpu.info().device_type != wgpu::DeviceType::Cpu,
+    };
+    let builds = on_gpu
+        && a.nnz() > 0
+        && match method {
+            Method::Cmrs | Method::CmrsPadded => {
+                cmrs::gpu_build::builds_from_host(gpu, a, method, opts)?
+            }
+            Method::Speculative => {
+                speculative::gpu_build::builds_from_host::<T>(gpu, a.shape(), opts)?
+            }
+            _ => false,
+        };
+    if !builds {
+        return Ok(None);
+    }
+    let start = std::time::Instant::now();
+    let Some(up) = crate::matrix::UploadedCsr::new(gpu, a)? else {
+        return Ok(None);
+    };
+    let upload_ms = start.elapsed().as_secs_f64() * 1e3;
+    let plan = match method {
+        Method::Speculative => speculative::gpu_build::prepare(gpu, &up.view(), method, opts)?,
+        _ => cmrs::gpu_build::prepare(gpu, &up.view(), up.checked, method, opts)?,
+    };
+    Ok(plan.map(|mut plan| {
+        let report = plan.report_mut();
+        report.split.upload_ms += upload_ms;
+        report.built_on_gpu = true;
+        plan
+    }))
 }
 
 impl Gpu {
@@ -243,7 +309,8 @@ impl Gpu {
         };
         let built = start.elapsed();
         let mut plan = match on_gpu {
-            Some(plan) => {
+            Some(mut plan) => {
+                plan.report_mut().built_on_gpu = true;
                 self.wait()?;
                 log::debug!(
                     "{method} from GPU buffers: checked {validation_ms:.3} ms, recorded {:?}, done {:?}",

@@ -22,6 +22,9 @@ pub struct Report {
     /// Bytes of the matrix read back to the host while preparing: 0 unless a matrix given on the
     /// GPU had to be built on the host.
     pub read_back_bytes: u64,
+    /// Whether GPU kernels built the plan's arrays (from a matrix given on the GPU, or from a host
+    /// CSR uploaded as it is, see [`BuildOn`](crate::BuildOn)) rather than the host.
+    pub built_on_gpu: bool,
     /// Of `setup_ms`, what the method's own steps took.
     pub split: SetupSplit,
     /// Bytes of GPU memory the plan's own buffers take.
@@ -146,6 +149,7 @@ impl fmt::Debug for Report {
             .field("tuning_ms", &self.tuning_ms)
             .field("validation_ms", &self.validation_ms)
             .field("read_back_bytes", &self.read_back_bytes)
+            .field("built_on_gpu", &self.built_on_gpu)
             .field("split", &self.split)
             .field("device_bytes", &self.device_bytes)
             .field("dispatches", &self.dispatches)
@@ -174,6 +178,9 @@ impl fmt::Display for Report {
         }
         if self.validation_ms > 0.0 {
             write!(f, " (GPU validation {:.2} ms)", self.validation_ms)?;
+        }
+        if self.built_on_gpu {
+            write!(f, "; built on the GPU")?;
         }
         if self.read_back_bytes > 0 {
             write!(

@@ -1,10 +1,11 @@
 //! Cheap features of a matrix, its adapter and its workload: what the cost model reads.
 //!
-//! One pass over the row pointers (O(nrows)) and a pass over the columns of a fixed sample of
+//! One parallel pass over the row pointers (O(nrows)) and a pass over the columns of a fixed sample of
 //! rows (O(sample)), so computing them costs far less than any method's setup.
 
 use crate::gpu::GpuInfo;
 use crate::{CsrMatrix, Scalar};
+use rayon::prelude::*;
 
 /// Rows longer than this many times the mean count as "long" for [`Features::long_share`].
 pub const LONG_ROW_FACTOR: f64 = 32.0;
@@ -65,19 +66,22 @@ impl Features {
         } else {
             nnz as f64 / nrows as f64
         };
-        let (mut var, mut max_len, mut empty) = (0.0f64, 0usize, 0usize);
-        for w in rp.windows(2) {
-            let l = (w[1] - w[0]) as usize;
-            var += (l as f64 - mean).powi(2);
-            max_len = max_len.max(l);
-            empty += (l == 0) as usize;
-        }
         let long_cut = (LONG_ROW_FACTOR * mean).max(1.0);
-        let long_nnz: usize = rp
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as usize)
-            .filter(|&l| l as f64 > long_cut)
-            .sum();
+        // One parallel pass over the rows, in integers so that the result does not depend on how
+        // the pass was split: sum of squared lengths, longest, empty rows, entries in long rows.
+        let (sum_sq, max_len, empty, long_nnz) = rp
+            .par_windows(2)
+            .map(|w| {
+                let l = (w[1] - w[0]) as usize;
+                let long = if l as f64 > long_cut { l } else { 0 };
+                ((l as u128).pow(2), l, (l == 0) as usize, long)
+            })
+            .reduce(
+                || (0u128, 0usize, 0usize, 0usize),
+                |a, b| (a.0 + b.0, a.1.max(b.1), a.2 + b.2, a.3 + b.3),
+            );
+        // Σ(l − mean)² = Σl² − nnz·mean (since Σl = nnz).
+        let var = (sum_sq as f64 - nnz as f64 * mean).max(0.0);
         let cv = if nrows == 0 || mean == 0.0 {
             0.0
         } else {

@@ -1,5 +1,6 @@
 //! Plans from a CSR matrix the caller already holds on the GPU (`Gpu::prepare_gpu_csr`): every
-//! method's plan equals, bit for bit, the plan of the same method from the host CSR; bad arrays
+//! method's plan equals, bit for bit, the plan of the same method from the host CSR (built on
+//! the host, and uploaded as it is and built on the GPU, `BuildOn::Gpu`); bad arrays
 //! are the same typed error the host check gives; unusable buffers are refused.
 
 use crate::common;
@@ -8,7 +9,9 @@ use wgpu::util::DeviceExt;
 use wgspmv::methods::cmrs::CmrsOptions;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::testing::suite::{random_vector, SuiteClass};
-use wgspmv::{matrix::io, CsrMatrix, Error, Gpu, GpuCsr, GpuVector, Method, PlanOptions, Scalar};
+use wgspmv::{
+    matrix::io, BuildOn, CsrMatrix, Error, Gpu, GpuCsr, GpuVector, Method, PlanOptions, Scalar,
+};
 
 const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_SRC)
@@ -71,7 +74,12 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
         .collect();
     for (m, opts, built_on_gpu) in configurations() {
         let from_gpu = gpu.prepare_gpu_csr::<T>(&desc, m, &opts);
-        let from_host = match gpu.prepare_with(a, m, &opts) {
+        // The host twins, whatever the adapter would choose by default.
+        let host_opts = PlanOptions {
+            build_on: BuildOn::Host,
+            ..opts.clone()
+        };
+        let from_host = match gpu.prepare_with(a, m, &host_opts) {
             Ok(p) => p,
             // (A row longer than the tests' small chunks.) Refused the same way.
             Err(e) => {
@@ -89,6 +97,32 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
             from_gpu.report(),
             from_host.report()
         );
+        // The host CSR uploaded as it is and built by the same GPU builds equals both.
+        let uploaded_opts = PlanOptions {
+            build_on: BuildOn::Gpu,
+            ..opts.clone()
+        };
+        let uploaded = gpu.prepare_with(a, m, &uploaded_opts).unwrap();
+        assert!(
+            same_bits(&product(gpu, &uploaded, &x), &yh),
+            "{label} / {m}: the host CSR built on the GPU differs [{}]",
+            uploaded.report()
+        );
+        // It takes the GPU build exactly where a matrix given on the GPU does (`cmrs` at
+        // height 1 uploads the CSR arrays as they are instead).
+        let as_csr = from_gpu
+            .report()
+            .parameters
+            .contains("as the CSR vector kernel");
+        if matches!(m, Method::Cmrs | Method::Speculative) && !as_csr {
+            assert_eq!(
+                uploaded.report().built_on_gpu,
+                from_gpu.report().built_on_gpu,
+                "{label} / {m}: [{}]",
+                uploaded.report()
+            );
+        }
+        assert!(!from_host.report().built_on_gpu, "{label} / {m}");
         // The host plan is checked against the f64 reference elsewhere; check this one directly
         // too, so that a wrong host plan cannot hide a wrong GPU build.
         let y_ref = wgspmv::testing::reference::spmv_par(a, &x).unwrap();

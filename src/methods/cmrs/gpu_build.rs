@@ -13,7 +13,8 @@ use crate::methods::common::chunk_limit;
 use crate::methods::{Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout};
 use crate::plan::{Binding, Phases, SpmvPlan};
-use crate::{Result, Scalar};
+use crate::{CsrMatrix, Result, Scalar};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Mirrors `BuildParams` in shaders/cmrs/build.wgsl.
@@ -32,6 +33,52 @@ const BUILD_WG: u64 = 64;
 /// Loop iterations one invocation of the placing pass may take: below llvmpipe's 65 535 back
 /// edges, like the SpMV kernels' budget.
 const BUILD_ITERATIONS: u64 = 32_768;
+
+/// Whether the GPU build can make the plan `choice` describes (before knowing the longest strip):
+/// packed rows, not `cmrs-padded`, and arrays within one binding.
+fn buildable<T: Scalar>(
+    gpu: &Gpu,
+    choice: &Choice,
+    opts: &PlanOptions,
+    ncols: usize,
+    nnz: usize,
+) -> bool {
+    let s = std::mem::size_of::<T>() as u64;
+    let packed = ncols < super::format::MAX_PACKED_COLS && !choice.layout.force_separate;
+    !choice.padded && packed && nnz as u64 * s.max(4) <= chunk_limit(gpu, opts)
+}
+
+/// Whether every strip of `longest` entries fits the SpMV kernel's and the placing pass's loop
+/// budgets (else the host build hands long rows to the long-row passes).
+fn strips_fit(choice: &Choice, longest: u64) -> bool {
+    // The placing pass loops over a strip's entries / BUILD_WG, each with a search per row.
+    let searches = (choice.height as u64) * (64 - longest.leading_zeros() as u64 + 1);
+    longest <= choice.strip_budget() && longest.div_ceil(BUILD_WG) * searches <= BUILD_ITERATIONS
+}
+
+/// Whether a host CSR `a` is better uploaded as it is and built on the GPU: the GPU build can
+/// make this plan (decided from the host's row pointers, so no upload is wasted) and the strips
+/// are more than one row high (height 1 uploads the CSR arrays as they are anyway).
+pub(crate) fn builds_from_host<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<bool> {
+    let (nrows, nnz) = (a.nrows(), a.nnz());
+    let choice = Choice::new::<T>(gpu, method, opts, nnz as f64 / nrows.max(1) as f64)?;
+    if choice.as_csr_vector() || !buildable::<T>(gpu, &choice, opts, a.ncols(), nnz) {
+        return Ok(false);
+    }
+    let h = choice.height as usize;
+    let rp = a.row_ptr();
+    let longest = (0..nrows.div_ceil(h))
+        .into_par_iter()
+        .map(|s| (rp[((s + 1) * h).min(nrows)] - rp[s * h]) as u64)
+        .max()
+        .unwrap_or(0);
+    Ok(strips_fit(&choice, longest))
+}
 
 pub(crate) fn prepare<T: Scalar>(
     gpu: &Gpu,
@@ -55,9 +102,7 @@ pub(crate) fn prepare<T: Scalar>(
         return Ok(Some(g.plan(gpu, a, method, details)));
     }
     let s = std::mem::size_of::<T>() as u64;
-    let limit = chunk_limit(gpu, opts);
-    let packed = ncols < super::format::MAX_PACKED_COLS && !choice.layout.force_separate;
-    if choice.padded || !packed || nnz as u64 * s.max(4) > limit {
+    if !buildable::<T>(gpu, &choice, opts, ncols, nnz) {
         return Ok(None);
     }
     let h = choice.height as usize;
@@ -111,9 +156,7 @@ pub(crate) fn prepare<T: Scalar>(
     };
     pass(0, (strips as u64 + 1).div_ceil(BUILD_WG))?;
     let longest: u64 = gpu.read_buffer::<u32>(&longest, 1)?[0] as u64;
-    // The placing pass loops over a strip's entries / BUILD_WG, each with a search per row.
-    let searches = (choice.height as u64) * (64 - longest.leading_zeros() as u64 + 1);
-    if longest > choice.strip_budget() || longest.div_ceil(BUILD_WG) * searches > BUILD_ITERATIONS {
+    if !strips_fit(&choice, longest) {
         return Ok(None);
     }
     phases.analysis();

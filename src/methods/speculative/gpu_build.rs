@@ -5,7 +5,8 @@
 //! stage.
 
 use super::{
-    chunk_stages, setup, shared, Built, ChunkArrays, FinishRuns, PlanParts, Speculation, LONG_RUN,
+    chunk_stages, setup, shared, Built, ChunkArrays, FinishRuns, PlanParts, Setup, Speculation,
+    LONG_RUN,
 };
 use crate::gpu::recorder::Recorder;
 use crate::gpu::Gpu;
@@ -43,15 +44,14 @@ struct Counts {
     pad: [u32; 3],
 }
 
-/// The plan, or `None` where the host has to build it: a check stage on the host (it reads the
-/// row pointers there), row chunks, an empty matrix, or tiles per team chosen from the columns.
-pub(crate) fn prepare<T: Scalar>(
+/// The parameters, or `None` where the host has to build the plan: a check stage on the host (it
+/// reads the row pointers there), row chunks, an empty matrix, or tiles per team chosen from the
+/// columns.
+fn gpu_setup<T: Scalar>(
     gpu: &Gpu,
-    a: &GpuCsr,
-    method: Method,
+    shape @ (nrows, _, nnz): (usize, usize, usize),
     opts: &PlanOptions,
-) -> Result<Option<SpmvPlan<T>>> {
-    let shape @ (nrows, _, nnz) = (a.nrows, a.ncols, a.nnz);
+) -> Result<Option<Setup>> {
     let from_columns = std::cell::Cell::new(false);
     let st = setup::<T>(gpu, shape, opts, &|| {
         from_columns.set(true);
@@ -60,23 +60,57 @@ pub(crate) fn prepare<T: Scalar>(
     let s = std::mem::size_of::<T>() as u64;
     let geom = st.geom;
     let teams = geom.teams(nnz as u64);
-    let boundaries = if st.given_rows {
-        (teams * geom.tiles_per_team as u64 + 1) as u32
-    } else {
-        0
-    };
-    let padded = (nnz as u64).next_multiple_of(4).max(4);
     // Every array in one binding: no row chunks here.
     let largest = [
-        padded * s.max(4),
-        (nrows as u64 + 1 + boundaries as u64) * 4,
+        padded_len(nnz) * s.max(4),
+        (nrows as u64 + 1 + boundaries(&st, teams) as u64) * 4,
         nrows as u64 * s,
         teams * 2 * s,
     ];
     let fits = largest.iter().all(|&b| b <= chunk_limit(gpu, opts));
-    if st.on_host || from_columns.get() || nnz == 0 || !fits {
-        return Ok(None);
+    Ok((!st.on_host && !from_columns.get() && nnz != 0 && fits).then_some(st))
+}
+
+/// Columns and values are padded to whole quads.
+fn padded_len(nnz: usize) -> u64 {
+    (nnz as u64).next_multiple_of(4).max(4)
+}
+
+/// Tile-row boundaries stored after the row pointers (none when the kernel searches for them).
+fn boundaries(st: &Setup, teams: u64) -> u32 {
+    if st.given_rows {
+        (teams * st.geom.tiles_per_team as u64 + 1) as u32
+    } else {
+        0
     }
+}
+
+/// Whether a host CSR of this shape is better uploaded as it is and built on the GPU: whenever
+/// the GPU build can make the plan (its host analysis and quad padding are then not needed).
+pub(crate) fn builds_from_host<T: Scalar>(
+    gpu: &Gpu,
+    shape: (usize, usize, usize),
+    opts: &PlanOptions,
+) -> Result<bool> {
+    Ok(gpu_setup::<T>(gpu, shape, opts)?.is_some())
+}
+
+/// The plan, or `None` where the host has to build it (see [`gpu_setup`]).
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<SpmvPlan<T>>> {
+    let shape @ (nrows, _, nnz) = (a.nrows, a.ncols, a.nnz);
+    let Some(st) = gpu_setup::<T>(gpu, shape, opts)? else {
+        return Ok(None);
+    };
+    let s = std::mem::size_of::<T>() as u64;
+    let geom = st.geom;
+    let teams = geom.teams(nnz as u64);
+    let boundaries = boundaries(&st, teams);
+    let padded = padded_len(nnz);
     let mut phases = Phases::start(gpu);
     let none = wgpu::BufferUsages::empty();
     let ptr_and_tiles = Arc::new(gpu.storage_zeroed(
