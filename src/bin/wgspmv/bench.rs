@@ -6,7 +6,7 @@
 //!     wgspmv bench --suite --scale 1 --csv ours.csv     # also writes ours.svg
 
 use crate::args::{
-    bccoo::BccooArgs, choose, choose_one, suraa::SuraaArgs, FINISHES, LANES, SETUPS,
+    bccoo::BccooArgs, choose, choose_one, suraa::SuraaArgs, BUILD_ON, FINISHES, LANES, SETUPS,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
@@ -110,6 +110,14 @@ pub struct Args {
     /// a first untimed setup that compiles the pipelines (once per device).
     #[arg(long)]
     from_gpu_csr: bool,
+    /// Where formats are built from the host CSR (`PlanOptions::build_on`): auto (on the GPU
+    /// except on software adapters), host, or gpu.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "gpu"])]
+    build_on: String,
+    /// Time a second setup from the host CSR, after a first untimed one that compiles the
+    /// pipelines (as `--from-gpu-csr` does); without it the setup columns include compiling.
+    #[arg(long)]
+    warm_setup: bool,
 }
 
 struct Row {
@@ -237,11 +245,13 @@ fn variants(args: &Args) -> wgspmv::Result<Vec<Variant>> {
     let finishes = choose("finish", &args.finish, FINISHES)?;
     let setups = choose("setup", &args.setup, SETUPS)?;
     let lanes = choose_one("lanes", &args.lanes, LANES)?;
+    let build_on = choose_one("build-on", &args.build_on, BUILD_ON)?;
     let mut variants = Vec::new();
     for &m in &methods {
         let base = PlanOptions {
             workgroup_size: args.workgroup_size,
             lanes,
+            build_on,
             ..Default::default()
         };
         match m {
@@ -612,6 +622,13 @@ fn bench_matrix<T: Scalar>(
                     let first = gpu.prepare_gpu_csr::<T>(&desc, v.method, &v.opts)?;
                     gpu.wait()?;
                     let plan = gpu.prepare_gpu_csr(&desc, v.method, &v.opts)?;
+                    drop(first);
+                    plan
+                }
+                None if args.warm_setup => {
+                    let first = gpu.prepare_with(a, v.method, &v.opts)?;
+                    gpu.wait()?;
+                    let plan = gpu.prepare_with(a, v.method, &v.opts)?;
                     drop(first);
                     plan
                 }

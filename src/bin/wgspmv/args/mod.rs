@@ -10,7 +10,7 @@ use wgspmv::methods::speculative::Finish;
 use wgspmv::methods::suraa::SetupOn;
 use wgspmv::methods::LanePolicy;
 use wgspmv::testing::SuiteClass;
-use wgspmv::Method;
+use wgspmv::{BuildOn, Method};
 
 /// A flag's accepted names, each with the values it stands for under their row-label suffixes
 /// (`both` stands for two rows).
@@ -48,6 +48,13 @@ pub const LANES: &Choices<LanePolicy> = &[
     ("auto", &[("", LanePolicy::Auto)]),
     ("subgroup", &[("", LanePolicy::Subgroup)]),
     ("workgroup", &[("", LanePolicy::Workgroup)]),
+];
+
+/// Where formats are built from a host CSR.
+pub const BUILD_ON: &Choices<BuildOn> = &[
+    ("auto", &[("", BuildOn::Auto)]),
+    ("host", &[("", BuildOn::Host)]),
+    ("gpu", &[("", BuildOn::Gpu)]),
 ];
 
 /// The values `name` stands for among `choices`, or `UnknownName` listing the accepted names.
