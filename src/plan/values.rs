@@ -6,7 +6,11 @@
 //!   came from (4 bytes each, on the host; uploaded at the first update) and gathers;
 //!   SURAA's rows, rearranged by length, are gathered the same way, their sources made at the
 //!   first update from its permutation (read back where the setup ran on the GPU);
-//! * BCCOO (whose stored-zero pass depends on which values are zero) is not covered.
+//! * BCCOO's blocks are gathered the same way, their sources made at the first update by
+//!   building the format once more over entry numbers; its kernels skip zero values (fill and
+//!   padding among them) and a pass built with the plan restores the stored zeros, so an update
+//!   is taken only when the new values are zero at exactly the entries that were (checked on the
+//!   host, or on the GPU with a 4-byte read back), and refused otherwise.
 
 use super::SpmvPlan;
 use crate::{Error, Result, Scalar};
@@ -130,8 +134,61 @@ pub(crate) enum ValueLayout {
     Runs(Vec<ValueRun>),
     /// Buffers filled by a gather (and runs beside them, e.g. the long-row pass).
     Gather(Vec<Arc<GatherPart>>, Vec<ValueRun>),
+    /// Buffers filled by a gather, valid while the same entries are zero (see [`ZeroGuard`]).
+    Guarded(Vec<Arc<GatherPart>>, Arc<ZeroGuard>),
     /// Values are reordered by the format; the reason, for the error.
     Reordered(&'static str),
+}
+
+/// The stored zeros a format's zero pass was built for: an update must keep exactly these
+/// entries zero (±0), since the kernels skip zero values.
+pub(crate) struct ZeroGuard {
+    /// CSR entries whose value is ±0, ascending.
+    entries: Vec<u32>,
+    /// Bit `i` set where entry `i` is a stored zero; uploaded at the first GPU-buffer update.
+    bits_on_gpu: std::sync::OnceLock<wgpu::Buffer>,
+}
+
+impl std::fmt::Debug for ZeroGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ZeroGuard({} stored zeros)", self.entries.len())
+    }
+}
+
+impl ZeroGuard {
+    /// The stored zeros of `values` (CSR order).
+    pub(crate) fn of<T: Scalar>(values: &[T]) -> Arc<Self> {
+        use rayon::prelude::*;
+        let entries = values
+            .par_iter()
+            .enumerate()
+            .filter(|(_, v)| v.to_f64() == 0.0)
+            .map(|(i, _)| i as u32)
+            .collect();
+        Arc::new(Self {
+            entries,
+            bits_on_gpu: Default::default(),
+        })
+    }
+
+    /// Whether `values` are zero at exactly the guarded entries.
+    fn holds<T: Scalar>(&self, values: &[T]) -> bool {
+        use rayon::prelude::*;
+        let zeros = values.par_iter().filter(|v| v.to_f64() == 0.0).count();
+        zeros == self.entries.len()
+            && self
+                .entries
+                .par_iter()
+                .all(|&i| values[i as usize].to_f64() == 0.0)
+    }
+
+    fn refusal(method: &'static str) -> Error {
+        Error::Unsupported {
+            method,
+            what: "take new values that are zero at other entries than the plan's stored zeros",
+            why: "its kernels skip zero values and a pass built with the plan restores the stored zeros; prepare a new plan for the new pattern of zeros",
+        }
+    }
 }
 
 impl Default for ValueLayout {
@@ -144,6 +201,7 @@ impl<T: Scalar> SpmvPlan<T> {
     fn value_runs(&self) -> Result<&[ValueRun]> {
         match &self.values {
             ValueLayout::Runs(runs) | ValueLayout::Gather(_, runs) => Ok(runs),
+            ValueLayout::Guarded(..) => Ok(&[]),
             ValueLayout::Reordered(why) => Err(Error::Unsupported {
                 method: self.report.method,
                 what: "update their values in place",
@@ -165,7 +223,12 @@ impl<T: Scalar> SpmvPlan<T> {
         }
         let runs = self.value_runs()?;
         let s = std::mem::size_of::<T>() as u64;
-        if let ValueLayout::Gather(parts, _) = &self.values {
+        if let ValueLayout::Guarded(_, guard) = &self.values {
+            if !guard.holds(values) {
+                return Err(ZeroGuard::refusal(self.report.method));
+            }
+        }
+        if let Some(parts) = self.gather_parts() {
             // Gathered on the GPU from the new values, uploaded once.
             let staged = self.gpu.storage_buffer(
                 "new values",
@@ -191,6 +254,98 @@ impl<T: Scalar> SpmvPlan<T> {
                 }
             }
         })
+    }
+
+    /// Whether `values` (the new values, a storage buffer read from its start) are zero at
+    /// exactly `guard`'s entries: `check` (holding any copy into `values`) plus the check
+    /// kernel, submitted, and its flag read back.
+    fn zeros_hold_on_gpu(
+        &self,
+        mut check: wgpu::CommandEncoder,
+        guard: &ZeroGuard,
+        values: &wgpu::Buffer,
+    ) -> Result<bool> {
+        let count = self.nnz as u32;
+        if count == 0 {
+            return Ok(true);
+        }
+        let bits = match guard.bits_on_gpu.get() {
+            Some(b) => b,
+            None => {
+                let mut words = vec![0u32; self.nnz.div_ceil(32)];
+                for &e in &guard.entries {
+                    words[e as usize / 32] |= 1 << (e % 32);
+                }
+                let b = self.gpu.storage_buffer(
+                    "stored-zero bits",
+                    bytemuck::cast_slice(&words),
+                    wgpu::BufferUsages::empty(),
+                )?;
+                guard.bits_on_gpu.get_or_init(|| b)
+            }
+        };
+        let wg = 256u32;
+        let pipeline = self.gpu.pipeline(&crate::kernel::Variant::new(
+            crate::kernel::ZERO_CHECK,
+            T::WGSL,
+            crate::kernel::LaneMode::Workgroup,
+            vec![("WG_SIZE", wg)],
+        ))?;
+        let changed = self
+            .gpu
+            .storage_zeroed("zero check flag", 4, wgpu::BufferUsages::empty())?;
+        let params = self
+            .gpu
+            .uniform_buffer("zero check params", bytemuck::cast_slice(&[count, 0u32]));
+        let bytes = self.nnz as u64 * std::mem::size_of::<T>() as u64;
+        self.gpu.scoped("checking the new values' zeros", || {
+            let group = self
+                .gpu
+                .device()
+                .create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("wgspmv zero check"),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: bits.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: values,
+                                offset: 0,
+                                size: std::num::NonZeroU64::new(bytes.next_multiple_of(4)),
+                            }),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 2,
+                            resource: changed.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 3,
+                            resource: params.as_entire_binding(),
+                        },
+                    ],
+                });
+            {
+                let mut pass = check.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &group, &[]);
+                let [x, y] = self.gpu.grid(count.div_ceil(wg));
+                pass.dispatch_workgroups(x, y, 1);
+            }
+            self.gpu.queue().submit([check.finish()]);
+        })?;
+        Ok(self.gpu.read_buffer::<u32>(&changed, 1)?[0] == 0)
+    }
+
+    /// The buffers a gather refills, if the format has any.
+    fn gather_parts(&self) -> Option<&[Arc<GatherPart>]> {
+        match &self.values {
+            ValueLayout::Gather(parts, _) | ValueLayout::Guarded(parts, _) => Some(parts),
+            _ => None,
+        }
     }
 
     /// Records the gathers of `parts` from `values` (every new value in CSR order, a storage
@@ -285,7 +440,68 @@ impl<T: Scalar> SpmvPlan<T> {
         values: &wgpu::Buffer,
         offset: u64,
     ) -> Result<()> {
+        if matches!(self.values, ValueLayout::Guarded(..)) {
+            return Err(Error::Unsupported {
+                method: self.report.method,
+                what: "record a value update into an encoder",
+                why: "the new values' zeros are checked against the plan's stored zeros first, which reads 4 bytes back; use update_values_from_buffer",
+            });
+        }
+        self.record_update(encoder, values, offset)
+    }
+
+    /// [`record_update_values`](Self::record_update_values) for any layout (a guarded one after
+    /// its check).
+    fn record_update(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        values: &wgpu::Buffer,
+        offset: u64,
+    ) -> Result<()> {
         let runs = self.value_runs()?;
+        let s = std::mem::size_of::<T>() as u64;
+        self.check_values_buffer(values, offset)?;
+        if let Some(parts) = self.gather_parts() {
+            let staged = self.storage_values(encoder, values, offset)?;
+            self.record_gathers(encoder, parts, staged.as_ref().unwrap_or(values))?;
+        }
+        self.gpu.scoped("recording a value update", || {
+            for r in runs.iter().filter(|r| r.len > 0) {
+                encoder.copy_buffer_to_buffer(
+                    values,
+                    offset + r.src * s,
+                    &r.buffer,
+                    r.dst * s,
+                    r.len * s,
+                );
+            }
+        })
+    }
+
+    /// The new values as a storage buffer a kernel can read from its start: `None` for the
+    /// caller's own (STORAGE usage, offset 0: nothing to allocate), else a copy recorded into
+    /// `encoder`.
+    fn storage_values(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        values: &wgpu::Buffer,
+        offset: u64,
+    ) -> Result<Option<wgpu::Buffer>> {
+        if offset == 0 && values.usage().contains(wgpu::BufferUsages::STORAGE) {
+            return Ok(None);
+        }
+        let bytes = self.nnz as u64 * std::mem::size_of::<T>() as u64;
+        let staged = self
+            .gpu
+            .storage_zeroed("new values", bytes, wgpu::BufferUsages::empty())?;
+        self.gpu.scoped("recording a value copy", || {
+            encoder.copy_buffer_to_buffer(values, offset, &staged, 0, bytes)
+        })?;
+        Ok(Some(staged))
+    }
+
+    /// Checks that `values` holds the new values from `offset` and can be copied from.
+    fn check_values_buffer(&self, values: &wgpu::Buffer, offset: u64) -> Result<()> {
         let s = std::mem::size_of::<T>() as u64;
         let needed = offset.checked_add(self.nnz as u64 * s);
         if needed.is_none_or(|n| n > values.size()) {
@@ -302,43 +518,33 @@ impl<T: Scalar> SpmvPlan<T> {
                 reason: "a buffer with COPY_SRC usage, read from a multiple of 4 bytes".into(),
             });
         }
-        if let ValueLayout::Gather(parts, _) = &self.values {
-            if offset == 0 && values.usage().contains(wgpu::BufferUsages::STORAGE) {
-                // Gathered straight from the caller's buffer: no staging copy to allocate.
-                self.record_gathers(encoder, parts, values)?;
-            } else {
-                // Without STORAGE usage, or from an offset: gather from a copy.
-                let staged = self.gpu.storage_zeroed(
-                    "new values",
-                    self.nnz as u64 * s,
-                    wgpu::BufferUsages::empty(),
-                )?;
-                self.gpu.scoped("recording a value copy", || {
-                    encoder.copy_buffer_to_buffer(values, offset, &staged, 0, self.nnz as u64 * s)
-                })?;
-                self.record_gathers(encoder, parts, &staged)?;
-            }
-        }
-        self.gpu.scoped("recording a value update", || {
-            for r in runs.iter().filter(|r| r.len > 0) {
-                encoder.copy_buffer_to_buffer(
-                    values,
-                    offset + r.src * s,
-                    &r.buffer,
-                    r.dst * s,
-                    r.len * s,
-                );
-            }
-        })
+        Ok(())
     }
 
-    /// [`record_update_values`](Self::record_update_values), submitted.
+    /// [`record_update_values`](Self::record_update_values), submitted. For `bccoo` the new
+    /// values' zeros are checked on the GPU first (a 4-byte read back), and an update that
+    /// changes them is refused, leaving the plan as it was.
     pub fn update_values_from_buffer(&self, values: &wgpu::Buffer, offset: u64) -> Result<()> {
         let mut encoder = self
             .gpu
             .device()
             .create_command_encoder(&Default::default());
-        self.record_update_values(&mut encoder, values, offset)?;
+        if let ValueLayout::Guarded(_, guard) = &self.values {
+            self.check_values_buffer(values, offset)?;
+            let mut check = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            let staged = self.storage_values(&mut check, values, offset)?;
+            let source = staged.as_ref().unwrap_or(values);
+            if !self.zeros_hold_on_gpu(check, guard, source)? {
+                return Err(ZeroGuard::refusal(self.report.method));
+            }
+            // Gathered from the checked copy (or the caller's own buffer).
+            self.record_gathers(&mut encoder, self.gather_parts().unwrap_or(&[]), source)?;
+        } else {
+            self.record_update_values(&mut encoder, values, offset)?;
+        }
         self.gpu.scoped("submitting a value update", || {
             self.gpu.queue().submit([encoder.finish()]);
         })

@@ -537,16 +537,9 @@ fn update_values_equals_a_fresh_plan_or_is_a_typed_refusal() {
                 plan.update_values(&b.values()[1..]),
                 Err(Error::DimensionMismatch { .. })
             ));
-            match plan.update_values(b.values()) {
-                Ok(()) => {}
-                Err(e @ Error::Unsupported { .. }) => {
-                    // Only bccoo, whose stored-zero pass depends on which values are zero.
-                    assert!(matches!(m, Method::Bccoo | Method::BccooPlus), "{m}: {e}");
-                    assert_eq!(product(&gpu, &plan, &x), before, "{m} after a refusal");
-                    continue;
-                }
-                Err(e) => panic!("{m}: {e}"),
-            }
+            // Every method takes new values (bccoo's: no stored zeros before or after).
+            plan.update_values(b.values())
+                .unwrap_or_else(|e| panic!("{m} on {class}: {e}"));
             let fresh = gpu.prepare_with(&b, m, &opts).unwrap();
             let expected = product(&gpu, &fresh, &x);
             let got = product(&gpu, &plan, &x);
@@ -584,5 +577,106 @@ fn update_values_equals_a_fresh_plan_or_is_a_typed_refusal() {
                 Err(Error::DimensionMismatch { .. })
             ));
         }
+    }
+}
+
+/// `values` with the entries `zeros` set to `z` (±0).
+fn with_zeros(a: &CsrMatrix<f32>, zeros: &[usize], z: f32) -> Vec<f32> {
+    let mut v = a.values().to_vec();
+    for &i in zeros {
+        v[i] = z;
+    }
+    v
+}
+
+#[test]
+fn bccoo_updates_keep_the_stored_zeros_or_are_refused() {
+    let Some(gpu) = gpu() else { return };
+    let a = revalued(&SuiteClass::PowerLaw.generate(3_000, 9).cast::<f32>(), 5);
+    // Stored zeros spread over the rows, one in the densest part.
+    let zeros: Vec<usize> = (0..a.nnz()).step_by(97).collect();
+    let a0 = a.with_values(with_zeros(&a, &zeros, 0.0)).unwrap();
+    // x is NaN at the first zero's column: its row must come out NaN, as on the CPU.
+    let first_col = a0.col_idx()[zeros[1]] as usize;
+    let xs: Vec<f32> = (0..a.ncols())
+        .map(|i| {
+            if i == first_col {
+                f32::NAN
+            } else {
+                0.5 + (i % 5) as f32 / 4.0
+            }
+        })
+        .collect();
+    let x = GpuVector::from_slice(&gpu, &xs).unwrap();
+    let same = |p: &[f32], q: &[f32]| p.iter().zip(q).all(|(u, v)| u.to_bits() == v.to_bits());
+    for m in [Method::Bccoo, Method::BccooPlus] {
+        let plan = gpu.prepare(&a0, m).unwrap();
+        let before = product(&gpu, &plan, &x);
+        let y_ref = wgspmv::testing::reference::spmv_par(&a0, &xs).unwrap();
+        let c = wgspmv::testing::reference::check(1.0, &a0, &xs, 0.0, None, &before, &y_ref);
+        assert!(c.ok, "{m}: wrong before the update: row {:?}", c.worst_row);
+        // New values, the same entries zero (-0 counts as zero): equal to a fresh plan.
+        let b = revalued(&a, 31);
+        let new = with_zeros(&b, &zeros, -0.0);
+        plan.update_values(&new).unwrap();
+        let fresh = gpu
+            .prepare(&a0.with_values(new.clone()).unwrap(), m)
+            .unwrap();
+        let expected = product(&gpu, &fresh, &x);
+        assert!(
+            same(&product(&gpu, &plan, &x), &expected),
+            "{m}: host update"
+        );
+        // Back to the old values from a GPU buffer, and from one without STORAGE usage.
+        let old = GpuVector::from_slice(&gpu, a0.values()).unwrap();
+        plan.update_values_from_buffer(old.buffer(), 0).unwrap();
+        assert!(
+            same(&product(&gpu, &plan, &x), &before),
+            "{m}: from a GPU buffer"
+        );
+        let copy_only = {
+            use wgpu::util::DeviceExt;
+            gpu.device()
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("new values, copy only"),
+                    contents: bytemuck::cast_slice(&new),
+                    usage: wgpu::BufferUsages::COPY_SRC,
+                })
+        };
+        plan.update_values_from_buffer(&copy_only, 0).unwrap();
+        assert!(
+            same(&product(&gpu, &plan, &x), &expected),
+            "{m}: from a copy"
+        );
+        // Values that zero another entry, or fill a stored zero, are refused on both paths and
+        // leave the plan as it was.
+        let mut moved = new.clone();
+        moved[zeros[0]] = 2.0;
+        let mut extra = new.clone();
+        extra[zeros[0] + 1] = 0.0;
+        for bad in [&moved, &extra] {
+            assert!(
+                matches!(plan.update_values(bad), Err(Error::Unsupported { .. })),
+                "{m}: host update changing the zeros"
+            );
+            let g = GpuVector::from_slice(&gpu, bad).unwrap();
+            assert!(
+                matches!(
+                    plan.update_values_from_buffer(g.buffer(), 0),
+                    Err(Error::Unsupported { .. })
+                ),
+                "{m}: GPU update changing the zeros"
+            );
+            assert!(
+                same(&product(&gpu, &plan, &x), &expected),
+                "{m}: after a refusal"
+            );
+        }
+        // Recording into the caller's encoder cannot check first: refused, not unchecked.
+        let mut enc = gpu.device().create_command_encoder(&Default::default());
+        assert!(matches!(
+            plan.record_update_values(&mut enc, old.buffer(), 0),
+            Err(Error::Unsupported { .. })
+        ));
     }
 }

@@ -29,11 +29,13 @@ pub use kernels::KERNELS;
 use crate::gpu::{Gpu, GpuInfo};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    bad, check_workgroup_memory, chunk_limit, lane_mode, upload, workgroup_size,
+    bad, check_workgroup_memory, chunk_limit, lane_mode, upload, upload_buffer, workgroup_size,
 };
 use crate::methods::{Method, PlanOptions};
+use crate::plan::values::{GatherPart, SourceMaker, ValueLayout, ZeroGuard};
 use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// How a workgroup writes the rows it completes (section 3.2.2).
@@ -604,12 +606,13 @@ pub(crate) fn build_reusing<T: Scalar>(
     };
     // Bindings 0-4 are shared with the two-pass carry kernel; `state` is the main kernel's own.
     let common = vec![aux, out.clone(), out_coeffs, params_buf, slots];
+    let values = upload_buffer(gpu, "bccoo values", &m.values)?;
     let mut main_bindings = common.clone();
     main_bindings.extend([
         Binding::Owned(state.clone()),
         upload(gpu, "bccoo flags", &m.flags)?,
         upload(gpu, "bccoo columns", &cols)?,
-        upload(gpu, "bccoo values", &m.values)?,
+        Binding::Owned(values.clone()),
         Binding::X,
     ]);
     let mut stages = vec![Stage {
@@ -667,13 +670,51 @@ pub(crate) fn build_reusing<T: Scalar>(
         report.footprint.total() as f64 / 1e6,
         report.footprint.csr as f64 / 1e6,
     );
-    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
-        .with_values(crate::plan::values::ValueLayout::Reordered(
-        "its blocks reorder the values and its stored-zero pass depends on which values are zero",
-    ));
+    // Value updates gather into the blocks; their sources are made at the first update.
+    let (shape, structure) = (a.shape(), Arc::new(structure_of(a)));
+    let make: SourceMaker = Box::new(move || value_sources(shape, &structure, &layout));
+    let gather = GatherPart::lazy(values, make);
+    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details).with_values(
+        ValueLayout::Guarded(vec![gather], ZeroGuard::of(a.values())),
+    );
     plan.report_mut().detail = Some(Arc::new(report));
     plan.report_mut().split = phases.split;
     Ok(plan)
+}
+
+/// A copy of `a`'s row pointers and columns, kept for value updates.
+fn structure_of<T: Scalar>(a: &CsrMatrix<T>) -> (Vec<u32>, Vec<u32>) {
+    let copy = |from: &[u32]| {
+        let mut v = vec![0u32; from.len()];
+        v.par_chunks_mut(1 << 20)
+            .zip(from.par_chunks(1 << 20))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+        v
+    };
+    (copy(a.row_ptr()), copy(a.col_idx()))
+}
+
+/// For each stored value of the format with `layout`, the CSR entry it holds (or
+/// [`NONE`](crate::plan::values::NONE) for fill and padding): the same build over a matrix whose
+/// values number its entries (from 1, so that 0 stays fill; exact in f64 below 2⁵³ entries).
+fn value_sources(
+    (nrows, ncols, nnz): (usize, usize, usize),
+    (row_ptr, col_idx): &(Vec<u32>, Vec<u32>),
+    layout: &BccooLayout,
+) -> Result<Vec<u32>> {
+    let numbers = (1..=nnz).into_par_iter().map(|i| i as f64).collect();
+    let numbered = CsrMatrix::try_new(nrows, ncols, row_ptr.clone(), col_idx.clone(), numbers)?;
+    let m = BccooMatrix::<f64>::from_csr(&numbered, layout)?;
+    Ok(m.values
+        .par_iter()
+        .map(|&v| {
+            if v == 0.0 {
+                crate::plan::values::NONE
+            } else {
+                v as u32 - 1
+            }
+        })
+        .collect())
 }
 
 impl<T: Scalar> SpmvPlan<T> {
