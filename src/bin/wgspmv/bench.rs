@@ -136,6 +136,8 @@ struct Row {
     /// `update_values` from a GPU buffer, submitted and finished (empty where the method
     /// refuses it).
     update_ms: Option<f64>,
+    /// The first such update (a format that gathers makes its map then).
+    first_update_ms: Option<f64>,
     /// The concrete method (differs from `method` for `auto` rows).
     chosen: String,
     /// Of `setup_ms`, the GPU validation of a matrix given in GPU buffers.
@@ -151,7 +153,7 @@ impl Row {
     /// The CSV line of this row (the header's columns, in order).
     fn csv(&self) -> String {
         format!(
-            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{},{},{},{:.4},{:.3},{:.3},{:.3},{:.3}",
+            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{},{},{},{:.4},{:.3},{:.3},{:.3},{:.3},{}",
             self.matrix,
             self.method,
             self.rows,
@@ -173,6 +175,8 @@ impl Row {
             self.split.analysis_ms,
             self.split.build_ms,
             self.split.upload_ms,
+            self.first_update_ms
+                .map_or(String::new(), |u| format!("{u:.4}")),
         )
     }
 }
@@ -199,16 +203,16 @@ fn caller_buffers<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> wgspmv::Result<[wgp
     Ok(b)
 }
 
-/// The median of 5 in-place value updates from a GPU buffer (submitted and waited for), ms;
-/// `None` where the plan's method refuses them.
+/// The first of 6 in-place value updates from a GPU buffer (submitted and waited for), and the
+/// median of the other 5, ms; `None` where the plan's method refuses them.
 fn update_time<T: Scalar>(
     gpu: &Gpu,
     plan: &wgspmv::SpmvPlan<T>,
     a: &CsrMatrix<T>,
-) -> wgspmv::Result<Option<f64>> {
+) -> wgspmv::Result<Option<(f64, f64)>> {
     let values = GpuVector::from_slice(gpu, a.values())?;
     let mut ms = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..6 {
         let t = std::time::Instant::now();
         match plan.update_values_from_buffer(values.buffer(), 0) {
             Err(wgspmv::Error::Unsupported { .. }) => return Ok(None),
@@ -217,8 +221,9 @@ fn update_time<T: Scalar>(
         gpu.wait()?;
         ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    let first = ms.remove(0);
     ms.sort_by(f64::total_cmp);
-    Ok(Some(ms[2]))
+    Ok(Some((first, ms[2])))
 }
 
 /// When the run began (progress lines on stderr carry the elapsed time).
@@ -404,7 +409,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     writeln!(header, "# copy_gbps: {copy:.0}").unwrap();
     writeln!(
         header,
-        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen,update_ms,update_products,validation_ms,read_back_mb,analysis_ms,build_ms,upload_ms"
+        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen,update_ms,update_products,validation_ms,read_back_mb,analysis_ms,build_ms,upload_ms,first_update_ms"
     )
     .unwrap();
     print!("{header}");
@@ -713,6 +718,7 @@ fn bench_matrix<T: Scalar>(
                     s.scalar_rows()
                 ));
             }
+            let updates = update_time(gpu, &plan, a)?;
             Ok(Row {
                 matrix: name.to_owned(),
                 method: m.clone(),
@@ -725,7 +731,8 @@ fn bench_matrix<T: Scalar>(
                 frac: gbps / copy,
                 rel_err: c.rel_err,
                 setup_ms: plan.report().setup_ms,
-                update_ms: update_time(gpu, &plan, a)?,
+                update_ms: updates.map(|u| u.1),
+                first_update_ms: updates.map(|u| u.0),
                 validation_ms: plan.report().validation_ms,
                 read_back_bytes: plan.report().read_back_bytes,
                 split: plan.report().split,
