@@ -6,9 +6,13 @@
 //! `ln((t - launch) / bytes)` on the regressors `r`, and the launch time kept is the one whose
 //! model has the smallest squared error in `ln t`. Setup: `s0 + s1 · MB + s2 · Mrows`, a
 //! least-squares fit weighted by 1/setup (relative error), with negative coefficients dropped.
+//!
+//! The profile also keeps the samples' range of each regressor (predictions clamp to it) and,
+//! per method, every sample's residual ln(measured / fitted) with its regressors, which the
+//! profile's [`Kernel`] averages near a query (see [`super::profile`]).
 
 use super::features::{Features, NREG};
-use super::profile::{Match, MethodModel, Profile};
+use super::profile::{Kernel, Match, MethodModel, Profile, Residual};
 use crate::{Error, Method, Result};
 
 /// One measurement: a method on a matrix.
@@ -29,6 +33,19 @@ pub struct Sample {
 /// Ridge penalty on the non-bias weights, per sample: the value that predicted a held-out set
 /// best (docs/auto.md).
 pub const RIDGE: f64 = 0.002;
+
+/// Bandwidth of the residual kernel, in standard deviations of each regressor over the
+/// samples: narrow enough that the corrected model reproduces its calibration choices, so a
+/// matrix must resemble a calibration matrix closely to inherit its correction (docs/auto.md).
+pub const KERNEL_WIDTH: f64 = 0.5;
+
+/// Weight of the global fit in the kernel mean (see [`Kernel::prior`]).
+pub const KERNEL_PRIOR: f64 = 0.1;
+
+/// Rounds to 6 significant digits, so the profile's residual lines stay short.
+fn short(x: f64) -> f64 {
+    format!("{x:.5e}").parse().unwrap_or(x)
+}
 
 /// Solves the symmetric system `a · x = b` (Gaussian elimination with partial pivoting).
 fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
@@ -112,6 +129,7 @@ fn fit_product(samples: &[&Sample], cache_bytes: f64) -> (f64, [f64; NREG], f64)
             launch_ms: launch,
             setup: [0.0; 3],
             weights: w,
+            residuals: Vec::new(),
         };
         let err: f64 = samples
             .iter()
@@ -205,12 +223,23 @@ pub fn fit(
         }
         let (launch_ms, weights, _) = fit_product(&mine, cache_bytes);
         let setup = fit_setup(&mine);
-        let model = MethodModel {
+        let mut model = MethodModel {
             method: m,
             launch_ms,
             setup,
             weights,
+            residuals: Vec::new(),
         };
+        model.residuals = mine
+            .iter()
+            .map(|s| {
+                let at = s.features.regressors(cache_bytes).map(short);
+                Residual {
+                    at,
+                    ln_ratio: short((s.product_ms / model.product_ms_at(&s.features, &at)).ln()),
+                }
+            })
+            .collect();
         let rms = |f: &dyn Fn(&Sample) -> f64| {
             (mine.iter().map(|s| f(s).powi(2)).sum::<f64>() / mine.len() as f64).sqrt()
         };
@@ -233,12 +262,35 @@ pub fn fit(
             reason: "no method has the 4 measurements a fit needs".into(),
         });
     }
+    // The range and scale of each regressor over every sample the fit read.
+    let all: Vec<[f64; NREG]> = methods
+        .iter()
+        .flat_map(|m| m.residuals.iter().map(|e| e.at))
+        .collect();
+    let (mut lo, mut hi) = ([f64::INFINITY; NREG], [f64::NEG_INFINITY; NREG]);
+    let mut scale = [0.0; NREG];
+    for j in 0..NREG {
+        let n = all.len() as f64;
+        let mean = all.iter().map(|r| r[j]).sum::<f64>() / n;
+        let var = all.iter().map(|r| (r[j] - mean).powi(2)).sum::<f64>() / n;
+        scale[j] = if var > 1e-12 { short(var.sqrt()) } else { 0.0 };
+        for r in &all {
+            lo[j] = lo[j].min(r[j]);
+            hi[j] = hi[j].max(r[j]);
+        }
+    }
     Ok((
         Profile {
             name: name.to_owned(),
             notes,
             matches,
             cache_bytes,
+            range: Some((lo, hi)),
+            kernel: Some(Kernel {
+                width: KERNEL_WIDTH,
+                prior: KERNEL_PRIOR,
+                scale,
+            }),
             methods,
         },
         quality,

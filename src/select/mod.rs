@@ -21,7 +21,7 @@ pub mod remember;
 
 pub use features::Features;
 pub use fit::Sample;
-pub use profile::{Match, MethodModel, Profile};
+pub use profile::{Kernel, Match, MethodModel, Profile, Residual};
 
 use crate::{CsrMatrix, Error, Gpu, GpuVector, Method, PlanOptions, Result, Scalar, SpmvPlan};
 use std::collections::HashMap;
@@ -193,7 +193,7 @@ pub fn predict(profile: &Profile, features: &Features, expected_products: u64) -
         .iter()
         .map(|m| {
             let setup_ms = m.setup_ms(features);
-            let product_ms = m.product_ms(features, profile.cache_bytes);
+            let product_ms = profile.product_ms(m, features);
             Candidate {
                 method: m.method,
                 setup_ms,

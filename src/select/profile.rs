@@ -1,20 +1,30 @@
 //! Adapter profiles: the cost model's coefficients as a small text file.
 //!
 //! ```text
-//! wgspmv-profile 1
+//! wgspmv-profile 2
 //! name nvidia
 //! note fitted on NVIDIA H100 ... (free text, any number of lines)
 //! match vendor 0x10de            # any number of match lines; none = matches every adapter
 //! match device_type cpu
 //! cache_bytes 52428800
 //! regressors bias ln_mean ln_cv long_share empty_frac scatter ln_x_cache aspect ln_mnnz ln_max_rel f64
+//! range_min 1 0.69 0 ...         # optional (version 2): the calibration data's range
+//! range_max 1 8.3 3.2 ...
+//! kernel width 0.5 prior 0.1 scale 0 1.2 0.8 ...   # optional (version 2)
 //! method csr-scalar launch_ms 0.006 setup 0.2 0.9 1.5 weights -6.1 0.2 ...
+//! residual csr-scalar ln_ratio 0.12 at 1 3.3 0.1 ...  # any number, after its method
 //! ```
 //!
 //! Per-product time of a method: `launch_ms + minimal_bytes · 1e-6 · exp(weights · regressors)`
-//! ms (so `exp(weights · regressors)` is nanoseconds per byte of minimal traffic). Setup time:
-//! `s0 + s1 · (matrix MB) + s2 · (million rows)` ms, where matrix MB = nnz · (4 + scalar) / 1e6.
-//! `#` starts a comment. A method without a line is never chosen by this profile.
+//! ms (so `exp(weights · regressors)` is nanoseconds per byte of minimal traffic), times
+//! `exp(correction)`. The regressors are first clamped to `range_min..=range_max` (the global
+//! fit is not extrapolated beyond its data). The correction is a kernel-weighted mean of the
+//! method's calibration residuals, `Σ kᵢ eᵢ / (prior + Σ kᵢ)` with
+//! `kᵢ = exp(-½ Σⱼ ((rⱼ − aᵢⱼ) / scaleⱼ)² / width²)` (regressors with scale 0 are ignored): near
+//! a calibration matrix the model is corrected towards its measurement, far from all of them
+//! it is the global fit. Setup time: `s0 + s1 · (matrix MB) + s2 · (million rows)` ms, where
+//! matrix MB = nnz · (4 + scalar) / 1e6. `#` starts a comment. A method without a line is never
+//! chosen by this profile. Version 1 files (no range, kernel or residual lines) still parse.
 
 use super::features::{Features, NREG, REGRESSORS};
 use crate::{Error, Method, Result};
@@ -30,12 +40,65 @@ pub struct MethodModel {
     pub setup: [f64; 3],
     /// Weights of the regressors (see [`REGRESSORS`]) in ln(ns per byte).
     pub weights: [f64; NREG],
+    /// Calibration residuals of the global fit, for the profile's [`Kernel`] correction.
+    pub residuals: Vec<Residual>,
+}
+
+/// One calibration measurement's residual: where it was (regressors) and
+/// ln(measured / global model) product time there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Residual {
+    /// The regressors of the calibration matrix (inside the profile's range).
+    pub at: [f64; NREG],
+    /// ln(measured product time / the global fit's prediction).
+    pub ln_ratio: f64,
+}
+
+/// The local correction: a Gaussian kernel over the methods' [`Residual`]s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// Bandwidth in scaled regressor units.
+    pub width: f64,
+    /// Weight of the global fit (a residual of 0) in the kernel mean, so that far from every
+    /// calibration matrix the correction fades to nothing.
+    pub prior: f64,
+    /// Scale of each regressor in the distance (0: not part of the distance).
+    pub scale: [f64; NREG],
+}
+
+impl Kernel {
+    /// The correction, in ln(time), at regressors `r` from `residuals`.
+    pub fn correction(&self, r: &[f64; NREG], residuals: &[Residual]) -> f64 {
+        let (mut num, mut den) = (0.0, self.prior);
+        for e in residuals {
+            let d2: f64 = r
+                .iter()
+                .zip(&e.at)
+                .zip(&self.scale)
+                .filter(|(_, &s)| s > 0.0)
+                .map(|((a, b), s)| ((a - b) / s).powi(2))
+                .sum();
+            let k = (-0.5 * d2 / (self.width * self.width)).exp();
+            num += k * e.ln_ratio;
+            den += k;
+        }
+        if den > 0.0 {
+            num / den
+        } else {
+            0.0
+        }
+    }
 }
 
 impl MethodModel {
-    /// Predicted time of one product, ms.
+    /// Predicted time of one product by the global fit alone (regressors neither clamped nor
+    /// corrected; [`Profile::product_ms`] is the profile's full prediction), ms.
     pub fn product_ms(&self, f: &Features, cache_bytes: f64) -> f64 {
-        let r = f.regressors(cache_bytes);
+        self.product_ms_at(f, &f.regressors(cache_bytes))
+    }
+
+    /// The global fit at the given regressors of `f`, ms.
+    pub fn product_ms_at(&self, f: &Features, r: &[f64; NREG]) -> f64 {
         let z: f64 = self.weights.iter().zip(r).map(|(w, x)| w * x).sum();
         self.launch_ms + f.minimal_bytes() * 1e-6 * z.clamp(-30.0, 30.0).exp()
     }
@@ -68,6 +131,11 @@ pub struct Profile {
     pub matches: Vec<Match>,
     /// Size of the cache `x` should fit in (the `ln_x_cache` regressor), bytes.
     pub cache_bytes: f64,
+    /// The calibration data's range of each regressor, `(min, max)`: the regressors are clamped
+    /// to it before the model reads them. `None`: not clamped.
+    pub range: Option<([f64; NREG], [f64; NREG])>,
+    /// The local residual correction. `None`: the global fit alone.
+    pub kernel: Option<Kernel>,
     /// One model per method the profile can choose; methods without one are never chosen.
     pub methods: Vec<MethodModel>,
 }
@@ -95,6 +163,28 @@ fn bad(line: usize, text: &str, reason: impl Into<String>) -> Error {
 }
 
 impl Profile {
+    /// The regressors the model reads for `f`: [`Features::regressors`] clamped to the range.
+    pub fn regressors(&self, f: &Features) -> [f64; NREG] {
+        let mut r = f.regressors(self.cache_bytes);
+        if let Some((lo, hi)) = &self.range {
+            for ((x, a), b) in r.iter_mut().zip(lo).zip(hi) {
+                *x = x.clamp(*a, *b);
+            }
+        }
+        r
+    }
+
+    /// Predicted time of one product of `m` (one of this profile's models) on `f`, ms: the
+    /// global fit at the clamped regressors, times the kernel correction.
+    pub fn product_ms(&self, m: &MethodModel, f: &Features) -> f64 {
+        let r = self.regressors(f);
+        let t = m.product_ms_at(f, &r);
+        match &self.kernel {
+            Some(k) if !m.residuals.is_empty() => t * k.correction(&r, &m.residuals).exp(),
+            _ => t,
+        }
+    }
+
     /// The model of `method`, if this profile has one.
     pub fn model(&self, method: Method) -> Option<&MethodModel> {
         self.methods.iter().find(|m| m.method == method)
@@ -112,15 +202,19 @@ impl Profile {
     /// Parses the text form (see the module docs). Every malformed line is an
     /// [`Error::InvalidParameter`] named `profile` that quotes the line and says what is wrong.
     pub fn parse(text: &str) -> Result<Self> {
-        let mut version_seen = false;
+        let mut version = 0u32;
         let mut p = Profile {
             name: String::new(),
             notes: Vec::new(),
             matches: Vec::new(),
             cache_bytes: f64::NAN,
+            range: None,
+            kernel: None,
             methods: Vec::new(),
         };
         let mut regressors_seen = false;
+        let (mut range_min, mut range_max) = (None, None);
+        let mut residual_line = 0;
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let line = raw.split('#').next().unwrap_or("").trim();
@@ -129,18 +223,21 @@ impl Profile {
             }
             let (key, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
             let rest = rest.trim();
-            if !version_seen {
+            if version == 0 {
                 if key != "wgspmv-profile" {
-                    return Err(bad(n, raw, "a profile starts with `wgspmv-profile 1`"));
+                    return Err(bad(n, raw, "a profile starts with `wgspmv-profile 2`"));
                 }
-                if rest != "1" {
-                    return Err(bad(
-                        n,
-                        raw,
-                        "unsupported profile version (this library reads 1)",
-                    ));
-                }
-                version_seen = true;
+                version = match rest {
+                    "1" => 1,
+                    "2" => 2,
+                    _ => {
+                        return Err(bad(
+                            n,
+                            raw,
+                            "unsupported profile version (this library reads 1 and 2)",
+                        ))
+                    }
+                };
                 continue;
             }
             let num = |s: &str| -> Result<f64> {
@@ -149,6 +246,28 @@ impl Profile {
                     .filter(|v| v.is_finite())
                     .ok_or_else(|| bad(n, raw, format!("`{s}` is not a finite number")))
             };
+            let nums = |t: &[&str]| -> Result<[f64; NREG]> {
+                if t.len() != NREG {
+                    return Err(bad(n, raw, format!("expected {NREG} numbers")));
+                }
+                let mut v = [0.0; NREG];
+                for (x, s) in v.iter_mut().zip(t) {
+                    *x = num(s)?;
+                }
+                Ok(v)
+            };
+            if matches!(key, "range_min" | "range_max" | "kernel" | "residual") {
+                if version < 2 {
+                    return Err(bad(n, raw, format!("`{key}` needs `wgspmv-profile 2`")));
+                }
+                if !regressors_seen {
+                    return Err(bad(
+                        n,
+                        raw,
+                        format!("`{key}` comes after the `regressors` line"),
+                    ));
+                }
+            }
             match key {
                 "name" => {
                     if rest.is_empty() || rest.contains(char::is_whitespace) {
@@ -255,17 +374,93 @@ impl Profile {
                         launch_ms,
                         setup,
                         weights,
+                        residuals: Vec::new(),
                     });
+                }
+                "range_min" | "range_max" => {
+                    let t: Vec<&str> = rest.split_whitespace().collect();
+                    let v = nums(&t)?;
+                    let slot = if key == "range_min" {
+                        &mut range_min
+                    } else {
+                        &mut range_max
+                    };
+                    if slot.replace(v).is_some() {
+                        return Err(bad(n, raw, format!("`{key}` appears twice")));
+                    }
+                }
+                "kernel" => {
+                    let t: Vec<&str> = rest.split_whitespace().collect();
+                    if t.len() != 5 + NREG || t[0] != "width" || t[2] != "prior" || t[4] != "scale"
+                    {
+                        return Err(bad(
+                            n,
+                            raw,
+                            format!("expected `kernel width W prior P scale S1..S{NREG}`"),
+                        ));
+                    }
+                    let (width, prior, scale) = (num(t[1])?, num(t[3])?, nums(&t[5..])?);
+                    if width <= 0.0 || prior < 0.0 || scale.iter().any(|&s| s < 0.0) {
+                        return Err(bad(
+                            n,
+                            raw,
+                            "the width must be positive, the prior and scales not negative",
+                        ));
+                    }
+                    if p.kernel.is_some() {
+                        return Err(bad(n, raw, "`kernel` appears twice"));
+                    }
+                    p.kernel = Some(Kernel {
+                        width,
+                        prior,
+                        scale,
+                    });
+                }
+                "residual" => {
+                    let t: Vec<&str> = rest.split_whitespace().collect();
+                    if t.len() != 4 + NREG || t[1] != "ln_ratio" || t[3] != "at" {
+                        return Err(bad(
+                            n,
+                            raw,
+                            format!("expected `residual METHOD ln_ratio E at R1..R{NREG}`"),
+                        ));
+                    }
+                    let method = Method::from_name(t[0]).map_err(|e| bad(n, raw, e.to_string()))?;
+                    let (ln_ratio, at) = (num(t[2])?, nums(&t[4..])?);
+                    let m = p
+                        .methods
+                        .iter_mut()
+                        .find(|m| m.method == method)
+                        .ok_or_else(|| bad(n, raw, format!("no `method {method}` line before")))?;
+                    m.residuals.push(Residual { at, ln_ratio });
+                    residual_line = n;
                 }
                 _ => return Err(bad(n, raw, format!("unknown key `{key}`"))),
             }
         }
         let end = text.lines().count();
-        if !version_seen {
+        if version == 0 {
             return Err(bad(
                 end,
                 "",
-                "empty profile: it starts with `wgspmv-profile 1`",
+                "empty profile: it starts with `wgspmv-profile 2`",
+            ));
+        }
+        match (range_min, range_max) {
+            (None, None) => {}
+            (Some(lo), Some(hi)) => {
+                if lo.iter().zip(&hi).any(|(a, b)| a > b) {
+                    return Err(bad(end, "", "`range_min` exceeds `range_max`"));
+                }
+                p.range = Some((lo, hi));
+            }
+            _ => return Err(bad(end, "", "`range_min` and `range_max` come together")),
+        }
+        if residual_line > 0 && p.kernel.is_none() {
+            return Err(bad(
+                residual_line,
+                "",
+                "`residual` lines need a `kernel` line",
             ));
         }
         if p.name.is_empty() {
@@ -305,7 +500,7 @@ impl std::fmt::Display for Profile {
     /// The text form; [`Profile::parse`] reads it back to an equal profile (floats are written
     /// in Rust's shortest round-trip form).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "wgspmv-profile 1")?;
+        writeln!(f, "wgspmv-profile 2")?;
         writeln!(f, "name {}", self.name)?;
         for n in &self.notes {
             writeln!(f, "note {}", n.replace('#', "no."))?;
@@ -318,6 +513,25 @@ impl std::fmt::Display for Profile {
         }
         writeln!(f, "cache_bytes {:?}", self.cache_bytes)?;
         writeln!(f, "regressors {}", REGRESSORS.join(" "))?;
+        let list = |v: &[f64; NREG]| {
+            v.iter()
+                .map(|x| format!("{x:?}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if let Some((lo, hi)) = &self.range {
+            writeln!(f, "range_min {}", list(lo))?;
+            writeln!(f, "range_max {}", list(hi))?;
+        }
+        if let Some(k) = &self.kernel {
+            writeln!(
+                f,
+                "kernel width {:?} prior {:?} scale {}",
+                k.width,
+                k.prior,
+                list(&k.scale)
+            )?;
+        }
         for m in &self.methods {
             write!(
                 f,
@@ -332,6 +546,17 @@ impl std::fmt::Display for Profile {
                 write!(f, " {w:?}")?;
             }
             writeln!(f)?;
+        }
+        for m in &self.methods {
+            for e in &m.residuals {
+                writeln!(
+                    f,
+                    "residual {} ln_ratio {:?} at {}",
+                    m.method.name(),
+                    e.ln_ratio,
+                    list(&e.at)
+                )?;
+            }
         }
         Ok(())
     }

@@ -6,7 +6,9 @@
 use crate::common;
 
 use std::sync::Arc;
-use wgspmv::select::{self, calibration, fit, Basis, Features, Match, MethodModel, Profile};
+use wgspmv::select::{
+    self, calibration, fit, Basis, Features, Kernel, Match, MethodModel, Profile, Residual,
+};
 use wgspmv::{CsrMatrix, Error, Method, PlanOptions};
 
 fn structure(name: &str) -> calibration::Structure {
@@ -122,14 +124,31 @@ fn profile_round_trips_through_text() {
                 launch_ms: 0.1 + 0.2,
                 setup: [1e-300, 0.0, 7.5e3],
                 weights: w,
+                residuals: vec![
+                    Residual {
+                        at: w.map(|x| x * 0.1 + 1e-17),
+                        ln_ratio: -0.3,
+                    },
+                    Residual {
+                        at: [2.0 / 3.0; select::features::NREG],
+                        ln_ratio: 0.0,
+                    },
+                ],
             },
             MethodModel {
                 method: Method::BccooPlus,
                 launch_ms: 0.0,
                 setup: [0.0; 3],
                 weights: [-0.0; select::features::NREG],
+                residuals: vec![],
             },
         ],
+        range: Some((w.map(|x| x - 1.0), w.map(|x| x + 0.1 / 3.0))),
+        kernel: Some(Kernel {
+            width: 0.5,
+            prior: 0.1,
+            scale: w.map(f64::abs),
+        }),
     };
     let text = p.to_string();
     let back = Profile::parse(&text).unwrap();
@@ -147,12 +166,60 @@ fn profile_round_trips_through_text() {
 fn bad_profiles_are_typed_errors() {
     let good = select::profile::BUILTIN[0].1;
     let method_line = good.lines().find(|l| l.starts_with("method ")).unwrap();
+    let residual_line = good.lines().find(|l| l.starts_with("residual ")).unwrap();
+    let kernel_line = good.lines().find(|l| l.starts_with("kernel ")).unwrap();
+    assert!(residual_line.starts_with(&format!(
+        "residual {}",
+        &method_line[7..7 + method_line[7..].find(' ').unwrap()]
+    )));
     let cases: Vec<(&str, String)> = vec![
         ("empty", String::new()),
-        ("no version", good.replacen("wgspmv-profile 1", "", 1)),
+        ("no version", good.replacen("wgspmv-profile 2", "", 1)),
         (
             "future version",
-            good.replacen("wgspmv-profile 1", "wgspmv-profile 2", 1),
+            good.replacen("wgspmv-profile 2", "wgspmv-profile 3", 1),
+        ),
+        (
+            "residual in a version 1 profile",
+            good.replacen("wgspmv-profile 2", "wgspmv-profile 1", 1),
+        ),
+        (
+            "residual of a method without a line",
+            format!(
+                "{good}\n{}\n",
+                residual_line.replacen("residual ", "residual suraa-", 1)
+            ),
+        ),
+        (
+            "residual before its method",
+            good.replacen(method_line, "", 1).replacen(
+                residual_line,
+                &format!("{residual_line}\n{method_line}"),
+                1,
+            ),
+        ),
+        (
+            "short residual",
+            good.replacen(residual_line, residual_line.rsplit_once(' ').unwrap().0, 1),
+        ),
+        (
+            "residuals without a kernel",
+            good.replacen(kernel_line, "", 1),
+        ),
+        (
+            "zero kernel width",
+            good.replacen("kernel width 0.5 ", "kernel width 0.0 ", 1),
+        ),
+        (
+            "range_min without range_max",
+            good.lines()
+                .filter(|l| !l.starts_with("range_max"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        (
+            "range_min above range_max",
+            good.replacen("range_min 1.0 ", "range_min 2.0 ", 1),
         ),
         ("unknown key", format!("{good}\nbogus 1\n")),
         (
@@ -234,11 +301,86 @@ fn bad_profiles_are_typed_errors() {
     // Auto with a bad profile file in WGSPMV_PROFILE is covered by docs; here: an explicit
     // profile that models no method Auto can build is still a valid profile of one method.
     let one = format!(
-        "wgspmv-profile 1\nname one\ncache_bytes 1e6\nregressors {}\n{}\n",
+        "wgspmv-profile 1\nname one\ncache_bytes 1e6\nregressors {}\n{}\n", // version 1 reads
         select::features::REGRESSORS.join(" "),
         method_line
     );
     assert_eq!(Profile::parse(&one).unwrap().methods.len(), 1);
+}
+
+/// The clamp to the calibration range and the kernel correction (no GPU).
+#[test]
+fn range_clamps_and_kernel_corrects() {
+    let nreg = select::features::NREG;
+    let f = |nnz: usize| Features {
+        nrows: nnz / 8,
+        ncols: nnz / 8,
+        nnz,
+        mean: 8.0,
+        cv: 0.1,
+        max_len: 10,
+        empty_frac: 0.0,
+        long_share: 0.0,
+        scatter: 0.5,
+        scalar_bytes: 4,
+        x_bytes: (nnz / 8 * 4) as u64,
+        vendor: 0,
+        device_type: wgpu::DeviceType::Other,
+        subgroup_size: 0,
+        shares_memory_with_host: false,
+    };
+    let mut w = [0.0; select::features::NREG];
+    w[8] = 1.0; // ln_mnnz: ns per byte grows with size
+    let near = f(1_000_000);
+    let model = MethodModel {
+        method: Method::CsrScalar,
+        launch_ms: 0.0,
+        setup: [0.0; 3],
+        weights: w,
+        residuals: vec![],
+    };
+    let mut p = Profile {
+        name: "k".into(),
+        notes: vec![],
+        matches: vec![],
+        cache_bytes: 1e6,
+        range: None,
+        kernel: None,
+        methods: vec![model.clone()],
+    };
+    let global = |g: &Features| model.product_ms(g, 1e6);
+    let far = f(64_000_000);
+    assert_eq!(p.product_ms(&p.methods[0], &far), global(&far));
+    // Clamped at 1M entries: ns per byte as at 1M, bytes as at 64M.
+    let (mut lo, mut hi) = (
+        [-100.0; select::features::NREG],
+        [100.0; select::features::NREG],
+    );
+    lo[8] = -3.0;
+    hi[8] = 0.0;
+    p.range = Some((lo, hi));
+    let clamped = p.product_ms(&p.methods[0], &far);
+    let expect = far.minimal_bytes() * 1e-6;
+    assert!((clamped / expect - 1.0).abs() < 1e-12, "{clamped} {expect}");
+    // A residual at `near` pulls the prediction there to e / (1 + prior) and leaves `far` alone.
+    let at = p.regressors(&near);
+    p.methods[0].residuals.push(Residual { at, ln_ratio: 0.5 });
+    let mut scale = [1.0; select::features::NREG];
+    scale[0] = 0.0;
+    p.kernel = Some(Kernel {
+        width: 0.5,
+        prior: 0.1,
+        scale,
+    });
+    let r = p.product_ms(&p.methods[0], &near) / global(&near);
+    assert!((r.ln() - 0.5 / 1.1).abs() < 1e-12, "{r}");
+    let other = Features {
+        scatter: 0.5 + 3.0 * nreg as f64,
+        ..near.clone()
+    };
+    let r = p.product_ms(&p.methods[0], &other)
+        / p.methods[0].product_ms_at(&other, &p.regressors(&other));
+    assert!((r - 1.0).abs() < 1e-9, "{r}");
 }
 
 /// Two methods: one with no setup and slower products, one with a long setup and fast products.
@@ -258,14 +400,18 @@ fn two_method_profile() -> Arc<Profile> {
                 launch_ms: 0.0,
                 setup: [0.0; 3],
                 weights: slow,
+                residuals: vec![],
             },
             MethodModel {
                 method: Method::Bccoo,
                 launch_ms: 0.0,
                 setup: [50.0, 0.0, 0.0],
                 weights: fast,
+                residuals: vec![],
             },
         ],
+        range: None,
+        kernel: None,
     })
 }
 

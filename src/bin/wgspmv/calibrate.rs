@@ -79,6 +79,9 @@ pub struct Args {
     /// Use this profile for --check-suite / --eval instead of the fitted one.
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// A `note` line for the written profile (repeatable), e.g. the command that made it.
+    #[arg(long)]
+    note: Vec<String>,
 }
 
 /// Runs `wgspmv calibrate`.
@@ -322,6 +325,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             m.len()
         }
     )];
+    notes.extend(args.note.iter().cloned());
     if let Some(g) = &gpu {
         let i = g.info();
         notes.push(format!(
