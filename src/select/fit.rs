@@ -222,7 +222,14 @@ pub fn fit(
             continue;
         }
         let (launch_ms, weights, _) = fit_product(&mine, cache_bytes);
-        let setup = fit_setup(&mine);
+        // Samples without a setup time (from runs whose setups no longer apply) inform only the
+        // product model.
+        let timed: Vec<&Sample> = mine
+            .iter()
+            .copied()
+            .filter(|s| s.setup_ms.is_finite())
+            .collect();
+        let setup = fit_setup(&timed);
         let mut model = MethodModel {
             method: m,
             launch_ms,
@@ -249,9 +256,16 @@ pub fn fit(
             product_rms_log: rms(&|s| {
                 (model.product_ms(&s.features, cache_bytes) / s.product_ms).ln()
             }),
-            setup_rms_log: rms(&|s| {
-                (model.setup_ms(&s.features).max(0.05) / s.setup_ms.max(0.05)).ln()
-            }),
+            setup_rms_log: (timed
+                .iter()
+                .map(|s| {
+                    (model.setup_ms(&s.features).max(0.05) / s.setup_ms.max(0.05))
+                        .ln()
+                        .powi(2)
+                })
+                .sum::<f64>()
+                / timed.len().max(1) as f64)
+                .sqrt(),
         });
         methods.push(model);
     }
