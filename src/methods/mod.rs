@@ -145,9 +145,9 @@ pub enum BuildOn {
     /// On the host: the CPU twins the GPU builds are checked against.
     Host,
     /// On the GPU where the method has a GPU build for this matrix and these parameters
-    /// (`cmrs`, and `speculative` with its check stage on the GPU; see
-    /// [`Gpu::prepare_gpu_csr`] for when they have one): the CSR is uploaded as it is and built
-    /// as if given on the GPU, without the GPU validation. `suraa` sets up on the GPU by its own
+    /// (`csr-scalar` and `csr-vector`'s copies, `cmrs`, and `speculative` with its check stage
+    /// on the GPU; see [`Gpu::prepare_gpu_csr`] for when they have one): the CSR is uploaded as
+    /// it is and built as if given on the GPU, without the GPU validation. `suraa` sets up on the GPU by its own
     /// option; the other methods build on the host.
     Gpu,
 }
@@ -248,6 +248,7 @@ fn build_through_gpu<T: Scalar>(
     let builds = on_gpu
         && a.nnz() > 0
         && match method {
+            Method::CsrScalar | Method::CsrVector => csr::builds_from_host(gpu, a, method, opts)?,
             Method::Cmrs | Method::CmrsPadded => {
                 cmrs::gpu_build::builds_from_host(gpu, a, method, opts)?
             }
@@ -265,6 +266,9 @@ fn build_through_gpu<T: Scalar>(
     };
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
     let plan = match method {
+        Method::CsrScalar | Method::CsrVector => {
+            csr::prepare_gpu(gpu, &up.view(), up.checked, method, opts)?
+        }
         Method::Speculative => speculative::gpu_build::prepare(gpu, &up.view(), method, opts)?,
         _ => cmrs::gpu_build::prepare(gpu, &up.view(), up.checked, method, opts)?,
     };

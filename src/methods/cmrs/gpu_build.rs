@@ -57,8 +57,8 @@ fn strips_fit(choice: &Choice, longest: u64) -> bool {
 }
 
 /// Whether a host CSR `a` is better uploaded as it is and built on the GPU: the GPU build can
-/// make this plan (decided from the host's row pointers, so no upload is wasted) and the strips
-/// are more than one row high (height 1 uploads the CSR arrays as they are anyway).
+/// make this plan (decided from the host's row pointers, so no upload is wasted; height 1 is the
+/// CSR vector kernel's copies).
 pub(crate) fn builds_from_host<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
@@ -67,7 +67,10 @@ pub(crate) fn builds_from_host<T: Scalar>(
 ) -> Result<bool> {
     let (nrows, nnz) = (a.nrows(), a.nnz());
     let choice = Choice::new::<T>(gpu, method, opts, nnz as f64 / nrows.max(1) as f64)?;
-    if choice.as_csr_vector() || !buildable::<T>(gpu, &choice, opts, a.ncols(), nnz) {
+    if choice.as_csr_vector() {
+        return crate::methods::csr::builds_from_host(gpu, a, Method::CsrVector, opts);
+    }
+    if !buildable::<T>(gpu, &choice, opts, a.ncols(), nnz) {
         return Ok(false);
     }
     let h = choice.height as usize;

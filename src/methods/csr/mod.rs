@@ -173,6 +173,35 @@ pub(crate) fn prepare_gpu<T: Scalar>(
     Ok(Some(g.plan(gpu, a, method, details)))
 }
 
+/// Whether a host CSR `a` is better uploaded as it is and copied on the GPU into the plan's
+/// arrays: whenever [`prepare_gpu`] can make the plan (decided from the host's row pointers).
+/// The copy costs a fraction of a millisecond; uploading into buffers that are dropped once the
+/// plan is built lets the next plan's upload reuse their memory, where filling the plan's own
+/// buffers at creation made each setup wait on fresh memory from the driver.
+pub(crate) fn builds_from_host<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<bool> {
+    use rayon::prelude::*;
+    let choice = Choice::new::<T>(gpu, method, opts)?;
+    let s = std::mem::size_of::<T>() as u64;
+    let bytes = [
+        4 * (a.nrows() as u64 + 1),
+        4 * a.nnz() as u64,
+        s * a.nnz() as u64,
+    ];
+    let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
+    let longest = a
+        .row_ptr()
+        .par_windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(0);
+    Ok(bytes.iter().all(|&b| b <= max_bytes) && longest as u64 <= choice.long_row())
+}
+
 /// A CSR plan's stages from GPU buffers, their parameters, the runs that hold the values, and
 /// where the setup's time went.
 pub(crate) struct GpuStages {
