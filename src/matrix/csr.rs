@@ -456,6 +456,15 @@ impl<T: Scalar> CsrMatrix<T> {
         Ok(())
     }
 
+    /// Stored entries of the longest row (0 for a matrix without rows), in one parallel pass.
+    pub(crate) fn longest_row(&self) -> usize {
+        self.row_ptr
+            .par_windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Row-length statistics.
     pub fn row_stats(&self) -> RowStats {
         let lens = |r: usize| (self.row_ptr[r + 1] - self.row_ptr[r]) as usize;

@@ -5,7 +5,6 @@
 use crate::gpu::recorder::Recorder;
 use crate::gpu::Gpu;
 use crate::{CsrMatrix, Error, Result, Scalar};
-use rayon::prelude::*;
 
 /// A CSR matrix in the caller's GPU buffers: `row_ptr` (`nrows + 1` u32), `col_idx` (`nnz` u32)
 /// and `values` (`nnz` scalars), each from offset 0, on the same device as the [`Gpu`] it is
@@ -95,12 +94,7 @@ impl UploadedCsr {
         if bytes.iter().any(|b| b.len() as u64 > limit) {
             return Ok(None);
         }
-        let longest_row = a
-            .row_ptr()
-            .par_windows(2)
-            .map(|w| w[1] - w[0])
-            .max()
-            .unwrap_or(0);
+        let longest_row = a.longest_row() as u32;
         let usage = wgpu::BufferUsages::COPY_SRC;
         let [row_ptr, col_idx, values] = [0, 1, 2].map(|i| {
             let label = ["uploaded row_ptr", "uploaded col_idx", "uploaded values"][i];

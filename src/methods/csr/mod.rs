@@ -184,7 +184,6 @@ pub(crate) fn builds_from_host<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<bool> {
-    use rayon::prelude::*;
     let choice = Choice::new::<T>(gpu, method, opts)?;
     let s = std::mem::size_of::<T>() as u64;
     let bytes = [
@@ -193,12 +192,7 @@ pub(crate) fn builds_from_host<T: Scalar>(
         s * a.nnz() as u64,
     ];
     let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
-    let longest = a
-        .row_ptr()
-        .par_windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or(0);
+    let longest = a.longest_row();
     Ok(bytes.iter().all(|&b| b <= max_bytes) && longest as u64 <= choice.long_row())
 }
 
