@@ -518,7 +518,7 @@ impl Gpu {
             });
             if !data.is_empty() {
                 let mut view = buf.get_mapped_range_mut(..).expect("mapped at creation");
-                copy_in_parallel(view.slice(..data.len()), data);
+                view.slice(..data.len()).copy_from_slice(data);
                 drop(view);
                 buf.unmap();
             }
@@ -567,27 +567,6 @@ impl Gpu {
                 usage: wgpu::BufferUsages::UNIFORM,
             })
     }
-}
-
-/// Bytes one thread copies into mapped memory: large uploads are split across the rayon pool,
-/// since one core's copy (and its first touches of fresh staging pages) bounds their time.
-const COPY_PIECE: usize = 1 << 22;
-
-/// Copies `src` into the mapped range `dst` (of equal length), in pieces on the rayon pool.
-fn copy_in_parallel(dst: wgpu::WriteOnly<'_, [u8]>, src: &[u8]) {
-    // Whole pieces are sized arrays, which can move to other threads; the tail is copied here.
-    let (pieces, mut tail) = dst.into_chunks::<COPY_PIECE>();
-    let (whole, rest) = src.split_at(src.len() / COPY_PIECE * COPY_PIECE);
-    tail.copy_from_slice(rest);
-    let pieces: Vec<_> = pieces
-        .into_iter()
-        .zip(whole.chunks_exact(COPY_PIECE))
-        .collect();
-    rayon::scope(|scope| {
-        for (piece, from) in pieces {
-            scope.spawn(move |_| wgpu::WriteOnly::<[u8]>::from(piece).copy_from_slice(from));
-        }
-    });
 }
 
 impl std::fmt::Debug for Gpu {

@@ -1,12 +1,12 @@
-//! Recording one-off GPU work (a setup, a validation) into a single compute pass: u32 kernels
-//! bound by position, each dispatched over a 2-D grid of workgroups.
+//! Recording one-off GPU work (a setup, a validation, a value update) into a single compute
+//! pass: kernels bound by position, each dispatched over a 2-D grid of workgroups.
 
 use super::Gpu;
 use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::Result;
 use std::sync::Arc;
 
-/// Records dispatches of u32 kernels into one compute pass, binding buffers by position.
+/// Records dispatches into one compute pass, binding buffers by position.
 pub(crate) struct Recorder<'a> {
     gpu: &'a Gpu,
     pass: wgpu::ComputePass<'static>,
@@ -33,27 +33,39 @@ impl<'a> Recorder<'a> {
         groups: u32,
     ) -> Result<()> {
         let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
+        let resources: Vec<_> = buffers.iter().map(|b| b.as_entire_binding()).collect();
+        self.dispatch_pipeline(&pipeline, kernel.name, resources, groups);
+        Ok(())
+    }
+
+    /// Dispatches `groups` workgroups of any `pipeline` with `resources` at bindings 0, 1, ...
+    pub(crate) fn dispatch_pipeline(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        label: &str,
+        resources: Vec<wgpu::BindingResource>,
+        groups: u32,
+    ) {
+        let entries: Vec<wgpu::BindGroupEntry> = resources
+            .into_iter()
             .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
+            .map(|(i, resource)| wgpu::BindGroupEntry {
                 binding: i as u32,
-                resource: b.as_entire_binding(),
+                resource,
             })
             .collect();
         let group = self
             .gpu
             .device()
             .create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(kernel.name),
+                label: Some(label),
                 layout: &pipeline.get_bind_group_layout(0),
                 entries: &entries,
             });
         let [x, y] = self.gpu.grid(groups);
-        self.pass.set_pipeline(&pipeline);
+        self.pass.set_pipeline(pipeline);
         self.pass.set_bind_group(0, &group, &[]);
         self.pass.dispatch_workgroups(x, y, 1);
-        Ok(())
     }
 }
 

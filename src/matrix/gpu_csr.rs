@@ -143,14 +143,19 @@ struct Findings {
 
 const NONE: u32 = u32::MAX;
 
+/// Bytes of a CSR matrix's row pointers, columns and values.
+pub(crate) fn csr_bytes<T: Scalar>(nrows: usize, nnz: usize) -> [u64; 3] {
+    [
+        4 * (nrows as u64 + 1),
+        4 * nnz as u64,
+        std::mem::size_of::<T>() as u64 * nnz as u64,
+    ]
+}
+
 impl GpuCsr<'_> {
     /// Bytes of the three arrays.
     pub(crate) fn bytes<T: Scalar>(&self) -> [u64; 3] {
-        [
-            4 * (self.nrows as u64 + 1),
-            4 * self.nnz as u64,
-            std::mem::size_of::<T>() as u64 * self.nnz as u64,
-        ]
+        csr_bytes::<T>(self.nrows, self.nnz)
     }
 
     /// The three buffers, named.

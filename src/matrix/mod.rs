@@ -9,4 +9,4 @@ pub mod io;
 pub(crate) use csr::{check_u32, try_filled, try_push, try_with_capacity};
 pub use csr::{CsrMatrix, RowStats};
 pub use gpu_csr::GpuCsr;
-pub(crate) use gpu_csr::{Checked, UploadedCsr};
+pub(crate) use gpu_csr::{csr_bytes, Checked, UploadedCsr};

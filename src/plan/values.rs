@@ -13,6 +13,7 @@
 //!   host, or on the GPU with a 4-byte read back), and refused otherwise.
 
 use super::SpmvPlan;
+use crate::gpu::recorder::Recorder;
 use crate::{Error, Result, Scalar};
 use std::sync::Arc;
 
@@ -299,42 +300,23 @@ impl<T: Scalar> SpmvPlan<T> {
             .uniform_buffer("zero check params", bytemuck::cast_slice(&[count, 0u32]));
         let bytes = self.nnz as u64 * std::mem::size_of::<T>() as u64;
         self.gpu.scoped("checking the new values' zeros", || {
-            let group = self
-                .gpu
-                .device()
-                .create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("wgspmv zero check"),
-                    layout: &pipeline.get_bind_group_layout(0),
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: bits.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                buffer: values,
-                                offset: 0,
-                                size: std::num::NonZeroU64::new(bytes.next_multiple_of(4)),
-                            }),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: changed.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 3,
-                            resource: params.as_entire_binding(),
-                        },
-                    ],
-                });
-            {
-                let mut pass = check.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &group, &[]);
-                let [x, y] = self.gpu.grid(count.div_ceil(wg));
-                pass.dispatch_workgroups(x, y, 1);
-            }
+            let values = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: values,
+                offset: 0,
+                size: std::num::NonZeroU64::new(bytes.next_multiple_of(4)),
+            });
+            let resources = vec![
+                bits.as_entire_binding(),
+                values,
+                changed.as_entire_binding(),
+                params.as_entire_binding(),
+            ];
+            Recorder::new(&self.gpu, &mut check, "zero check").dispatch_pipeline(
+                &pipeline,
+                "zero check",
+                resources,
+                count.div_ceil(wg),
+            );
             self.gpu.queue().submit([check.finish()]);
         })?;
         Ok(self.gpu.read_buffer::<u32>(&changed, 1)?[0] == 0)
@@ -390,42 +372,23 @@ impl<T: Scalar> SpmvPlan<T> {
                 .gpu
                 .uniform_buffer("gather params", bytemuck::cast_slice(&params));
             self.gpu.scoped("recording a gather", || {
-                let group = self
-                    .gpu
-                    .device()
-                    .create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some("wgspmv gather"),
-                        layout: &pipeline.get_bind_group_layout(0),
-                        entries: &[
-                            wgpu::BindGroupEntry {
-                                binding: 0,
-                                resource: sources.as_entire_binding(),
-                            },
-                            wgpu::BindGroupEntry {
-                                binding: 1,
-                                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                    buffer: values,
-                                    offset,
-                                    size: std::num::NonZeroU64::new(
-                                        size.min(values.size() - offset),
-                                    ),
-                                }),
-                            },
-                            wgpu::BindGroupEntry {
-                                binding: 2,
-                                resource: part.buffer.as_entire_binding(),
-                            },
-                            wgpu::BindGroupEntry {
-                                binding: 3,
-                                resource: uniform.as_entire_binding(),
-                            },
-                        ],
-                    });
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &group, &[]);
-                let [x, y] = self.gpu.grid(count.div_ceil(wg));
-                pass.dispatch_workgroups(x, y, 1);
+                let values = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: values,
+                    offset,
+                    size: std::num::NonZeroU64::new(size.min(values.size() - offset)),
+                });
+                let resources = vec![
+                    sources.as_entire_binding(),
+                    values,
+                    part.buffer.as_entire_binding(),
+                    uniform.as_entire_binding(),
+                ];
+                Recorder::new(&self.gpu, encoder, "gather").dispatch_pipeline(
+                    &pipeline,
+                    "gather",
+                    resources,
+                    count.div_ceil(wg),
+                );
             })?;
         }
         Ok(())

@@ -175,9 +175,7 @@ pub(crate) fn prepare_gpu<T: Scalar>(
 
 /// Whether a host CSR `a` is better uploaded as it is and copied on the GPU into the plan's
 /// arrays: whenever [`prepare_gpu`] can make the plan (decided from the host's row pointers).
-/// The copy costs a fraction of a millisecond; uploading into buffers that are dropped once the
-/// plan is built lets the next plan's upload reuse their memory, where filling the plan's own
-/// buffers at creation made each setup wait on fresh memory from the driver.
+/// Uploading into buffers dropped once the plan is built lets the next upload reuse their memory.
 pub(crate) fn builds_from_host<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
@@ -185,15 +183,27 @@ pub(crate) fn builds_from_host<T: Scalar>(
     opts: &PlanOptions,
 ) -> Result<bool> {
     let choice = Choice::new::<T>(gpu, method, opts)?;
-    let s = std::mem::size_of::<T>() as u64;
-    let bytes = [
-        4 * (a.nrows() as u64 + 1),
-        4 * a.nnz() as u64,
-        s * a.nnz() as u64,
-    ];
+    let bytes = crate::matrix::csr_bytes::<T>(a.nrows(), a.nnz());
+    Ok(copies_fit(
+        gpu,
+        opts,
+        &choice,
+        bytes,
+        a.longest_row() as u64,
+    ))
+}
+
+/// Whether the plan can be copies of the arrays: each within one binding (no row chunks) and no
+/// row long enough for the long-row passes (built on the host).
+fn copies_fit(
+    gpu: &Gpu,
+    opts: &PlanOptions,
+    choice: &Choice,
+    bytes: [u64; 3],
+    longest_row: u64,
+) -> bool {
     let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
-    let longest = a.longest_row();
-    Ok(bytes.iter().all(|&b| b <= max_bytes) && longest as u64 <= choice.long_row())
+    bytes.iter().all(|&b| b <= max_bytes) && longest_row <= choice.long_row()
 }
 
 /// A CSR plan's stages from GPU buffers, their parameters, the runs that hold the values, and
@@ -234,8 +244,7 @@ pub(crate) fn gpu_stages<T: Scalar>(
     let mut phases = Phases::start(gpu);
     let choice = Choice::new::<T>(gpu, method, opts)?;
     let bytes = a.bytes::<T>();
-    let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
-    if bytes.iter().any(|&b| b > max_bytes) || checked.longest_row as u64 > choice.long_row() {
+    if !copies_fit(gpu, opts, &choice, bytes, checked.longest_row as u64) {
         return Ok(None);
     }
     phases.analysis();
