@@ -85,6 +85,37 @@ impl Recorder<'_> {
     }
 }
 
+/// u32 entries per block of [`Recorder::scan`] (`SCAN_WG * SCAN_ITEMS` in
+/// shaders/shared/scan_u32_common.wgsl); its `block_sums` need one entry per block.
+pub(crate) const SCAN_BLOCK: u32 = 256 * 8;
+
+/// Mirrors `struct ScanParams` in shaders/shared/scan_u32_common.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ScanParams {
+    n: u32,
+    blocks: u32,
+}
+
+impl Recorder<'_> {
+    /// Exclusive scan of the first `n` entries of `data` in place; `block_sums` holds at least
+    /// `n / SCAN_BLOCK` entries, rounded up.
+    pub(crate) fn scan(
+        &mut self,
+        data: &wgpu::Buffer,
+        block_sums: &wgpu::Buffer,
+        n: u32,
+    ) -> Result<()> {
+        let blocks = n.div_ceil(SCAN_BLOCK);
+        let params = self
+            .gpu
+            .uniform_buffer("scan params", bytemuck::bytes_of(&ScanParams { n, blocks }));
+        let buffers = [data, block_sums, &params];
+        self.dispatch(crate::kernel::SCAN_U32_REDUCE, vec![], &buffers, blocks)?;
+        self.dispatch(crate::kernel::SCAN_U32_DOWN, vec![], &buffers, blocks)
+    }
+}
+
 /// The pipeline of a u32 kernel (compiled once per device and overrides).
 pub(crate) fn pipeline_of(
     gpu: &Gpu,

@@ -377,8 +377,33 @@ pub const CSR_CHECK: Kernel = Kernel {
     derive: None,
 };
 
+/// u32 prefix scan, first pass: the sum of each block (setups; `Recorder::scan`).
+pub const SCAN_U32_REDUCE: Kernel = Kernel {
+    name: "scan_u32_reduce",
+    file: "shared/scan_u32_reduce",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
+/// u32 prefix scan, second pass: each block scanned from the sum of the blocks before it.
+pub const SCAN_U32_DOWN: Kernel = Kernel {
+    name: "scan_u32_down",
+    file: "shared/scan_u32_down",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
 /// Kernels that belong to no method.
-pub const SHARED_KERNELS: &[Kernel] = &[COPY, GATHER, ZERO_CHECK, CSR_CHECK];
+pub const SHARED_KERNELS: &[Kernel] = &[
+    COPY,
+    GATHER,
+    ZERO_CHECK,
+    CSR_CHECK,
+    SCAN_U32_REDUCE,
+    SCAN_U32_DOWN,
+];
 
 #[cfg(test)]
 mod tests {

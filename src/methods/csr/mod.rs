@@ -103,7 +103,7 @@ impl Choice {
         }
     }
 
-    fn details(&self, method: Method, chunks: usize, long: usize) -> String {
+    fn details(&self, method: Method, chunks: usize, long: impl std::fmt::Display) -> String {
         let lanes_text = match method {
             Method::CsrScalar => "one invocation per row".to_owned(),
             _ => format!(
@@ -113,7 +113,7 @@ impl Choice {
             ),
         };
         format!(
-            "{}: {lanes_text}, workgroup {}, {chunks} row chunk(s), {long} long row(s)",
+            "{}: {lanes_text}, workgroup {}, {chunks} row chunk(s), {long}",
             method.name(),
             self.wg,
         )
@@ -152,13 +152,13 @@ pub(crate) fn stages<T: Scalar>(
     }
     stages.extend(long_rows::stages(gpu, a, &long, max_bytes, runs)?);
     phases.upload();
-    let details = choice.details(method, chunks.len(), long.len());
+    let details = choice.details(method, chunks.len(), format!("{} long row(s)", long.len()));
     Ok((stages, details))
 }
 
 /// `csr-scalar` or `csr-vector` from the caller's GPU buffers: the arrays are copied on the GPU
-/// into the plan's own. `None` where the host has to build it (row chunks or long rows, whose
-/// passes are built on the host).
+/// into the plan's own, and the long-row passes described there. `None` where the host has to
+/// build it (row chunks).
 pub(crate) fn prepare_gpu<T: Scalar>(
     gpu: &Gpu,
     a: &GpuCsr,
@@ -174,7 +174,7 @@ pub(crate) fn prepare_gpu<T: Scalar>(
 }
 
 /// Whether a host CSR `a` is better uploaded as it is and copied on the GPU into the plan's
-/// arrays: whenever [`prepare_gpu`] can make the plan (decided from the host's row pointers).
+/// arrays: whenever [`prepare_gpu`] can make the plan (no row chunks).
 /// Uploading into buffers dropped once the plan is built lets the next upload reuse their memory.
 pub(crate) fn builds_from_host<T: Scalar>(
     gpu: &Gpu,
@@ -182,28 +182,15 @@ pub(crate) fn builds_from_host<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<bool> {
-    let choice = Choice::new::<T>(gpu, method, opts)?;
+    Choice::new::<T>(gpu, method, opts)?;
     let bytes = crate::matrix::csr_bytes::<T>(a.nrows(), a.nnz());
-    Ok(copies_fit(
-        gpu,
-        opts,
-        &choice,
-        bytes,
-        a.longest_row() as u64,
-    ))
+    Ok(copies_fit(gpu, opts, bytes))
 }
 
-/// Whether the plan can be copies of the arrays: each within one binding (no row chunks) and no
-/// row long enough for the long-row passes (built on the host).
-fn copies_fit(
-    gpu: &Gpu,
-    opts: &PlanOptions,
-    choice: &Choice,
-    bytes: [u64; 3],
-    longest_row: u64,
-) -> bool {
+/// Whether the plan can be copies of the arrays: each within one binding (no row chunks).
+fn copies_fit(gpu: &Gpu, opts: &PlanOptions, bytes: [u64; 3]) -> bool {
     let max_bytes = crate::methods::common::chunk_limit(gpu, opts);
-    bytes.iter().all(|&b| b <= max_bytes) && longest_row <= choice.long_row()
+    bytes.iter().all(|&b| b <= max_bytes)
 }
 
 /// A CSR plan's stages from GPU buffers, their parameters, the runs that hold the values, and
@@ -244,7 +231,7 @@ pub(crate) fn gpu_stages<T: Scalar>(
     let mut phases = Phases::start(gpu);
     let choice = Choice::new::<T>(gpu, method, opts)?;
     let bytes = a.bytes::<T>();
-    if !copies_fit(gpu, opts, &choice, bytes, checked.longest_row as u64) {
+    if !copies_fit(gpu, opts, bytes) {
         return Ok(None);
     }
     phases.analysis();
@@ -255,16 +242,36 @@ pub(crate) fn gpu_stages<T: Scalar>(
         src: 0,
         len: a.nnz as u64,
     }];
+    phases.upload();
+    // Rows the kernel skips: their passes are described on the GPU from the row pointers.
+    let long = checked.longest_row as u64 > choice.long_row();
+    let long_stages = if long {
+        long_rows::gpu_stages::<T>(
+            gpu,
+            (a.nrows, a.nnz),
+            &row_ptr,
+            [col_idx.clone(), values.clone()],
+            choice.long_row(),
+        )?
+    } else {
+        Vec::new()
+    };
     let arrays = [row_ptr, col_idx, values].map(Binding::Owned);
-    let stages = if a.nrows == 0 {
+    let mut stages = if a.nrows == 0 {
         Vec::new()
     } else {
         vec![choice.stage(gpu, 0, a.nrows, arrays)]
     };
-    phases.upload();
+    stages.extend(long_stages);
+    phases.build();
+    let long_text = if long {
+        "long rows found on the GPU"
+    } else {
+        "0 long row(s)"
+    };
     Ok(Some(GpuStages {
         stages,
-        details: choice.details(method, 1, 0),
+        details: choice.details(method, 1, long_text),
         runs,
         split: phases.split,
     }))

@@ -11,6 +11,15 @@ pub const LONG_ROWS: Kernel = Kernel {
     derive: None,
 };
 
+/// The long-row passes' description built on the GPU from a CSR matrix's row pointers.
+pub const LONG_ROWS_BUILD: Kernel = Kernel {
+    name: "long_rows_build",
+    file: "passes/long_rows_build",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1, 2])],
+    derive: None,
+};
+
 /// The pass that lets stored zeros meet NaN and ±Inf in x, for formats that skip zero values.
 pub const STORED_ZEROS: Kernel = Kernel {
     name: "stored_zeros",
@@ -20,4 +29,4 @@ pub const STORED_ZEROS: Kernel = Kernel {
     derive: None,
 };
 
-pub const KERNELS: &[Kernel] = &[LONG_ROWS, STORED_ZEROS];
+pub const KERNELS: &[Kernel] = &[LONG_ROWS, LONG_ROWS_BUILD, STORED_ZEROS];

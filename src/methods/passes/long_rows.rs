@@ -4,8 +4,10 @@
 //! `cmrs`) bound what one invocation loops over by construction: a row, or a strip, longer than
 //! [`LANE_ITERATIONS`] per lane is treated as empty there, and two passes of their own add the
 //! long rows: workgroups over pieces of a fixed size, then one workgroup per long row
-//! (shaders/passes/long_rows.wgsl).
+//! (shaders/passes/long_rows.wgsl). From a CSR on the GPU, their description is built there too
+//! ([`gpu_stages`]), over the plan's copies of the whole arrays.
 
+use crate::gpu::recorder::Recorder;
 use crate::gpu::Gpu;
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{upload, upload_buffer, workgroup_size};
@@ -48,6 +50,135 @@ pub(crate) fn rows_to_split(row_ptr: &[u32], group_rows: usize, max_entries: u64
     out
 }
 
+/// Mirrors `BuildParams` in shaders/passes/long_rows_build.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct BuildParams {
+    nrows: u32,
+    long_row: u32,
+    piece: u32,
+    max_dim: u32,
+}
+
+/// The pipelines of the two passes and the entries of one piece.
+fn pass_pipelines<T: Scalar>(
+    gpu: &Gpu,
+) -> Result<(Arc<wgpu::ComputePipeline>, Arc<wgpu::ComputePipeline>, u32)> {
+    let wg = workgroup_size(gpu, None, 256, 1)?;
+    let pipeline = |finish: u32| {
+        gpu.pipeline(&Variant::new(
+            super::kernels::LONG_ROWS,
+            T::WGSL,
+            LaneMode::Workgroup,
+            vec![("WG_SIZE", wg), ("FINISH", finish)],
+        ))
+    };
+    Ok((pipeline(0)?, pipeline(1)?, wg * PER_LANE))
+}
+
+/// The two passes for every row of more than `long_row` entries of a CSR matrix on the GPU,
+/// reading `col_idx` and `values` (the plan's copies of the whole arrays, each within one
+/// binding). Their description is built on the GPU from `row_ptr` (submitted here, nothing read
+/// back): sized for the most long rows and pieces `nnz` allows, dispatched over the counts found.
+pub(crate) fn gpu_stages<T: Scalar>(
+    gpu: &Gpu,
+    (nrows, nnz): (usize, usize),
+    row_ptr: &wgpu::Buffer,
+    [col_idx, values]: [Arc<wgpu::Buffer>; 2],
+    long_row: u64,
+) -> Result<Vec<Stage>> {
+    let (pieces_pipeline, finish_pipeline, piece) = pass_pipelines::<T>(gpu)?;
+    let max_longs = (nnz as u64 / (long_row + 1)).min(nrows as u64);
+    if max_longs == 0 {
+        return Ok(Vec::new());
+    }
+    let max_pieces = nnz as u64 / piece as u64 + max_longs;
+    let none = wgpu::BufferUsages::empty();
+    let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
+    let longs_before = words("long rows before", nrows as u64 + 1)?;
+    let pieces_before = words("long-row pieces before", nrows as u64 + 1)?;
+    let block_sums = words(
+        "long-row scan blocks",
+        (nrows as u64 + 1).div_ceil(crate::gpu::recorder::SCAN_BLOCK as u64),
+    )?;
+    let desc = Arc::new(words(
+        "long-row pieces",
+        2 + 2 * max_pieces + 3 * max_longs,
+    )?);
+    let indirect =
+        Arc::new(gpu.storage_zeroed("long-row grids", 24, wgpu::BufferUsages::INDIRECT)?);
+    let params = BuildParams {
+        nrows: nrows as u32,
+        long_row: long_row.min(u32::MAX as u64) as u32,
+        piece,
+        max_dim: gpu
+            .info()
+            .limits
+            .max_compute_workgroups_per_dimension
+            .max(1),
+    };
+    let params = gpu.uniform_buffer("long-row build", bytemuck::bytes_of(&params));
+    let buffers = [
+        row_ptr,
+        &longs_before,
+        &pieces_before,
+        &*desc,
+        &*indirect,
+        &params,
+    ];
+    let kernel = super::kernels::LONG_ROWS_BUILD;
+    let per_pointer = (nrows as u32 + 1).div_ceil(256);
+    gpu.scoped(
+        "building the long-row passes on the GPU",
+        || -> Result<()> {
+            let mut enc = gpu
+                .device()
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("long-row build"),
+                });
+            {
+                let mut r = Recorder::new(gpu, &mut enc, "long-row build");
+                r.dispatch(kernel, vec![("PASS", 0)], &buffers, per_pointer)?;
+                r.scan(&longs_before, &block_sums, nrows as u32 + 1)?;
+                r.scan(&pieces_before, &block_sums, nrows as u32 + 1)?;
+                r.passes(
+                    kernel,
+                    &buffers,
+                    &[(1, per_pointer), (2, (max_pieces as u32).div_ceil(256))],
+                )?;
+            }
+            gpu.queue().submit([enc.finish()]);
+            Ok(())
+        },
+    )??;
+    let partials = Binding::Owned(Arc::new(gpu.storage_zeroed(
+        "long-row partials",
+        max_pieces * std::mem::size_of::<T>() as u64,
+        none,
+    )?));
+    let bindings = vec![
+        Binding::Owned(desc),
+        Binding::Owned(col_idx),
+        Binding::Owned(values),
+        Binding::X,
+        Binding::Y,
+        Binding::Coeffs,
+        partials,
+    ];
+    Ok(vec![
+        Stage {
+            pipeline: pieces_pipeline,
+            bindings: bindings.clone(),
+            grid: Grid::Indirect(indirect.clone(), 0),
+        },
+        Stage {
+            pipeline: finish_pipeline,
+            bindings,
+            grid: Grid::Indirect(indirect, 12),
+        },
+    ])
+}
+
 /// The two passes that add `rows` (ascending) of `a` into `y`, after a main kernel that treated
 /// them as empty (leaving `β·y` there). Long rows are grouped into batches whose entries fit one
 /// storage binding of `max_bytes`; each batch is a pair of stages.
@@ -61,18 +192,8 @@ pub(crate) fn stages<T: Scalar>(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let wg = workgroup_size(gpu, None, 256, 1)?;
-    let piece = (wg * PER_LANE) as usize;
-    let kernel = super::kernels::LONG_ROWS;
-    let pipeline = |finish: u32| {
-        gpu.pipeline(&Variant::new(
-            kernel,
-            T::WGSL,
-            LaneMode::Workgroup,
-            vec![("WG_SIZE", wg), ("FINISH", finish)],
-        ))
-    };
-    let (pieces_pipeline, finish_pipeline) = (pipeline(0)?, pipeline(1)?);
+    let (pieces_pipeline, finish_pipeline, piece) = pass_pipelines::<T>(gpu)?;
+    let piece = piece as usize;
     let max_entries = (max_bytes / std::mem::size_of::<T>().max(4) as u64) as usize;
     let mut stages = Vec::new();
     let mut batch_start = 0;

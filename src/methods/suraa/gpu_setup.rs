@@ -21,9 +21,8 @@ use crate::plan::SpmvPlan;
 use crate::{Error, Result, Scalar};
 use std::sync::Arc;
 
-/// Keys per radix-sort tile and u32 entries per scan block (see the WGSL constants).
+/// Keys per radix-sort tile (see the WGSL constants).
 const RADIX_TILE: u32 = 256 * 8;
-const SCAN_BLOCK: u32 = 256 * 8;
 /// Entries one workgroup of `suraa_rearrange` copies.
 const REARRANGE_BLOCK: u32 = 256 * 8;
 
@@ -35,14 +34,6 @@ struct RadixParams {
     shift: u32,
     tiles: u32,
     pad: u32,
-}
-
-/// Mirrors `struct ScanParams` in shaders/shared/scan_u32_common.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct ScanParams {
-    n: u32,
-    blocks: u32,
 }
 
 /// Mirrors `struct KeyParams` in shaders/suraa/keys.wgsl.
@@ -74,33 +65,6 @@ fn bits(v: u64) -> u32 {
     64 - v.leading_zeros()
 }
 
-/// Exclusive scan of the first `n` entries of `data` in place.
-fn scan(
-    r: &mut Recorder,
-    gpu: &Gpu,
-    data: &wgpu::Buffer,
-    block_sums: &wgpu::Buffer,
-    n: u32,
-) -> Result<()> {
-    let blocks = n.div_ceil(SCAN_BLOCK);
-    let params = gpu.uniform_buffer(
-        "suraa scan params",
-        bytemuck::bytes_of(&ScanParams { n, blocks }),
-    );
-    r.dispatch(
-        super::kernels::SCAN_U32_REDUCE,
-        vec![],
-        &[data, block_sums, &params],
-        blocks,
-    )?;
-    r.dispatch(
-        super::kernels::SCAN_U32_DOWN,
-        vec![],
-        &[data, block_sums, &params],
-        blocks,
-    )
-}
-
 fn val_words<T: Scalar>() -> Vec<(&'static str, u32)> {
     vec![("VAL_WORDS", (std::mem::size_of::<T>() / 4) as u32)]
 }
@@ -115,8 +79,8 @@ pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
         (super::kernels::SURAA_KEYS, vec![]),
         (super::kernels::RADIX_COUNT, radix_items()),
         (super::kernels::RADIX_SCATTER, radix_items()),
-        (super::kernels::SCAN_U32_REDUCE, vec![]),
-        (super::kernels::SCAN_U32_DOWN, vec![]),
+        (crate::kernel::SCAN_U32_REDUCE, vec![]),
+        (crate::kernel::SCAN_U32_DOWN, vec![]),
         (super::kernels::SURAA_LENGTHS, vec![]),
         (super::kernels::SURAA_PLAN, vec![]),
         (super::kernels::SURAA_REARRANGE, val_words::<T>()),
@@ -160,7 +124,7 @@ pub(crate) fn run<T: Scalar>(
         "suraa block sums",
         (256 * tiles as u64)
             .max(m as u64 + 1)
-            .div_ceil(SCAN_BLOCK as u64),
+            .div_ceil(crate::gpu::recorder::SCAN_BLOCK as u64),
     )?;
     // The sorted lengths, scanned in place: the sorted matrix's row pointers.
     let lengths = Arc::new(u32s("suraa row_ptr", m as u64 + 1)?);
@@ -289,7 +253,7 @@ pub(crate) fn run<T: Scalar>(
                     &[lo, hi, &counts, params],
                     tiles,
                 )?;
-                scan(&mut r, gpu, &counts, &block_sums, 256 * tiles)?;
+                r.scan(&counts, &block_sums, 256 * tiles)?;
                 r.dispatch(
                     super::kernels::RADIX_SCATTER,
                     radix_items(),
@@ -303,7 +267,7 @@ pub(crate) fn run<T: Scalar>(
                 &[row_ptr, perm, &lengths, &length_params, inv],
                 (m + 1).div_ceil(256),
             )?;
-            scan(&mut r, gpu, &lengths, &block_sums, m + 1)?;
+            r.scan(&lengths, &block_sums, m + 1)?;
             r.dispatch(
                 super::kernels::SURAA_PLAN,
                 vec![],

@@ -70,10 +70,6 @@ pub const RADIX_SCATTER: Kernel = kernel(
     "shared/radix_scatter",
     &[("ITEMS", RADIX_ITEMS)],
 );
-/// u32 prefix scan, first pass: the sum of each block.
-pub const SCAN_U32_REDUCE: Kernel = kernel("scan_u32_reduce", "shared/scan_u32_reduce", &[]);
-/// u32 prefix scan, second pass: each block scanned from the sum of the blocks before it.
-pub const SCAN_U32_DOWN: Kernel = kernel("scan_u32_down", "shared/scan_u32_down", &[]);
 /// GPU setup after the sort: the sorted rows' lengths and the inverse permutation.
 pub const SURAA_LENGTHS: Kernel = kernel("suraa_lengths", "suraa/lengths", &[]);
 /// GPU setup: copies the matrix into sorted row order.
@@ -94,8 +90,6 @@ pub const KERNELS: &[Kernel] = &[
     SURAA_KEYS,
     RADIX_COUNT,
     RADIX_SCATTER,
-    SCAN_U32_REDUCE,
-    SCAN_U32_DOWN,
     SURAA_LENGTHS,
     SURAA_PLAN,
     SURAA_REARRANGE,
