@@ -116,7 +116,7 @@ pub mod testing;
 pub use error::{Error, Result};
 pub use gpu::{Gpu, GpuInfo, GpuOptions, GpuVector, Timer, Timing};
 pub use matrix::{CsrMatrix, GpuCsr, RowStats};
-pub use methods::{BuildOn, LanePolicy, Method, PlanOptions};
+pub use methods::{BuildOn, CallerBuffers, LanePolicy, Method, PlanOptions};
 pub use plan::{Report, SetupSplit, SpmvPlan};
 pub use scalar::Scalar;
 /// wgpu, re-exported so that an application can match the version this crate uses.

@@ -14,7 +14,8 @@ use crate::{CsrMatrix, Error, Result, Scalar};
 /// starts at 0, never decreases and ends at `nnz`; columns are below `ncols` and strictly
 /// increasing within a row. They are checked on the GPU; a violation is the same [`Error`] the
 /// host check gives. Each buffer needs `BufferUsages::STORAGE | BufferUsages::COPY_SRC`. The plan
-/// copies what it needs: the buffers are only read while preparing, and stay the caller's.
+/// copies what it needs: the buffers are only read while preparing, and stay the caller's
+/// (unless [`CallerBuffers::Share`](crate::CallerBuffers::Share) lets the CSR kernels keep them).
 ///
 /// ```
 /// use wgspmv::{wgpu, wgpu::util::DeviceExt, Gpu, GpuCsr, GpuVector, Method, PlanOptions};

@@ -152,6 +152,21 @@ pub enum BuildOn {
     Gpu,
 }
 
+/// What a plan prepared by [`Gpu::prepare_gpu_csr`] does with the caller's three buffers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CallerBuffers {
+    /// The plan copies or builds what it needs; the buffers are only read while preparing.
+    #[default]
+    Copy,
+    /// `csr-scalar`, `csr-vector` (and `cmrs` of height 1, which runs it) keep and read the
+    /// caller's buffers instead of copies: no device memory and no copy, so the plan is ready
+    /// once the matrix is validated. The caller must leave the row pointers and columns as they
+    /// are while the plan lives; values it writes into its value buffer are what the next product
+    /// reads, and `update_values` writes there (which needs `COPY_DST` on that buffer, else it
+    /// is refused). Methods with a format of their own copy as with [`CallerBuffers::Copy`].
+    Share,
+}
+
 /// Parameters shared by the methods; `None` means "choose for this adapter and matrix".
 #[derive(Clone, Debug, Default)]
 pub struct PlanOptions {
@@ -167,6 +182,9 @@ pub struct PlanOptions {
     pub max_chunk_bytes: Option<u64>,
     /// Where formats are built from a host CSR; default [`BuildOn::Auto`].
     pub build_on: BuildOn,
+    /// Whether a plan from the caller's GPU buffers may keep them instead of copies; default
+    /// [`CallerBuffers::Copy`].
+    pub caller_buffers: CallerBuffers,
     /// Parameters of `cmrs` and `cmrs-padded`.
     pub cmrs: cmrs::CmrsOptions,
     /// Parameters of `speculative`.
@@ -264,6 +282,12 @@ fn build_through_gpu<T: Scalar>(
     let Some(up) = crate::matrix::UploadedCsr::new(gpu, a)? else {
         return Ok(None);
     };
+    // The uploads are dropped once the plan is built, so that the next upload reuses their
+    // memory: the plan copies them.
+    let opts = &PlanOptions {
+        caller_buffers: CallerBuffers::Copy,
+        ..opts.clone()
+    };
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
     let plan = match method {
         Method::CsrScalar | Method::CsrVector => {
@@ -284,7 +308,8 @@ impl Gpu {
     /// Prepares a CSR matrix the caller already holds on this GPU (see [`GpuCsr`]): validated
     /// on the GPU (a violation is the error [`CsrMatrix::try_new`] gives for the same arrays),
     /// then built there where the method can: `csr-scalar` and `csr-vector` (copies of the
-    /// arrays, unless the matrix needs row chunks or has rows too long for one invocation),
+    /// arrays, or the arrays themselves with [`CallerBuffers::Share`], unless the matrix needs
+    /// row chunks; the passes for rows too long for one invocation are described on the GPU),
     /// `speculative` (copies and its structure analysis, when its check stage runs on the GPU
     /// and the matrix needs no row chunks) and `suraa` (its GPU setup). The other methods, and `Auto`, read the matrix back and build on
     /// the host; the report's `read_back_bytes` says how much was read.

@@ -137,8 +137,8 @@ pub(crate) enum ValueLayout {
     Gather(Vec<Arc<GatherPart>>, Vec<ValueRun>),
     /// Buffers filled by a gather, valid while the same entries are zero (see [`ZeroGuard`]).
     Guarded(Vec<Arc<GatherPart>>, Arc<ZeroGuard>),
-    /// Values are reordered by the format; the reason, for the error.
-    Reordered(&'static str),
+    /// No update in place (the format reorders the values, say); the reason, for the error.
+    Fixed(&'static str),
 }
 
 /// The stored zeros a format's zero pass was built for: an update must keep exactly these
@@ -194,7 +194,7 @@ impl ZeroGuard {
 
 impl Default for ValueLayout {
     fn default() -> Self {
-        ValueLayout::Reordered("the format reorders the values")
+        ValueLayout::Fixed("the format reorders the values")
     }
 }
 
@@ -203,7 +203,7 @@ impl<T: Scalar> SpmvPlan<T> {
         match &self.values {
             ValueLayout::Runs(runs) | ValueLayout::Gather(_, runs) => Ok(runs),
             ValueLayout::Guarded(..) => Ok(&[]),
-            ValueLayout::Reordered(why) => Err(Error::Unsupported {
+            ValueLayout::Fixed(why) => Err(Error::Unsupported {
                 method: self.report.method,
                 what: "update their values in place",
                 why,

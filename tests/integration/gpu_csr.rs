@@ -10,7 +10,8 @@ use wgspmv::methods::cmrs::CmrsOptions;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::testing::suite::{random_vector, SuiteClass};
 use wgspmv::{
-    matrix::io, BuildOn, CsrMatrix, Error, Gpu, GpuCsr, GpuVector, Method, PlanOptions, Scalar,
+    matrix::io, BuildOn, CallerBuffers, CsrMatrix, Error, Gpu, GpuCsr, GpuVector, Method,
+    PlanOptions, Scalar,
 };
 
 const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
@@ -425,4 +426,111 @@ fn the_plan_does_not_depend_on_the_callers_buffers() {
         drop(b);
         assert!(same_bits(&before, &product(&gpu, &plan, &x)), "{m}");
     }
+}
+
+/// With `CallerBuffers::Share` the CSR kernels read the caller's arrays: the same product as the
+/// copying plan, none of the caller's bytes counted as the plan's, values the caller writes seen
+/// by the next product, `update_values` written into the caller's buffer (refused without
+/// `COPY_DST`, the plan unchanged); methods with a format of their own still copy.
+#[test]
+fn shared_caller_buffers_are_read_in_place() {
+    let Some(gpu) = gpu() else { return };
+    let a = rows_of_lengths(&[3, 20_000, 0, 5, 1, 17_000], 25_000).cast::<f32>();
+    let x: Vec<f32> = random_vector(a.ncols(), 4)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
+    let new: Vec<f32> = a.values().iter().map(|v| 0.25 - 1.5 * v).collect();
+    let a_new = a.with_values(new.clone()).unwrap();
+    let height_one = PlanOptions {
+        cmrs: CmrsOptions {
+            height: Some(1),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut configs: Vec<(Method, PlanOptions)> = Method::ALL
+        .iter()
+        .map(|&m| (m, PlanOptions::default()))
+        .collect();
+    configs.push((Method::Cmrs, height_one));
+    for (m, opts) in configs {
+        let b = caller_buffers(
+            &gpu,
+            a.row_ptr(),
+            a.col_idx(),
+            bytemuck::cast_slice(a.values()),
+        );
+        let desc = described(a.shape(), &b);
+        let share_opts = PlanOptions {
+            caller_buffers: CallerBuffers::Share,
+            ..opts.clone()
+        };
+        let shared = gpu.prepare_gpu_csr::<f32>(&desc, m, &share_opts).unwrap();
+        let copied = gpu.prepare_gpu_csr::<f32>(&desc, m, &opts).unwrap();
+        let before = product(&gpu, &copied, &x);
+        assert!(same_bits(&product(&gpu, &shared, &x), &before), "{m}");
+        // (`cmrs` at its default height may choose 1, which runs the CSR vector kernel.)
+        let in_place = shared.report().parameters.contains("the caller's arrays");
+        let must = matches!(m, Method::CsrScalar | Method::CsrVector)
+            || (m == Method::Cmrs && opts.cmrs.height == Some(1));
+        let can = must || m == Method::Cmrs;
+        assert!(
+            in_place == must || (in_place && can),
+            "{m}: {}",
+            shared.report()
+        );
+        let caller_bytes: u64 = b.iter().map(|b| b.size()).sum();
+        if in_place {
+            assert!(
+                shared.device_bytes() + caller_bytes <= copied.device_bytes(),
+                "{m}: {} + {caller_bytes} vs {}",
+                shared.device_bytes(),
+                copied.device_bytes()
+            );
+        }
+        // The caller writes new values into its buffer.
+        gpu.queue()
+            .write_buffer(&b[2], 0, bytemuck::cast_slice(&new));
+        let after = product(&gpu, &shared, &x);
+        let y_new = product(&gpu, &gpu.prepare_with(&a_new, m, &opts).unwrap(), &x);
+        let expected = if in_place { &y_new } else { &before };
+        assert!(same_bits(&after, expected), "{m}: in place {in_place}");
+        // update_values puts the old values back (into the caller's buffer where shared).
+        shared.update_values(a.values()).unwrap();
+        assert!(same_bits(&product(&gpu, &shared, &x), &before), "{m}");
+        if in_place {
+            // (A copy made now shows what the caller's buffer holds.)
+            let read = gpu.prepare_gpu_csr::<f32>(&desc, m, &opts).unwrap();
+            assert!(same_bits(&product(&gpu, &read, &x), &before), "{m}");
+        }
+    }
+    // Without COPY_DST on the caller's values an update is refused and the plan still runs.
+    let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+    let make = |contents: &[u8]| {
+        gpu.device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents,
+                usage,
+            })
+    };
+    let b = [
+        make(bytemuck::cast_slice(a.row_ptr())),
+        make(bytemuck::cast_slice(a.col_idx())),
+        make(bytemuck::cast_slice(a.values())),
+    ];
+    let share_opts = PlanOptions {
+        caller_buffers: CallerBuffers::Share,
+        ..Default::default()
+    };
+    let plan = gpu
+        .prepare_gpu_csr::<f32>(&described(a.shape(), &b), Method::CsrVector, &share_opts)
+        .unwrap();
+    let before = product(&gpu, &plan, &x);
+    assert!(matches!(
+        plan.update_values(&new),
+        Err(Error::Unsupported { .. })
+    ));
+    assert!(same_bits(&product(&gpu, &plan, &x), &before));
 }

@@ -11,7 +11,7 @@ use crate::methods::common::{
     check_workgroup_memory, copy_from_caller, lane_mode, ptr_chunks, rebased_ptr, team_width,
     upload, upload_values, workgroup_size, ChunkUniform,
 };
-use crate::methods::{passes::long_rows, Method, PlanOptions};
+use crate::methods::{passes::long_rows, CallerBuffers, Method, PlanOptions};
 use crate::plan::values::{ValueLayout, ValueRun};
 use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, GpuCsr, Result, Scalar};
@@ -198,7 +198,9 @@ fn copies_fit(gpu: &Gpu, opts: &PlanOptions, bytes: [u64; 3]) -> bool {
 pub(crate) struct GpuStages {
     stages: Vec<Stage>,
     pub details: String,
-    runs: Vec<ValueRun>,
+    values: ValueLayout,
+    /// Bytes of the caller's buffers the plan reads in place (not its own).
+    shared_bytes: u64,
     split: crate::plan::SetupSplit,
 }
 
@@ -212,9 +214,10 @@ impl GpuStages {
         details: String,
     ) -> SpmvPlan<T> {
         let shape = (a.nrows, a.ncols, a.nnz);
-        let mut plan = SpmvPlan::new(gpu, shape, self.stages, method.name(), details)
-            .with_values(ValueLayout::Runs(self.runs));
+        let mut plan =
+            SpmvPlan::new(gpu, shape, self.stages, method.name(), details).with_values(self.values);
         plan.report_mut().split = self.split;
+        plan.report_mut().device_bytes -= self.shared_bytes;
         plan
     }
 }
@@ -235,13 +238,26 @@ pub(crate) fn gpu_stages<T: Scalar>(
         return Ok(None);
     }
     phases.analysis();
-    let [row_ptr, col_idx, values] = copy_from_caller(gpu, &a.buffers(), &bytes)?;
-    let runs = vec![ValueRun {
+    let share = opts.caller_buffers == CallerBuffers::Share;
+    let [row_ptr, col_idx, values] = if share {
+        a.buffers().map(|(_, b)| Arc::new(b.clone()))
+    } else {
+        copy_from_caller(gpu, &a.buffers(), &bytes)?
+    };
+    let run = ValueRun {
         buffer: values.clone(),
         dst: 0,
         src: 0,
         len: a.nnz as u64,
-    }];
+    };
+    let writable = values.usage().contains(wgpu::BufferUsages::COPY_DST);
+    let value_layout = if share && !writable {
+        ValueLayout::Fixed(
+            "the plan reads the caller's value buffer, which lacks COPY_DST: write the new values into it",
+        )
+    } else {
+        ValueLayout::Runs(vec![run])
+    };
     phases.upload();
     // Rows the kernel skips: their passes are described on the GPU from the row pointers.
     let long = checked.longest_row as u64 > choice.long_row();
@@ -269,10 +285,16 @@ pub(crate) fn gpu_stages<T: Scalar>(
     } else {
         "0 long row(s)"
     };
+    let shared = if share { ", the caller's arrays" } else { "" };
     Ok(Some(GpuStages {
         stages,
-        details: choice.details(method, 1, long_text),
-        runs,
+        details: format!("{}{shared}", choice.details(method, 1, long_text)),
+        values: value_layout,
+        shared_bytes: if share {
+            a.buffers().iter().map(|(_, b)| b.size()).sum()
+        } else {
+            0
+        },
         split: phases.split,
     }))
 }
