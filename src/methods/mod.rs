@@ -250,20 +250,20 @@ impl Gpu {
     }
 }
 
-/// The plan built on the GPU from `a` uploaded as it is, or `None` where `opts.build_on` or the
-/// method's GPU build says the host builds it (decided before anything is uploaded).
-fn build_through_gpu<T: Scalar>(
+/// Whether preparing `a` for `method` with `opts` uploads it as it is and builds on the GPU
+/// (else the host builds the format), decided from the host's arrays as `prepare_with` decides.
+pub(crate) fn builds_on_gpu<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
     method: Method,
     opts: &PlanOptions,
-) -> Result<Option<SpmvPlan<T>>> {
+) -> Result<bool> {
     let on_gpu = match opts.build_on {
         BuildOn::Host => false,
         BuildOn::Gpu => true,
         BuildOn::Auto => gpu.info().device_type != wgpu::DeviceType::Cpu,
     };
-    let builds = on_gpu
+    Ok(on_gpu
         && a.nnz() > 0
         && match method {
             Method::CsrScalar | Method::CsrVector => csr::builds_from_host(gpu, a, method, opts)?,
@@ -274,7 +274,18 @@ fn build_through_gpu<T: Scalar>(
                 speculative::gpu_build::builds_from_host::<T>(gpu, a.shape(), opts)?
             }
             _ => false,
-        };
+        })
+}
+
+/// The plan built on the GPU from `a` uploaded as it is, or `None` where `opts.build_on` or the
+/// method's GPU build says the host builds it (decided before anything is uploaded).
+fn build_through_gpu<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<SpmvPlan<T>>> {
+    let builds = builds_on_gpu(gpu, a, method, opts)?;
     if !builds {
         return Ok(None);
     }

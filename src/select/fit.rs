@@ -5,7 +5,9 @@
 //! time (fractions of the fastest measurement) the weights are a ridge least-squares fit of
 //! `ln((t - launch) / bytes)` on the regressors `r`, and the launch time kept is the one whose
 //! model has the smallest squared error in `ln t`. Setup: `s0 + s1 · MB + s2 · Mrows`, a
-//! least-squares fit weighted by 1/setup (relative error), with negative coefficients dropped.
+//! least-squares fit weighted by 1/setup (relative error), with negative coefficients dropped;
+//! where a method's samples hold at least [`MIN_REGIME_SAMPLES`] setups built on the GPU and as
+//! many built on the host, each regime gets its own fit (`setup` and `host_setup`).
 //!
 //! The profile also keeps the samples' range of each regressor (predictions clamp to it) and,
 //! per method, every sample's residual ln(measured / fitted) with its regressors, which the
@@ -26,9 +28,15 @@ pub struct Sample {
     pub features: Features,
     /// Wall-clock time of `prepare_with` (format build, upload, pipelines warm), ms.
     pub setup_ms: f64,
+    /// Whether that setup built the format on the GPU (`Report::built_on_gpu`); `None` in
+    /// samples from before the CSV had the column.
+    pub built_on_gpu: Option<bool>,
     /// Time of one product (`SpmvPlan::time`), ms.
     pub product_ms: f64,
 }
+
+/// Setups of each regime (built on the GPU, on the host) a method needs for a fit per regime.
+pub const MIN_REGIME_SAMPLES: usize = 4;
 
 /// Ridge penalty on the non-bias weights, per sample: the value that predicted a held-out set
 /// best (docs/auto.md).
@@ -128,6 +136,7 @@ fn fit_product(samples: &[&Sample], cache_bytes: f64) -> (f64, [f64; NREG], f64)
             method: samples[0].method,
             launch_ms: launch,
             setup: [0.0; 3],
+            host_setup: None,
             weights: w,
             residuals: Vec::new(),
         };
@@ -229,11 +238,25 @@ pub fn fit(
             .copied()
             .filter(|s| s.setup_ms.is_finite())
             .collect();
-        let setup = fit_setup(&timed);
+        let regime = |gpu: bool| -> Vec<&Sample> {
+            timed
+                .iter()
+                .copied()
+                .filter(|s| s.built_on_gpu == Some(gpu))
+                .collect()
+        };
+        let (on_gpu, on_host) = (regime(true), regime(false));
+        let (setup, host_setup) =
+            if on_gpu.len() >= MIN_REGIME_SAMPLES && on_host.len() >= MIN_REGIME_SAMPLES {
+                (fit_setup(&on_gpu), Some(fit_setup(&on_host)))
+            } else {
+                (fit_setup(&timed), None)
+            };
         let mut model = MethodModel {
             method: m,
             launch_ms,
             setup,
+            host_setup,
             weights,
             residuals: Vec::new(),
         };
@@ -259,7 +282,8 @@ pub fn fit(
             setup_rms_log: (timed
                 .iter()
                 .map(|s| {
-                    (model.setup_ms(&s.features).max(0.05) / s.setup_ms.max(0.05))
+                    let on_gpu = s.built_on_gpu.unwrap_or(true);
+                    (model.setup_ms(&s.features, on_gpu).max(0.05) / s.setup_ms.max(0.05))
                         .ln()
                         .powi(2)
                 })
@@ -312,13 +336,13 @@ pub fn fit(
 }
 
 /// Header of the samples CSV whose lines [`sample_to_csv`] writes and [`samples_from_csv`] reads.
-pub const CSV_HEADER: &str = "matrix,method,nrows,ncols,nnz,mean,cv,max_len,empty_frac,long_share,scatter,scalar_bytes,vendor,device_type,subgroup_size,shares_memory,setup_ms,product_ms";
+pub const CSV_HEADER: &str = "matrix,method,nrows,ncols,nnz,mean,cv,max_len,empty_frac,long_share,scatter,scalar_bytes,vendor,device_type,subgroup_size,shares_memory,setup_ms,product_ms,built_on_gpu";
 
 /// One CSV line (no newline) per sample.
 pub fn sample_to_csv(s: &Sample) -> String {
     let f = &s.features;
     format!(
-        "{},{},{},{},{},{:?},{:?},{},{:?},{:?},{:?},{},{:#06x},{:?},{},{},{:?},{:?}",
+        "{},{},{},{},{},{:?},{:?},{},{:?},{:?},{:?},{},{:#06x},{:?},{},{},{:?},{:?},{}",
         s.matrix,
         s.method.name(),
         f.nrows,
@@ -336,7 +360,12 @@ pub fn sample_to_csv(s: &Sample) -> String {
         f.subgroup_size,
         f.shares_memory_with_host as u8,
         s.setup_ms,
-        s.product_ms
+        s.product_ms,
+        match s.built_on_gpu {
+            Some(true) => "1",
+            Some(false) => "0",
+            None => "",
+        }
     )
 }
 
@@ -354,8 +383,9 @@ pub fn samples_from_csv(text: &str) -> Result<Vec<Sample>> {
             reason: why.to_owned(),
         };
         let t: Vec<&str> = line.split(',').collect();
-        if t.len() != 18 {
-            return Err(err("expected 18 columns (see CSV_HEADER)"));
+        // (The last column, built_on_gpu, is absent or empty in earlier samples.)
+        if !(18..=19).contains(&t.len()) {
+            return Err(err("expected 18 or 19 columns (see CSV_HEADER)"));
         }
         let u = |s: &str| s.parse::<usize>().map_err(|_| err("bad integer"));
         let x = |s: &str| s.parse::<f64>().map_err(|_| err("bad number"));
@@ -391,6 +421,12 @@ pub fn samples_from_csv(text: &str) -> Result<Vec<Sample>> {
             },
             setup_ms: x(t[16])?,
             product_ms: x(t[17])?,
+            built_on_gpu: match t.get(18).copied().unwrap_or("") {
+                "" => None,
+                "1" => Some(true),
+                "0" => Some(false),
+                _ => return Err(err("built_on_gpu is 0, 1 or empty")),
+            },
         });
     }
     Ok(out)

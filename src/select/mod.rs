@@ -186,13 +186,19 @@ pub fn profile_for(gpu: &Gpu, opts: &AutoOptions) -> Result<Arc<Profile>> {
     Ok(profile::builtin_for(info.vendor, info.device_type))
 }
 
-/// The model's candidates for `features`, best (least predicted total) first.
-pub fn predict(profile: &Profile, features: &Features, expected_products: u64) -> Vec<Candidate> {
+/// The model's candidates for `features`, best (least predicted total) first; `on_gpu` says
+/// which methods would build this matrix's format on the GPU (the setup's regime).
+pub fn predict(
+    profile: &Profile,
+    features: &Features,
+    expected_products: u64,
+    on_gpu: &dyn Fn(Method) -> bool,
+) -> Vec<Candidate> {
     let mut c: Vec<Candidate> = profile
         .methods
         .iter()
         .map(|m| {
-            let setup_ms = m.setup_ms(features);
+            let setup_ms = m.setup_ms(features, on_gpu(m.method));
             let product_ms = profile.product_ms(m, features);
             Candidate {
                 method: m.method,
@@ -357,7 +363,14 @@ fn decide<T: Scalar>(
         .expected_products
         .unwrap_or(DEFAULT_EXPECTED_PRODUCTS)
         .max(1);
-    let candidates = predict(&profile, &features, expected);
+    // Where each method would build this matrix (as `prepare_with` decides: no upload here).
+    let mut on_gpu = HashMap::new();
+    for m in &profile.methods {
+        // (A method whose options fail here fails when built, and falls down the list then.)
+        let gpu_build = crate::methods::builds_on_gpu(gpu, a, m.method, opts).unwrap_or(false);
+        on_gpu.insert(m.method, gpu_build);
+    }
+    let candidates = predict(&profile, &features, expected, &|m| on_gpu[&m]);
     let mut choice = AutoChoice {
         method: candidates[0].method,
         basis: Basis::Model,

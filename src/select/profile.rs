@@ -1,7 +1,7 @@
 //! Adapter profiles: the cost model's coefficients as a small text file.
 //!
 //! ```text
-//! wgspmv-profile 2
+//! wgspmv-profile 3
 //! name nvidia
 //! note fitted on NVIDIA H100 ... (free text, any number of lines)
 //! match vendor 0x10de            # any number of match lines; none = matches every adapter
@@ -11,7 +11,7 @@
 //! range_min 1 0.69 0 ...         # optional (version 2): the calibration data's range
 //! range_max 1 8.3 3.2 ...
 //! kernel width 0.5 prior 0.1 scale 0 1.2 0.8 ...   # optional (version 2)
-//! method csr-scalar launch_ms 0.006 setup 0.2 0.9 1.5 weights -6.1 0.2 ...
+//! method csr-scalar launch_ms 0.006 setup 0.2 0.9 1.5 host_setup 1 9 2 weights -6.1 0.2 ...
 //! residual csr-scalar ln_ratio 0.12 at 1 3.3 0.1 ...  # any number, after its method
 //! ```
 //!
@@ -23,8 +23,11 @@
 //! `kᵢ = exp(-½ Σⱼ ((rⱼ − aᵢⱼ) / scaleⱼ)² / width²)` (regressors with scale 0 are ignored): near
 //! a calibration matrix the model is corrected towards its measurement, far from all of them
 //! it is the global fit. Setup time: `s0 + s1 · (matrix MB) + s2 · (million rows)` ms, where
-//! matrix MB = nnz · (4 + scalar) / 1e6. `#` starts a comment. A method without a line is never
-//! chosen by this profile. Version 1 files (no range, kernel or residual lines) still parse.
+//! matrix MB = nnz · (4 + scalar) / 1e6; `host_setup` (optional, version 3) holds the
+//! coefficients for when the format is built on the host rather than the GPU (`setup` then
+//! covers the GPU builds), two regimes one line cannot fit. `#` starts a comment. A method
+//! without a line is never chosen by this profile. Version 1 files (no range, kernel or
+//! residual lines) and version 2 files (no `host_setup`) still parse.
 
 use super::features::{Features, NREG, REGRESSORS};
 use crate::{Error, Method, Result};
@@ -38,6 +41,9 @@ pub struct MethodModel {
     pub launch_ms: f64,
     /// Setup coefficients: constant ms, ms per MB of matrix entries, ms per million rows.
     pub setup: [f64; 3],
+    /// Setup coefficients when the format is built on the host, where they differ from the
+    /// GPU builds' (`setup`); `None`: `setup` covers both.
+    pub host_setup: Option<[f64; 3]>,
     /// Weights of the regressors (see [`REGRESSORS`]) in ln(ns per byte).
     pub weights: [f64; NREG],
     /// Calibration residuals of the global fit, for the profile's [`Kernel`] correction.
@@ -103,11 +109,15 @@ impl MethodModel {
         self.launch_ms + f.minimal_bytes() * 1e-6 * z.clamp(-30.0, 30.0).exp()
     }
 
-    /// Predicted setup (format build and upload), ms.
-    pub fn setup_ms(&self, f: &Features) -> f64 {
+    /// Predicted setup (format build and upload), ms, built on the GPU or on the host.
+    pub fn setup_ms(&self, f: &Features, on_gpu: bool) -> f64 {
+        let c = match self.host_setup {
+            Some(h) if !on_gpu => h,
+            _ => self.setup,
+        };
         let mb = f.nnz as f64 * (4.0 + f.scalar_bytes as f64) / 1e6;
         let mrows = f.nrows as f64 / 1e6;
-        (self.setup[0] + self.setup[1] * mb + self.setup[2] * mrows).max(0.0)
+        (c[0] + c[1] * mb + c[2] * mrows).max(0.0)
     }
 }
 
@@ -225,16 +235,17 @@ impl Profile {
             let rest = rest.trim();
             if version == 0 {
                 if key != "wgspmv-profile" {
-                    return Err(bad(n, raw, "a profile starts with `wgspmv-profile 2`"));
+                    return Err(bad(n, raw, "a profile starts with `wgspmv-profile 3`"));
                 }
                 version = match rest {
                     "1" => 1,
                     "2" => 2,
+                    "3" => 3,
                     _ => {
                         return Err(bad(
                             n,
                             raw,
-                            "unsupported profile version (this library reads 1 and 2)",
+                            "unsupported profile version (this library reads 1 to 3)",
                         ))
                     }
                 };
@@ -338,18 +349,28 @@ impl Profile {
                             "a `regressors` line must come before the methods",
                         ));
                     }
-                    let t: Vec<&str> = rest.split_whitespace().collect();
+                    let mut t: Vec<&str> = rest.split_whitespace().collect();
+                    let with_host = t.get(7) == Some(&"host_setup");
+                    if with_host && version < 3 {
+                        return Err(bad(n, raw, "`host_setup` needs `wgspmv-profile 3`"));
+                    }
+                    let host: Vec<&str> = if with_host && t.len() >= 11 {
+                        t.drain(7..11).skip(1).collect()
+                    } else {
+                        Vec::new()
+                    };
                     let expected = 1 + 2 + 4 + 1 + NREG;
                     if t.len() != expected
                         || t[1] != "launch_ms"
                         || t[3] != "setup"
                         || t[7] != "weights"
+                        || (with_host && host.len() != 3)
                     {
                         return Err(bad(
                             n,
                             raw,
                             format!(
-                                "expected `method NAME launch_ms L setup S0 S1 S2 weights W1..W{NREG}`"
+                                "expected `method NAME launch_ms L setup S0 S1 S2 [host_setup H0 H1 H2] weights W1..W{NREG}`"
                             ),
                         ));
                     }
@@ -362,7 +383,17 @@ impl Profile {
                     }
                     let launch_ms = num(t[2])?;
                     let setup = [num(t[4])?, num(t[5])?, num(t[6])?];
-                    if launch_ms < 0.0 || setup.iter().any(|&s| s < 0.0) {
+                    let host_setup = if with_host {
+                        Some([num(host[0])?, num(host[1])?, num(host[2])?])
+                    } else {
+                        None
+                    };
+                    if launch_ms < 0.0
+                        || setup
+                            .iter()
+                            .chain(host_setup.iter().flatten())
+                            .any(|&s| s < 0.0)
+                    {
                         return Err(bad(n, raw, "times cannot be negative"));
                     }
                     let mut weights = [0.0; NREG];
@@ -373,6 +404,7 @@ impl Profile {
                         method,
                         launch_ms,
                         setup,
+                        host_setup,
                         weights,
                         residuals: Vec::new(),
                     });
@@ -443,7 +475,7 @@ impl Profile {
             return Err(bad(
                 end,
                 "",
-                "empty profile: it starts with `wgspmv-profile 2`",
+                "empty profile: it starts with `wgspmv-profile 3`",
             ));
         }
         match (range_min, range_max) {
@@ -500,7 +532,7 @@ impl std::fmt::Display for Profile {
     /// The text form; [`Profile::parse`] reads it back to an equal profile (floats are written
     /// in Rust's shortest round-trip form).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "wgspmv-profile 2")?;
+        writeln!(f, "wgspmv-profile 3")?;
         writeln!(f, "name {}", self.name)?;
         for n in &self.notes {
             writeln!(f, "note {}", n.replace('#', "no."))?;
@@ -535,13 +567,17 @@ impl std::fmt::Display for Profile {
         for m in &self.methods {
             write!(
                 f,
-                "method {} launch_ms {:?} setup {:?} {:?} {:?} weights",
+                "method {} launch_ms {:?} setup {:?} {:?} {:?}",
                 m.method.name(),
                 m.launch_ms,
                 m.setup[0],
                 m.setup[1],
                 m.setup[2]
             )?;
+            if let Some(h) = m.host_setup {
+                write!(f, " host_setup {:?} {:?} {:?}", h[0], h[1], h[2])?;
+            }
+            write!(f, " weights")?;
             for w in m.weights {
                 write!(f, " {w:?}")?;
             }

@@ -123,6 +123,7 @@ fn profile_round_trips_through_text() {
                 method: Method::CsrScalar,
                 launch_ms: 0.1 + 0.2,
                 setup: [1e-300, 0.0, 7.5e3],
+                host_setup: None,
                 weights: w,
                 residuals: vec![
                     Residual {
@@ -139,6 +140,7 @@ fn profile_round_trips_through_text() {
                 method: Method::BccooPlus,
                 launch_ms: 0.0,
                 setup: [0.0; 3],
+                host_setup: None,
                 weights: [-0.0; select::features::NREG],
                 residuals: vec![],
             },
@@ -172,17 +174,31 @@ fn bad_profiles_are_typed_errors() {
         "residual {}",
         &method_line[7..7 + method_line[7..].find(' ').unwrap()]
     )));
+    let version_line = good.lines().next().unwrap();
+    assert!(version_line.starts_with("wgspmv-profile "));
+    let with_host = |host: &str| {
+        let line = method_line.replacen(" weights ", &format!(" host_setup {host} weights "), 1);
+        good.replacen(method_line, &line, 1)
+            .replacen(version_line, "wgspmv-profile 3", 1)
+    };
+    assert!(Profile::parse(&with_host("1 2 3")).is_ok());
     let cases: Vec<(&str, String)> = vec![
         ("empty", String::new()),
-        ("no version", good.replacen("wgspmv-profile 2", "", 1)),
+        ("no version", good.replacen(version_line, "", 1)),
         (
             "future version",
-            good.replacen("wgspmv-profile 2", "wgspmv-profile 3", 1),
+            good.replacen(version_line, "wgspmv-profile 4", 1),
         ),
         (
             "residual in a version 1 profile",
-            good.replacen("wgspmv-profile 2", "wgspmv-profile 1", 1),
+            good.replacen(version_line, "wgspmv-profile 1", 1),
         ),
+        (
+            "host_setup in a version 2 profile",
+            with_host("1 2 3").replacen("wgspmv-profile 3", "wgspmv-profile 2", 1),
+        ),
+        ("host_setup of two numbers", with_host("1 2")),
+        ("negative host_setup", with_host("1 -2 3")),
         (
             "residual of a method without a line",
             format!(
@@ -336,6 +352,7 @@ fn range_clamps_and_kernel_corrects() {
         method: Method::CsrScalar,
         launch_ms: 0.0,
         setup: [0.0; 3],
+        host_setup: None,
         weights: w,
         residuals: vec![],
     };
@@ -399,6 +416,7 @@ fn two_method_profile() -> Arc<Profile> {
                 method: Method::CsrScalar,
                 launch_ms: 0.0,
                 setup: [0.0; 3],
+                host_setup: None,
                 weights: slow,
                 residuals: vec![],
             },
@@ -406,6 +424,7 @@ fn two_method_profile() -> Arc<Profile> {
                 method: Method::Bccoo,
                 launch_ms: 0.0,
                 setup: [50.0, 0.0, 0.0],
+                host_setup: None,
                 weights: fast,
                 residuals: vec![],
             },
@@ -579,6 +598,11 @@ fn fit_recovers_a_known_model() {
     for m in &mut truth.methods {
         m.launch_ms = 0.0;
     }
+    // Two setup regimes for one method: built on the GPU, or ten times slower on the host.
+    let two_regimes = truth.methods[0].method;
+    let gpu_setup = [0.5, 0.2, 3.0];
+    truth.methods[0].setup = gpu_setup;
+    truth.methods[0].host_setup = Some(gpu_setup.map(|c| 10.0 * c));
     let info_features = |a: &CsrMatrix<f64>, sb: usize| {
         // Features without an adapter: what `Features::of` reads from the matrix.
         let mut f = Features {
@@ -619,12 +643,14 @@ fn fit_recovers_a_known_model() {
                 f.scatter = 0.05 + 0.9 * ((i * 3 + j) % 7) as f64 / 6.0;
                 f.long_share = ((i + 2 * j) % 5) as f64 / 10.0;
                 for m in &truth.methods {
+                    let on_gpu = m.method != two_regimes || (i + j) % 2 == 0;
                     samples.push(select::Sample {
                         matrix: format!("{}-{n}", s.name),
                         method: m.method,
                         features: f.clone(),
-                        setup_ms: m.setup_ms(&f).max(0.01),
+                        setup_ms: m.setup_ms(&f, on_gpu).max(0.01),
                         product_ms: m.product_ms(&f, truth.cache_bytes),
+                        built_on_gpu: (m.method == two_regimes).then_some(on_gpu),
                     });
                 }
             }
@@ -634,6 +660,14 @@ fn fit_recovers_a_known_model() {
     for q in &quality {
         assert!(q.product_rms_log < 0.1, "{q:?}");
     }
+    // Each regime's setup is recovered (one fit of both would miss by up to 10x).
+    let q = quality.iter().find(|q| q.method == two_regimes).unwrap();
+    assert!(q.setup_rms_log < 0.05, "{q:?}");
+    let fitted = p.model(two_regimes).unwrap();
+    assert!(fitted.host_setup.is_some(), "{fitted:?}");
+    // The profile text keeps both.
+    let reread = select::Profile::parse(&p.to_string()).unwrap();
+    assert_eq!(reread.model(two_regimes), Some(fitted));
     // The samples survive the CSV form.
     let csv: String = samples
         .iter()
@@ -643,5 +677,8 @@ fn fit_recovers_a_known_model() {
     assert_eq!(back.len(), samples.len());
     assert_eq!(back[7].product_ms, samples[7].product_ms);
     assert_eq!(back[7].features, samples[7].features);
+    for (b, s) in back.iter().zip(&samples) {
+        assert_eq!(b.built_on_gpu, s.built_on_gpu);
+    }
     assert_eq!(p.methods.len(), truth.methods.len());
 }

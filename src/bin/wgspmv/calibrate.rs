@@ -107,7 +107,8 @@ fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> wgspmv::Erro
 }
 
 /// Setup (ms, the smaller of two builds when the first is short, so pipeline compilation and fresh
-/// device memory do not count) and product time (ms, the better of two batches) of `method` on `a`.
+/// device memory do not count), product time (ms) and whether the format was built on the GPU,
+/// of `method` on `a`.
 fn measure<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
@@ -116,7 +117,7 @@ fn measure<T: Scalar>(
     x: &GpuVector<T>,
     y: &mut GpuVector<T>,
     batch_ms: f64,
-) -> wgspmv::Result<(f64, f64)> {
+) -> wgspmv::Result<(f64, f64, bool)> {
     let build = || -> wgspmv::Result<(wgspmv::SpmvPlan<T>, f64)> {
         let t = Instant::now();
         let p = gpu.prepare_with(a, method, opts)?;
@@ -138,7 +139,7 @@ fn measure<T: Scalar>(
     // plan reads slower on a short host-clock batch, most for the methods with long setups.
     let _ = batch_ms;
     let t = plan.time(x, y, 50)?;
-    Ok((setup, t.ms))
+    Ok((setup, t.ms, plan.report().built_on_gpu))
 }
 
 /// Appends lines to a CSV file as they are measured, so a run cut short keeps what it measured.
@@ -188,7 +189,7 @@ fn calibrate_matrix<T: Scalar>(
     );
     for &m in Method::ALL {
         match measure(gpu, &a, m, &opts, &x, &mut y, args.batch_ms) {
-            Ok((setup_ms, product_ms)) => {
+            Ok((setup_ms, product_ms, on_gpu)) => {
                 line += &format!(" {m} {product_ms:.4}/{setup_ms:.0}");
                 let s = Sample {
                     matrix: name.to_owned(),
@@ -196,6 +197,7 @@ fn calibrate_matrix<T: Scalar>(
                     features: f.clone(),
                     setup_ms,
                     product_ms,
+                    built_on_gpu: Some(on_gpu),
                 };
                 sink.line(&fit::sample_to_csv(&s));
                 out.push(s);
@@ -412,7 +414,7 @@ fn eval_samples(profile: &Profile, samples: &[Sample], e: u64) {
             .min_by(|a, b| a.product_ms.total_cmp(&b.product_ms))
             .unwrap();
         let pick = |e: u64| {
-            select::predict(profile, &mine[0].features, e)
+            select::predict(profile, &mine[0].features, e, &|m| regime(&mine, m))
                 .into_iter()
                 .find_map(|c| mine.iter().find(|s| s.method == c.method))
         };
@@ -439,6 +441,14 @@ fn eval_samples(profile: &Profile, samples: &[Sample], e: u64) {
     );
 }
 
+/// Whether `method`'s sample among `mine` (one matrix) was built on the GPU (unknown: yes).
+fn regime(mine: &[&Sample], method: Method) -> bool {
+    mine.iter()
+        .find(|s| s.method == method)
+        .and_then(|s| s.built_on_gpu)
+        .unwrap_or(true)
+}
+
 fn report_choices(profile: &Profile, samples: &[Sample]) {
     let mut keys: Vec<(&str, usize)> = samples
         .iter()
@@ -455,7 +465,7 @@ fn report_choices(profile: &Profile, samples: &[Sample]) {
             .iter()
             .map(|s| s.product_ms)
             .fold(f64::INFINITY, f64::min);
-        let c = select::predict(profile, &mine[0].features, 1_000_000);
+        let c = select::predict(profile, &mine[0].features, 1_000_000, &|m| regime(&mine, m));
         let Some(chosen) = c
             .first()
             .and_then(|c| mine.iter().find(|s| s.method == c.method))
@@ -533,7 +543,7 @@ fn check_one<T: Scalar>(
     let mut meas: Vec<(Method, f64, f64)> = Vec::new();
     for &m in Method::ALL {
         match measure(gpu, a, m, &opts, &x, &mut y, args.batch_ms) {
-            Ok((s, p)) => {
+            Ok((s, p, on_gpu)) => {
                 meas.push((m, s, p));
                 suite.line(&fit::sample_to_csv(&Sample {
                     matrix: name.to_owned(),
@@ -541,6 +551,7 @@ fn check_one<T: Scalar>(
                     features: Features::of(a, gpu.info()),
                     setup_ms: s,
                     product_ms: p,
+                    built_on_gpu: Some(on_gpu),
                 }));
             }
             Err(e) => log(format!("{name} {m}: {e}")),
