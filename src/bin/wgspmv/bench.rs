@@ -110,6 +110,10 @@ pub struct Args {
     /// a first untimed setup that compiles the pipelines (once per device).
     #[arg(long)]
     from_gpu_csr: bool,
+    /// With `--from-gpu-csr`: let the CSR kernels read the app's buffers in place
+    /// (`CallerBuffers::Share`) instead of copying them.
+    #[arg(long)]
+    share_caller_buffers: bool,
     /// Where formats are built from the host CSR (`PlanOptions::build_on`): auto (on the GPU
     /// except on software adapters), host, or gpu.
     #[arg(long, default_value = "auto", value_parser = ["auto", "host", "gpu"])]
@@ -257,6 +261,11 @@ fn variants(args: &Args) -> wgspmv::Result<Vec<Variant>> {
             workgroup_size: args.workgroup_size,
             lanes,
             build_on,
+            caller_buffers: if args.share_caller_buffers {
+                wgspmv::CallerBuffers::Share
+            } else {
+                wgspmv::CallerBuffers::Copy
+            },
             ..Default::default()
         };
         match m {
