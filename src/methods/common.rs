@@ -219,10 +219,11 @@ pub(crate) fn upload_buffer<P: bytemuck::Pod>(
     label: &str,
     data: &[P],
 ) -> Result<Arc<wgpu::Buffer>> {
+    // (COPY_SRC: a plan's arrays can be read back, e.g. to compare builds.)
     Ok(Arc::new(gpu.storage_buffer(
         label,
         bytemuck::cast_slice(data),
-        wgpu::BufferUsages::empty(),
+        wgpu::BufferUsages::COPY_SRC,
     )?))
 }
 

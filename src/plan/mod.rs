@@ -505,3 +505,29 @@ pub fn minimal_traffic_bytes<T>(nrows: usize, ncols: usize, nnz: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
     nnz as u64 * (s + 4) + (nrows as u64 + 1) * 4 + ncols as u64 * s + nrows as u64 * s
 }
+
+#[cfg(feature = "testing")]
+impl<T: Scalar> SpmvPlan<T> {
+    /// The whole contents, as u32 words, of the buffers the plan owns in slots `slots` of stage
+    /// `stage` (`None` for a slot bound to something else): for tests that compare a format built
+    /// on the GPU with its host twin word for word.
+    pub fn stage_words_for_testing(
+        &self,
+        stage: usize,
+        slots: std::ops::Range<usize>,
+    ) -> Result<Vec<Option<Vec<u32>>>> {
+        let Some(st) = self.stages.get(stage) else {
+            return Ok(Vec::new());
+        };
+        slots
+            .filter_map(|i| st.bindings.get(i))
+            .map(|b| match b {
+                Binding::Owned(buf) => self
+                    .gpu
+                    .read_buffer::<u32>(buf, (buf.size() / 4) as usize)
+                    .map(Some),
+                _ => Ok(None),
+            })
+            .collect()
+    }
+}

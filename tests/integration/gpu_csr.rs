@@ -115,6 +115,7 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
             Method::CsrScalar,
             Method::CsrVector,
             Method::Cmrs,
+            Method::CmrsPadded,
             Method::Speculative,
         ];
         if gpu_built.contains(&m) {
@@ -136,9 +137,22 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
         let read = from_gpu.report().read_back_bytes;
         let long = (0..a.nrows()).any(|r| a.row_len(r) > 16_384);
         // (Strips of `cmrs` long enough for the long-row passes are built on the host.)
-        let strips = m == Method::Cmrs;
+        let strips = matches!(m, Method::Cmrs | Method::CmrsPadded);
         if a.nnz() > 0 && built_on_gpu && !(strips && long) && opts.max_chunk_bytes.is_none() {
             assert_eq!(read, 0, "{label} / {m}: built on the GPU");
+        }
+        // A strip format built on the GPU is its host twin word for word: strip pointers,
+        // column words and values (the products alone can hide a layout change that keeps each
+        // row's summation order).
+        if strips && read == 0 && a.nnz() > 0 {
+            assert!(from_gpu.report().built_on_gpu);
+            let words = |p: &wgspmv::SpmvPlan<T>| p.stage_words_for_testing(0, 0..3).unwrap();
+            assert_eq!(
+                words(&from_gpu),
+                words(&from_host),
+                "{label} / {m}: [{}]",
+                from_gpu.report()
+            );
         }
         // Row chunks are cut on the host: a matrix that needs them is read back.
         if opts.max_chunk_bytes.is_some_and(|c| a.nnz() as u64 * 4 > c) {
@@ -184,7 +198,11 @@ fn configurations() -> Vec<(Method, PlanOptions, bool)> {
         .map(|&m| {
             let on_gpu = matches!(
                 m,
-                Method::CsrScalar | Method::CsrVector | Method::Cmrs | Method::Suraa
+                Method::CsrScalar
+                    | Method::CsrVector
+                    | Method::Cmrs
+                    | Method::CmrsPadded
+                    | Method::Suraa
             );
             (m, PlanOptions::default(), on_gpu)
         })
@@ -200,6 +218,27 @@ fn configurations() -> Vec<(Method, PlanOptions, bool)> {
             ..Default::default()
         };
         v.push((Method::Cmrs, opts, true));
+    }
+    // cmrs-padded: other heights and buffer columns (its strips dealt to 1, 2 or 8 lane groups
+    // of an 8-lane team, or of the default team).
+    for (height, buffer_columns, lanes_per_row) in [(3, 4, None), (16, 1, Some(8)), (7, 8, Some(8))]
+    {
+        let cmrs = CmrsOptions {
+            height: Some(height),
+            buffer_columns: Some(buffer_columns),
+            ..Default::default()
+        };
+        let opts = PlanOptions {
+            cmrs,
+            lanes_per_row,
+            lanes: if lanes_per_row.is_some() {
+                wgspmv::LanePolicy::Workgroup
+            } else {
+                wgspmv::LanePolicy::Auto
+            },
+            ..Default::default()
+        };
+        v.push((Method::CmrsPadded, opts, true));
     }
     for (resolve, given_rows, tiles) in [
         (None, None, None),

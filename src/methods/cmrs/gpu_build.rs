@@ -2,8 +2,9 @@
 //! (shaders/cmrs/build.wgsl; [`CmrsMatrix::from_csr`](super::CmrsMatrix::from_csr) is its CPU
 //! twin): strip pointers and the longest strip first (four bytes read back, to keep every strip
 //! within the kernel's loop budget), then every entry placed in its strip, sorted by column.
-//! `cmrs-padded`'s arranged strips, the separate row-in-strip layout and strips that need the
-//! long-row passes are built on the host.
+//! `cmrs-padded`'s strips are arranged per lane group on the GPU too (shaders/cmrs/build_padded.wgsl:
+//! its plan per strip, eight bytes read back to size the format, then the placing). The separate
+//! row-in-strip layout and strips that need the long-row passes are built on the host.
 
 use super::{Choice, RowLayout};
 use crate::gpu::recorder::Recorder;
@@ -34,8 +35,21 @@ const BUILD_WG: u64 = 64;
 /// edges, like the SpMV kernels' budget.
 const BUILD_ITERATIONS: u64 = 32_768;
 
+/// Mirrors `PaddedParams` in shaders/cmrs/build_padded.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct PaddedParams {
+    nrows: u32,
+    height: u32,
+    strips: u32,
+    team: u32,
+    buf_cols: u32,
+    items: u32,
+    pad: [u32; 2],
+}
+
 /// Whether the GPU build can make the plan `choice` describes (before knowing the longest strip):
-/// packed rows, not `cmrs-padded`, and arrays within one binding.
+/// packed rows and arrays within one binding (`cmrs-padded`'s padding is checked once known).
 fn buildable<T: Scalar>(
     gpu: &Gpu,
     choice: &Choice,
@@ -45,7 +59,7 @@ fn buildable<T: Scalar>(
 ) -> bool {
     let s = std::mem::size_of::<T>() as u64;
     let packed = ncols < super::format::MAX_PACKED_COLS && !choice.layout.force_separate;
-    !choice.padded && packed && nnz as u64 * s.max(4) <= chunk_limit(gpu, opts)
+    packed && nnz as u64 * s.max(4) <= chunk_limit(gpu, opts)
 }
 
 /// Whether every strip of `longest` entries fits the SpMV kernel's and the placing pass's loop
@@ -107,6 +121,9 @@ pub(crate) fn prepare<T: Scalar>(
     let s = std::mem::size_of::<T>() as u64;
     if !buildable::<T>(gpu, &choice, opts, ncols, nnz) {
         return Ok(None);
+    }
+    if choice.padded {
+        return prepare_padded(gpu, a, &choice, method, opts);
     }
     let h = choice.height as usize;
     let strips = nrows.div_ceil(h);
@@ -188,6 +205,134 @@ pub(crate) fn prepare<T: Scalar>(
         1,
         0,
     );
+    let mut plan = SpmvPlan::new(gpu, (nrows, ncols, nnz), stages, method.name(), details)
+        .with_values(ValueLayout::Gather(vec![gather], Vec::new()));
+    plan.report_mut().split = phases.split;
+    Ok(Some(plan))
+}
+
+/// `cmrs-padded` from GPU buffers: each strip's rows dealt to the team's lane groups, the strip
+/// lengths scanned into pointers, the padded total and the longest strip read back (8 bytes,
+/// to size the format and keep strips within the loop budgets), then every entry placed.
+fn prepare_padded<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    choice: &Choice,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<SpmvPlan<T>>> {
+    let (nrows, ncols, nnz) = (a.nrows, a.ncols, a.nnz);
+    let s = std::mem::size_of::<T>() as u64;
+    let h = choice.height as usize;
+    let strips = nrows.div_ceil(h);
+    let mut phases = Phases::start(gpu);
+    let none = wgpu::BufferUsages::empty();
+    let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
+    let strip_ptr = Arc::new(words("strip_ptr", strips as u64 + 1)?);
+    let row_group = words("cmrs-padded row groups", nrows as u64)?;
+    let row_start = words("cmrs-padded row starts", nrows as u64)?;
+    let block_sums = words(
+        "cmrs-padded scan blocks",
+        (strips as u64 + 1).div_ceil(crate::gpu::recorder::SCAN_BLOCK as u64),
+    )?;
+    let found = gpu.storage_zeroed("cmrs-padded longest strip and items", 8, none)?;
+    let params = |items: u32| {
+        let p = PaddedParams {
+            nrows: nrows as u32,
+            height: choice.height,
+            strips: strips as u32,
+            team: choice.team,
+            buf_cols: choice.buf_cols,
+            items,
+            pad: [0; 2],
+        };
+        gpu.uniform_buffer("cmrs-padded build", bytemuck::bytes_of(&p))
+    };
+    let val_words = ("VAL_WORDS", (s / 4) as u32);
+    let record = |buffers: &[&wgpu::Buffer], passes: &[(u32, u64)], scan: bool| {
+        gpu.scoped("building cmrs-padded on the GPU", || -> Result<()> {
+            let mut enc = gpu
+                .device()
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("cmrs-padded build"),
+                });
+            {
+                let mut r = Recorder::new(gpu, &mut enc, "cmrs-padded build");
+                for (i, &(pass, groups)) in passes.iter().enumerate() {
+                    if scan && i == 1 {
+                        r.scan(&strip_ptr, &block_sums, strips as u32 + 1)?;
+                    }
+                    let overrides = vec![("PASS", pass), val_words];
+                    let kernel = super::kernels::CMRS_BUILD_PADDED;
+                    r.dispatch(kernel, overrides, buffers, groups as u32)?;
+                }
+            }
+            gpu.queue().submit([enc.finish()]);
+            Ok(())
+        })?
+    };
+    // The format's arrays are not sized yet: small stand-ins for the first passes.
+    let stand_ins = [
+        words("stand-in", 4)?,
+        words("stand-in", 4)?,
+        words("stand-in", 4)?,
+    ];
+    let first = params(0);
+    record(
+        &[
+            a.row_ptr,
+            a.col_idx,
+            a.values,
+            &strip_ptr,
+            &row_group,
+            &row_start,
+            &stand_ins[0],
+            &stand_ins[1],
+            &stand_ins[2],
+            &found,
+            &first,
+        ],
+        &[(0, (strips as u64 + 1).div_ceil(BUILD_WG)), (1, 1)],
+        true,
+    )?;
+    let [longest, items] =
+        <[u32; 2]>::try_from(gpu.read_buffer::<u32>(&found, 2)?).expect("two words read back");
+    let items = items as u64;
+    if !strips_fit(choice, longest as u64) || items * s.max(4) > chunk_limit(gpu, opts) {
+        return Ok(None);
+    }
+    phases.analysis();
+    let col_words = Arc::new(words("col_words", items)?);
+    let values = Arc::new(gpu.storage_zeroed("values", items * s, none)?);
+    let sources = Arc::new(words("gather sources", items)?);
+    let second = params(items as u32);
+    record(
+        &[
+            a.row_ptr, a.col_idx, a.values, &strip_ptr, &row_group, &row_start, &col_words,
+            &values, &sources, &found, &second,
+        ],
+        &[(2, items.div_ceil(BUILD_WG)), (3, strips as u64)],
+        false,
+    )?;
+    gpu.wait()?;
+    phases.build();
+    let pipeline = choice.pipeline::<T>(gpu, RowLayout::Packed)?;
+    let gather = GatherPart::on_gpu(values.clone(), sources, items as usize, 0..nnz as u64);
+    let arrays = [
+        Binding::Owned(strip_ptr),
+        Binding::Owned(col_words),
+        Binding::Owned(values),
+        // The kernel reads no row-in-strip words when they are packed.
+        Binding::Owned(Arc::new(words("row_in_strip", 1)?)),
+    ];
+    let stages = if strips == 0 {
+        Vec::new()
+    } else {
+        vec![choice.stage(gpu, &pipeline, &(0..strips), nrows, arrays)]
+    };
+    let padding = items as usize - nnz;
+    let overhead = padding as i64 * (4 + s as i64) + (strips as i64 - nrows as i64) * 4;
+    let details = choice.details(method, RowLayout::Packed, padding, overhead, 1, 0);
     let mut plan = SpmvPlan::new(gpu, (nrows, ncols, nnz), stages, method.name(), details)
         .with_values(ValueLayout::Gather(vec![gather], Vec::new()));
     plan.report_mut().split = phases.split;

@@ -52,5 +52,14 @@ pub const CMRS_BUILD: Kernel = Kernel {
     derive: None,
 };
 
+/// The GPU build of `cmrs-padded`'s strips from a CSR matrix in GPU buffers.
+pub const CMRS_BUILD_PADDED: Kernel = Kernel {
+    name: "cmrs_build_padded",
+    file: "cmrs/build_padded",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1, 2, 3]), ("VAL_WORDS", &[1, 2])],
+    derive: None,
+};
+
 /// Every kernel of `cmrs` and `cmrs-padded`, for validation.
-pub const KERNELS: &[Kernel] = &[CMRS, CMRS_BUILD];
+pub const KERNELS: &[Kernel] = &[CMRS, CMRS_BUILD, CMRS_BUILD_PADDED];

@@ -1,0 +1,146 @@
+#import shared/grid
+// cmrs_build_padded: cmrs-padded's strips (packed row-in-strip numbers) built on the GPU from a
+// CSR matrix in GPU buffers (src/methods/cmrs/gpu_build.rs); `arrange_for_small_buffer` in
+// format.rs is its CPU twin. A strip's rows are dealt to the team's TEAM / BUF_COLS lane groups,
+// longest row first (ties: lower row first) to the least loaded group (ties: lower group); a
+// group's rows lie one after another over its BUF_COLS lanes, pass after pass, and the strip is
+// padded to its busiest group's passes.
+// PASS 0, one invocation per strip: each row's group and start in the group's queue, the strip's
+//   padded length (into strip_ptr, scanned next into pointers), the most entries of a strip.
+// PASS 1, one invocation: the padded total (after the scan), for the host to size the format.
+// PASS 2, one invocation per item: padding everywhere (column word and source NONE).
+// PASS 3, one workgroup per strip: each entry to its place.
+
+struct PaddedParams {
+    nrows: u32,
+    height: u32,
+    strips: u32,
+    team: u32,
+    buf_cols: u32,
+    items: u32,
+    pad0: u32,
+    pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
+@group(0) @binding(1) var<storage, read> col_idx: array<u32>;
+@group(0) @binding(2) var<storage, read> vals: array<u32>;
+@group(0) @binding(3) var<storage, read_write> strip_ptr: array<u32>;
+@group(0) @binding(4) var<storage, read_write> row_group: array<u32>;
+@group(0) @binding(5) var<storage, read_write> row_start: array<u32>;
+@group(0) @binding(6) var<storage, read_write> col_words: array<u32>;
+@group(0) @binding(7) var<storage, read_write> vals_out: array<u32>;
+@group(0) @binding(8) var<storage, read_write> sources: array<u32>;
+// [the most entries of a strip, the padded total]
+@group(0) @binding(9) var<storage, read_write> found: array<atomic<u32>, 2>;
+@group(0) @binding(10) var<uniform> params: PaddedParams;
+
+override PASS: u32 = 0u;
+// u32 words per value: 1 (f32) or 2 (f64).
+override VAL_WORDS: u32 = 1u;
+// Bits of the column word holding the row-in-strip number (ROW_BITS in format.rs).
+const ROW_BITS: u32 = 4u;
+const NONE: u32 = 0xFFFFFFFFu;
+const WG: u32 = 64u;
+// Most lane groups of a team (the widest team, one buffer column each).
+const MAX_GROUPS: u32 = 128u;
+
+var<workgroup> ptrs: array<u32, 17>;
+
+fn plan_strip(s: u32) {
+    let r0 = s * params.height;
+    let rows = min(params.height, params.nrows - r0);
+    var len: array<u32, 16>;
+    var order: array<u32, 16>;
+    var total = 0u;
+    for (var i = 0u; i < rows; i += 1u) {
+        len[i] = row_ptr[r0 + i + 1u] - row_ptr[r0 + i];
+        total += len[i];
+        // Insertion by length, longest first; equal lengths keep row order.
+        var j = i;
+        while (j > 0u && len[order[j - 1u]] < len[i]) {
+            order[j] = order[j - 1u];
+            j -= 1u;
+        }
+        order[j] = i;
+    }
+    let groups = params.team / params.buf_cols;
+    var load: array<u32, MAX_GROUPS>;
+    for (var g = 0u; g < groups; g += 1u) {
+        load[g] = 0u;
+    }
+    var busiest = 0u;
+    for (var t = 0u; t < rows; t += 1u) {
+        let r = order[t];
+        if (len[r] == 0u) {
+            continue;
+        }
+        var least = 0u;
+        for (var g = 1u; g < groups; g += 1u) {
+            if (load[g] < load[least]) {
+                least = g;
+            }
+        }
+        row_group[r0 + r] = least;
+        row_start[r0 + r] = load[least];
+        load[least] += len[r];
+        busiest = max(busiest, load[least]);
+    }
+    strip_ptr[s] = (busiest + params.buf_cols - 1u) / params.buf_cols * params.team;
+    atomicMax(&found[0], total);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let g = linear_group(wid, nwg);
+    if (PASS == 0u) {
+        let s = g * WG + lid;
+        if (s < params.strips) {
+            plan_strip(s);
+        } else if (s == params.strips) {
+            strip_ptr[s] = 0u;
+        }
+        return;
+    }
+    if (PASS == 1u) {
+        if (g == 0u && lid == 0u) {
+            atomicStore(&found[1], strip_ptr[params.strips]);
+        }
+        return;
+    }
+    if (PASS == 2u) {
+        let i = g * WG + lid;
+        if (i < params.items) {
+            col_words[i] = NONE;
+            sources[i] = NONE;
+        }
+        return;
+    }
+    // PASS 3: strip g (the grid has exactly one workgroup per strip).
+    let r0 = g * params.height;
+    let rows = min(params.height, params.nrows - r0);
+    if (lid <= rows) {
+        ptrs[lid] = row_ptr[r0 + lid];
+    }
+    workgroupBarrier();
+    let base = ptrs[0];
+    let len = ptrs[rows] - base;
+    let at = strip_ptr[g];
+    for (var k = lid; k < len; k += WG) {
+        let e = base + k;
+        var r = 0u;
+        while (ptrs[r + 1u] <= e) {
+            r += 1u;
+        }
+        let q = row_start[r0 + r] + (e - ptrs[r]);
+        let pos = at + q / params.buf_cols * params.team + row_group[r0 + r] * params.buf_cols
+            + q % params.buf_cols;
+        col_words[pos] = (col_idx[e] << ROW_BITS) | r;
+        sources[pos] = e;
+        for (var w = 0u; w < VAL_WORDS; w += 1u) {
+            vals_out[pos * VAL_WORDS + w] = vals[e * VAL_WORDS + w];
+        }
+    }
+}
