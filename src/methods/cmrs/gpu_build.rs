@@ -65,8 +65,13 @@ fn buildable<T: Scalar>(
 /// Whether every strip of `longest` entries fits the SpMV kernel's and the placing pass's loop
 /// budgets (else the host build hands long rows to the long-row passes).
 fn strips_fit(choice: &Choice, longest: u64) -> bool {
-    // The placing pass loops over a strip's entries / BUILD_WG, each with a search per row.
-    let searches = (choice.height as u64) * (64 - longest.leading_zeros() as u64 + 1);
+    // The placing pass loops over a strip's entries / BUILD_WG, each with a search per row
+    // (`cmrs`, sorting by column) or a scan of the strip's row pointers (`cmrs-padded`).
+    let searches = if choice.padded {
+        choice.height as u64 + 1
+    } else {
+        (choice.height as u64) * (64 - longest.leading_zeros() as u64 + 1)
+    };
     longest <= choice.strip_budget() && longest.div_ceil(BUILD_WG) * searches <= BUILD_ITERATIONS
 }
 
