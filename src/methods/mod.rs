@@ -145,7 +145,7 @@ pub enum BuildOn {
     /// On the host: the CPU twins the GPU builds are checked against.
     Host,
     /// On the GPU where the method has a GPU build for this matrix and these parameters
-    /// (`csr-scalar` and `csr-vector`'s copies, `cmrs`, and `speculative` with its check stage
+    /// (`csr-scalar` and `csr-vector`'s copies, `cmrs`, `cmrs-padded`, and `speculative` with its check stage
     /// on the GPU; see [`Gpu::prepare_gpu_csr`] for when they have one): the CSR is uploaded as
     /// it is and built as if given on the GPU, without the GPU validation. `suraa` sets up on the GPU by its own
     /// option; the other methods build on the host.
@@ -321,9 +321,11 @@ impl Gpu {
     /// then built there where the method can: `csr-scalar` and `csr-vector` (copies of the
     /// arrays, or the arrays themselves with [`CallerBuffers::Share`], unless the matrix needs
     /// row chunks; the passes for rows too long for one invocation are described on the GPU),
+    /// `cmrs` and `cmrs-padded` (their strips, unless a strip needs the long-row passes),
     /// `speculative` (copies and its structure analysis, when its check stage runs on the GPU
-    /// and the matrix needs no row chunks) and `suraa` (its GPU setup). The other methods, and `Auto`, read the matrix back and build on
-    /// the host; the report's `read_back_bytes` says how much was read.
+    /// and the matrix needs no row chunks) and `suraa` (its GPU setup). `bccoo`, `bccoo-plus`
+    /// and `Auto` read the matrix back and build on the host; the report's `read_back_bytes`
+    /// says how much was read.
     pub fn prepare_gpu_csr<T: Scalar>(
         &self,
         a: &GpuCsr,
