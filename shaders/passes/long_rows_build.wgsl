@@ -33,12 +33,12 @@ fn row_len(r: u32) -> u32 {
     return row_ptr[r + 1u] - row_ptr[r];
 }
 
-fn grid_x(groups: u32) -> u32 {
-    return min(groups, p.max_dim);
-}
-
-fn grid_y(groups: u32) -> u32 {
-    return max(1u, (groups + p.max_dim - 1u) / p.max_dim);
+// indirect[at..at + 3]: the grid of `groups` workgroups.
+fn set_grid(at: u32, groups: u32) {
+    let g = indirect_grid(groups, p.max_dim);
+    indirect[at] = g.x;
+    indirect[at + 1u] = g.y;
+    indirect[at + 2u] = g.z;
 }
 
 @compute @workgroup_size(WG)
@@ -62,12 +62,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             let longs = longs_before[p.nrows];
             desc[0] = pieces;
             desc[1] = longs;
-            indirect[0] = grid_x(pieces);
-            indirect[1] = grid_y(pieces);
-            indirect[2] = 1u;
-            indirect[3] = grid_x(longs);
-            indirect[4] = grid_y(longs);
-            indirect[5] = 1u;
+            set_grid(0u, pieces);
+            set_grid(3u, longs);
         } else if (row_len(i) > p.long_row) {
             let at = 2u + 2u * pieces + 3u * longs_before[i];
             desc[at] = i;

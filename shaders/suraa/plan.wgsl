@@ -182,15 +182,12 @@ fn segment_rows(m: u32) -> u32 {
     return s;
 }
 
-fn grid_x(groups: u32) -> u32 {
-    return min(groups, p.max_dim);
-}
-
-fn grid_y(groups: u32) -> u32 {
-    if (groups <= p.max_dim) {
-        return 1u;
-    }
-    return (groups + p.max_dim - 1u) / p.max_dim;
+// indirect[at..at + 3]: the grid of `groups` workgroups.
+fn set_grid(at: u32, groups: u32) {
+    let g = indirect_grid(groups, p.max_dim);
+    indirect[at] = g.x;
+    indirect[at + 1u] = g.y;
+    indirect[at + 2u] = g.z;
 }
 
 @compute @workgroup_size(SCAN_WG)
@@ -263,13 +260,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     let scalar_groups = (m - rows_of(vector_segs) + p.workgroup_size - 1u) / p.workgroup_size;
     out.main_groups = group;
     out.scalar_groups = scalar_groups;
-    indirect[0] = grid_x(group);
-    indirect[1] = grid_y(group);
-    indirect[2] = 1u;
-    indirect[3] = grid_x(dynamic_rows);
-    indirect[4] = grid_y(dynamic_rows);
-    indirect[5] = 1u;
-    indirect[6] = grid_x(scalar_groups);
-    indirect[7] = grid_y(scalar_groups);
-    indirect[8] = 1u;
+    set_grid(0u, group);
+    set_grid(3u, dynamic_rows);
+    set_grid(6u, scalar_groups);
 }

@@ -85,6 +85,27 @@ impl Recorder<'_> {
     }
 }
 
+/// Records `f`'s dispatches into one compute pass of a new encoder labelled `label` and submits
+/// it (not waited for); errors the device raises meanwhile are reported as happening `during`.
+pub(crate) fn submit_pass(
+    gpu: &Gpu,
+    label: &str,
+    during: &str,
+    f: impl FnOnce(&mut Recorder) -> Result<()>,
+) -> Result<()> {
+    gpu.scoped(during, || -> Result<()> {
+        let mut enc = gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        {
+            let mut r = Recorder::new(gpu, &mut enc, label);
+            f(&mut r)?;
+        }
+        gpu.queue().submit([enc.finish()]);
+        Ok(())
+    })?
+}
+
 /// u32 entries per block of [`Recorder::scan`] (`SCAN_WG * SCAN_ITEMS` in
 /// shaders/shared/scan_u32_common.wgsl); its `block_sums` need one entry per block.
 pub(crate) const SCAN_BLOCK: u32 = 256 * 8;

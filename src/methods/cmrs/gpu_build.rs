@@ -7,7 +7,7 @@
 //! row-in-strip layout and strips that need the long-row passes are built on the host.
 
 use super::{Choice, RowLayout};
-use crate::gpu::recorder::Recorder;
+use crate::gpu::recorder::submit_pass;
 use crate::gpu::Gpu;
 use crate::matrix::{Checked, GpuCsr};
 use crate::methods::common::chunk_limit;
@@ -159,25 +159,15 @@ pub(crate) fn prepare<T: Scalar>(
     ];
     let val_words = ("VAL_WORDS", (s / 4) as u32);
     let pass = |pass: u32, groups: u64| {
-        gpu.scoped("building cmrs on the GPU", || -> Result<()> {
-            let mut enc = gpu
-                .device()
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("cmrs build"),
-                });
-            {
-                let mut r = Recorder::new(gpu, &mut enc, "cmrs build");
-                let overrides = vec![("PASS", pass), val_words];
-                r.dispatch(
-                    super::kernels::CMRS_BUILD,
-                    overrides,
-                    &buffers,
-                    groups as u32,
-                )?;
-            }
-            gpu.queue().submit([enc.finish()]);
-            Ok(())
-        })?
+        submit_pass(gpu, "cmrs build", "building cmrs on the GPU", |r| {
+            let overrides = vec![("PASS", pass), val_words];
+            r.dispatch(
+                super::kernels::CMRS_BUILD,
+                overrides,
+                &buffers,
+                groups as u32,
+            )
+        })
     };
     pass(0, (strips as u64 + 1).div_ceil(BUILD_WG))?;
     let longest: u64 = gpu.read_buffer::<u32>(&longest, 1)?[0] as u64;
@@ -255,14 +245,11 @@ fn prepare_padded<T: Scalar>(
     };
     let val_words = ("VAL_WORDS", (s / 4) as u32);
     let record = |buffers: &[&wgpu::Buffer], passes: &[(u32, u64)], scan: bool| {
-        gpu.scoped("building cmrs-padded on the GPU", || -> Result<()> {
-            let mut enc = gpu
-                .device()
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("cmrs-padded build"),
-                });
-            {
-                let mut r = Recorder::new(gpu, &mut enc, "cmrs-padded build");
+        submit_pass(
+            gpu,
+            "cmrs-padded build",
+            "building cmrs-padded on the GPU",
+            |r| {
                 for (i, &(pass, groups)) in passes.iter().enumerate() {
                     if scan && i == 1 {
                         r.scan(&strip_ptr, &block_sums, strips as u32 + 1)?;
@@ -271,10 +258,9 @@ fn prepare_padded<T: Scalar>(
                     let kernel = super::kernels::CMRS_BUILD_PADDED;
                     r.dispatch(kernel, overrides, buffers, groups as u32)?;
                 }
-            }
-            gpu.queue().submit([enc.finish()]);
-            Ok(())
-        })?
+                Ok(())
+            },
+        )
     };
     // The format's arrays are not sized yet: small stand-ins for the first passes.
     let stand_ins = [

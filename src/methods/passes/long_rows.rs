@@ -7,7 +7,7 @@
 //! (shaders/passes/long_rows.wgsl). From a CSR on the GPU, their description is built there too
 //! ([`gpu_stages`]), over the plan's copies of the whole arrays.
 
-use crate::gpu::recorder::Recorder;
+use crate::gpu::recorder::submit_pass;
 use crate::gpu::Gpu;
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{upload, upload_buffer, workgroup_size};
@@ -128,29 +128,21 @@ pub(crate) fn gpu_stages<T: Scalar>(
     ];
     let kernel = super::kernels::LONG_ROWS_BUILD;
     let per_pointer = (nrows as u32 + 1).div_ceil(256);
-    gpu.scoped(
+    submit_pass(
+        gpu,
+        "long-row build",
         "building the long-row passes on the GPU",
-        || -> Result<()> {
-            let mut enc = gpu
-                .device()
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("long-row build"),
-                });
-            {
-                let mut r = Recorder::new(gpu, &mut enc, "long-row build");
-                r.dispatch(kernel, vec![("PASS", 0)], &buffers, per_pointer)?;
-                r.scan(&longs_before, &block_sums, nrows as u32 + 1)?;
-                r.scan(&pieces_before, &block_sums, nrows as u32 + 1)?;
-                r.passes(
-                    kernel,
-                    &buffers,
-                    &[(1, per_pointer), (2, (max_pieces as u32).div_ceil(256))],
-                )?;
-            }
-            gpu.queue().submit([enc.finish()]);
-            Ok(())
+        |r| {
+            r.dispatch(kernel, vec![("PASS", 0)], &buffers, per_pointer)?;
+            r.scan(&longs_before, &block_sums, nrows as u32 + 1)?;
+            r.scan(&pieces_before, &block_sums, nrows as u32 + 1)?;
+            r.passes(
+                kernel,
+                &buffers,
+                &[(1, per_pointer), (2, (max_pieces as u32).div_ceil(256))],
+            )
         },
-    )??;
+    )?;
     let partials = Binding::Owned(Arc::new(gpu.storage_zeroed(
         "long-row partials",
         max_pieces * std::mem::size_of::<T>() as u64,
