@@ -377,6 +377,15 @@ pub const CSR_CHECK: Kernel = Kernel {
     derive: None,
 };
 
+/// Auto's features of a CSR matrix the caller holds on the GPU (src/select/features.rs).
+pub const CSR_FEATURES: Kernel = Kernel {
+    name: "csr_features",
+    file: "shared/csr_features",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1])],
+    derive: None,
+};
+
 /// u32 prefix scan, first pass: the sum of each block (setups; `Recorder::scan`).
 pub const SCAN_U32_REDUCE: Kernel = Kernel {
     name: "scan_u32_reduce",
@@ -401,6 +410,7 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     GATHER,
     ZERO_CHECK,
     CSR_CHECK,
+    CSR_FEATURES,
     SCAN_U32_REDUCE,
     SCAN_U32_DOWN,
 ];

@@ -222,22 +222,7 @@ impl Gpu {
             let report = plan.report_mut();
             report.setup_ms = start.elapsed().as_secs_f64() * 1e3;
             report.tuning_ms += c.timing_ms;
-            report.choice = Some(crate::plan::Choice {
-                candidates: c
-                    .candidates
-                    .iter()
-                    .map(|k| crate::plan::Candidate {
-                        method: k.method.name(),
-                        predicted_setup_ms: k.setup_ms,
-                        predicted_product_ms: k.product_ms,
-                        measured_product_ms: k.measured_product_ms,
-                    })
-                    .collect(),
-                expected_products: c.expected_products as f64,
-                profile: c.profile.clone(),
-                timed: c.basis == crate::select::Basis::Timed,
-                remembered: c.basis == crate::select::Basis::Remembered,
-            });
+            report.choice = Some(choice_report(&c));
             return Ok(plan);
         }
         let mut plan = match build_through_gpu(self, a, method, opts)? {
@@ -247,6 +232,26 @@ impl Gpu {
         self.wait()?;
         plan.report_mut().setup_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(plan)
+    }
+}
+
+/// What a plan's report says of an `Auto` choice.
+fn choice_report(c: &crate::select::AutoChoice) -> crate::plan::Choice {
+    crate::plan::Choice {
+        candidates: c
+            .candidates
+            .iter()
+            .map(|k| crate::plan::Candidate {
+                method: k.method.name(),
+                predicted_setup_ms: k.setup_ms,
+                predicted_product_ms: k.product_ms,
+                measured_product_ms: k.measured_product_ms,
+            })
+            .collect(),
+        expected_products: c.expected_products as f64,
+        profile: c.profile.clone(),
+        timed: c.basis == crate::select::Basis::Timed,
+        remembered: c.basis == crate::select::Basis::Remembered,
     }
 }
 
@@ -336,6 +341,47 @@ impl Gpu {
         let start = std::time::Instant::now();
         let checked = a.check::<T>(self)?;
         let validation_ms = start.elapsed().as_secs_f64() * 1e3;
+        // Auto by the model alone chooses from features counted on the GPU, then builds its
+        // choice from the buffers (falling down the list if a build fails); a timed choice
+        // reads the matrix back.
+        if method == Method::Auto && opts.auto.timed_budget_products.is_none() && a.nnz > 0 {
+            let mut c = crate::select::choose_gpu_csr::<T>(self, a, opts)?;
+            let order: Vec<Method> = c.candidates.iter().map(|k| k.method).collect();
+            let mut first_err = None;
+            for m in order {
+                match self.prepare_gpu_checked::<T>(a, checked, m, opts, start) {
+                    Ok(mut plan) => {
+                        c.method = m;
+                        let report = plan.report_mut();
+                        report.validation_ms = validation_ms;
+                        report.choice = Some(choice_report(&c));
+                        return Ok(plan);
+                    }
+                    Err(e) => {
+                        if let Some(k) = c.candidates.iter_mut().find(|k| k.method == m) {
+                            k.error = Some(e.to_string());
+                        }
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+            return Err(first_err.expect("at least one candidate"));
+        }
+        let mut plan = self.prepare_gpu_checked::<T>(a, checked, method, opts, start)?;
+        plan.report_mut().validation_ms = validation_ms;
+        Ok(plan)
+    }
+
+    /// [`Gpu::prepare_gpu_csr`] for a concrete method once `a` is validated (`start`: when the
+    /// call began, for the setup time).
+    fn prepare_gpu_checked<T: Scalar>(
+        &self,
+        a: &GpuCsr,
+        checked: crate::matrix::Checked,
+        method: Method,
+        opts: &PlanOptions,
+        start: std::time::Instant,
+    ) -> Result<SpmvPlan<T>> {
         let on_gpu = match method {
             // (An empty matrix's arrays may be too small to bind; its host build is trivial.)
             _ if a.nnz == 0 => None,
@@ -355,7 +401,7 @@ impl Gpu {
                 plan.report_mut().built_on_gpu = true;
                 self.wait()?;
                 log::debug!(
-                    "{method} from GPU buffers: checked {validation_ms:.3} ms, recorded {:?}, done {:?}",
+                    "{method} from GPU buffers: recorded {:?}, done {:?}",
                     built,
                     start.elapsed()
                 );
@@ -368,9 +414,7 @@ impl Gpu {
                 plan
             }
         };
-        let report = plan.report_mut();
-        report.validation_ms = validation_ms;
-        report.setup_ms = start.elapsed().as_secs_f64() * 1e3;
+        plan.report_mut().setup_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(plan)
     }
 }

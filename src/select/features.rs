@@ -3,8 +3,9 @@
 //! One parallel pass over the row pointers (O(nrows)) and a pass over the columns of a fixed sample of
 //! rows (O(sample)), so computing them costs far less than any method's setup.
 
-use crate::gpu::GpuInfo;
-use crate::{CsrMatrix, Scalar};
+use crate::gpu::recorder::submit_pass;
+use crate::gpu::{Gpu, GpuInfo};
+use crate::{CsrMatrix, GpuCsr, Scalar};
 use rayon::prelude::*;
 
 /// Rows longer than this many times the mean count as "long" for [`Features::long_share`].
@@ -18,6 +19,39 @@ pub const SAMPLE_PER_ROW: usize = 256;
 
 /// Bytes of one memory line for the locality measure (a cache line / memory segment).
 pub const LINE_BYTES: u64 = 128;
+
+/// Rows longer than this many entries are long: [`LONG_ROW_FACTOR`] × mean, at least 1, as
+/// an integer (a length is above a real bound exactly when it is above its floor).
+pub(crate) fn long_cut(nrows: usize, nnz: usize) -> u64 {
+    let mean = if nrows == 0 {
+        0.0
+    } else {
+        nnz as f64 / nrows as f64
+    };
+    (LONG_ROW_FACTOR * mean).max(1.0).floor() as u64
+}
+
+/// Every this many rows one is sampled for the column-locality measure.
+pub(crate) fn sample_step(nrows: usize) -> usize {
+    nrows.div_ceil(SAMPLE_ROWS).max(1)
+}
+
+/// What the features are computed from: integers, so the host and the GPU agree exactly.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    /// Σ row length².
+    pub sum_sq: u128,
+    /// The longest row.
+    pub max_len: usize,
+    /// Empty rows.
+    pub empty: usize,
+    /// Entries in rows longer than [`long_cut`].
+    pub long_nnz: usize,
+    /// Lines of x the sampled rows' leading columns touch.
+    pub lines: u64,
+    /// Columns the sample read.
+    pub seen: u64,
+}
 
 /// The raw features of one matrix on one adapter for one workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,41 +92,28 @@ pub struct Features {
 impl Features {
     /// Computes the features of `a` on an adapter described by `info`.
     pub fn of<T: Scalar>(a: &CsrMatrix<T>, info: &GpuInfo) -> Self {
-        let (nrows, ncols, nnz) = (a.nrows(), a.ncols(), a.nnz());
+        let (nrows, nnz) = (a.nrows(), a.nnz());
         let rp = a.row_ptr();
         let sb = std::mem::size_of::<T>();
-        let mean = if nrows == 0 {
-            0.0
-        } else {
-            nnz as f64 / nrows as f64
-        };
-        let long_cut = (LONG_ROW_FACTOR * mean).max(1.0);
+        let long_cut = long_cut(nrows, nnz);
         // One parallel pass over the rows, in integers so that the result does not depend on how
         // the pass was split: sum of squared lengths, longest, empty rows, entries in long rows.
         let (sum_sq, max_len, empty, long_nnz) = rp
             .par_windows(2)
             .map(|w| {
                 let l = (w[1] - w[0]) as usize;
-                let long = if l as f64 > long_cut { l } else { 0 };
+                let long = if l as u64 > long_cut { l } else { 0 };
                 ((l as u128).pow(2), l, (l == 0) as usize, long)
             })
             .reduce(
                 || (0u128, 0usize, 0usize, 0usize),
                 |a, b| (a.0 + b.0, a.1.max(b.1), a.2 + b.2, a.3 + b.3),
             );
-        // Σ(l − mean)² = Σl² − nnz·mean (since Σl = nnz).
-        let var = (sum_sq as f64 - nnz as f64 * mean).max(0.0);
-        let cv = if nrows == 0 || mean == 0.0 {
-            0.0
-        } else {
-            (var / nrows as f64).sqrt() / mean
-        };
         // Column locality from a fixed sample of rows.
         let per_line = (LINE_BYTES / sb as u64).max(1);
-        let step = nrows.div_ceil(SAMPLE_ROWS).max(1);
         let (mut lines, mut seen) = (0u64, 0u64);
         let cols = a.col_idx();
-        for r in (0..nrows).step_by(step) {
+        for r in (0..nrows).step_by(sample_step(nrows)) {
             let (b, e) = (rp[r] as usize, rp[r + 1] as usize);
             let e = e.min(b + SAMPLE_PER_ROW);
             let mut last = u64::MAX;
@@ -105,10 +126,41 @@ impl Features {
             }
             seen += (e - b) as u64;
         }
-        let scatter = if seen == 0 {
+        let counts = Counts {
+            sum_sq,
+            max_len,
+            empty,
+            long_nnz,
+            lines,
+            seen,
+        };
+        Self::from_counts(a.shape(), sb, &counts, info)
+    }
+
+    /// The features from what one pass over the rows and the sampled rows counted (on the host
+    /// or, for a matrix in GPU buffers, on the GPU).
+    pub(crate) fn from_counts(
+        (nrows, ncols, nnz): (usize, usize, usize),
+        sb: usize,
+        c: &Counts,
+        info: &GpuInfo,
+    ) -> Self {
+        let mean = if nrows == 0 {
+            0.0
+        } else {
+            nnz as f64 / nrows as f64
+        };
+        // Σ(l − mean)² = Σl² − nnz·mean (since Σl = nnz).
+        let var = (c.sum_sq as f64 - nnz as f64 * mean).max(0.0);
+        let cv = if nrows == 0 || mean == 0.0 {
+            0.0
+        } else {
+            (var / nrows as f64).sqrt() / mean
+        };
+        let scatter = if c.seen == 0 {
             1.0
         } else {
-            lines as f64 / seen as f64
+            c.lines as f64 / c.seen as f64
         };
         Self {
             nrows,
@@ -116,16 +168,16 @@ impl Features {
             nnz,
             mean,
             cv,
-            max_len,
+            max_len: c.max_len,
             empty_frac: if nrows == 0 {
                 0.0
             } else {
-                empty as f64 / nrows as f64
+                c.empty as f64 / nrows as f64
             },
             long_share: if nnz == 0 {
                 0.0
             } else {
-                long_nnz as f64 / nnz as f64
+                c.long_nnz as f64 / nnz as f64
             },
             scatter,
             scalar_bytes: sb,
@@ -172,6 +224,83 @@ impl Features {
             (1.0 + self.max_len as f64 / (1.0 + self.mean)).ln(),
             if self.scalar_bytes >= 8 { 1.0 } else { 0.0 },
         ]
+    }
+}
+
+/// Mirrors `FeatureParams` in shaders/shared/csr_features.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct FeatureParams {
+    nrows: u32,
+    long_cut: u32,
+    step: u32,
+    samples: u32,
+    per_line: u32,
+    sample_per_row: u32,
+    groups: u32,
+    pad: u32,
+}
+
+impl Features {
+    /// The features of a CSR matrix in GPU buffers (validated), counted on the GPU
+    /// (shaders/shared/csr_features.wgsl): the same integers as [`Features::of`] over the same
+    /// arrays, read back as five words per 256 rows and two per sampled row instead of the
+    /// matrix.
+    pub(crate) fn of_gpu_csr<T: Scalar>(gpu: &Gpu, a: &GpuCsr) -> crate::Result<Self> {
+        let (nrows, ncols, nnz) = (a.nrows, a.ncols, a.nnz);
+        let sb = std::mem::size_of::<T>();
+        let step = sample_step(nrows);
+        let samples = nrows.div_ceil(step);
+        let groups = nrows.div_ceil(256);
+        let params = FeatureParams {
+            nrows: nrows as u32,
+            long_cut: long_cut(nrows, nnz).min(u32::MAX as u64) as u32,
+            step: step as u32,
+            samples: samples as u32,
+            per_line: (LINE_BYTES / sb as u64).max(1) as u32,
+            sample_per_row: SAMPLE_PER_ROW as u32,
+            groups: groups as u32,
+            pad: 0,
+        };
+        let params = gpu.uniform_buffer("csr features", bytemuck::bytes_of(&params));
+        let words = 5 * groups + 2 * samples;
+        let none = wgpu::BufferUsages::empty();
+        let out = gpu.storage_zeroed("csr features", words as u64 * 4, none)?;
+        // An empty array may come in a buffer too small to bind.
+        let placeholder;
+        let col_idx = if a.col_idx.size() >= 4 {
+            a.col_idx
+        } else {
+            placeholder = gpu.storage_zeroed("csr features no columns", 16, none)?;
+            &placeholder
+        };
+        submit_pass(
+            gpu,
+            "csr features",
+            "computing Auto's features on the GPU",
+            |r| {
+                let buffers = [a.row_ptr, col_idx, &out, &params];
+                let kernel = crate::kernel::CSR_FEATURES;
+                r.passes(
+                    kernel,
+                    &buffers,
+                    &[(0, groups as u32), (1, samples.div_ceil(256) as u32)],
+                )
+            },
+        )?;
+        let w: Vec<u32> = gpu.read_buffer(&out, words)?;
+        let mut c = Counts::default();
+        for g in w[..5 * groups].chunks_exact(5) {
+            c.sum_sq += (g[1] as u128) << 32 | g[0] as u128;
+            c.empty += g[2] as usize;
+            c.long_nnz += g[3] as usize;
+            c.max_len = c.max_len.max(g[4] as usize);
+        }
+        for s in w[5 * groups..].chunks_exact(2) {
+            c.lines += s[0] as u64;
+            c.seen += s[1] as u64;
+        }
+        Ok(Self::from_counts((nrows, ncols, nnz), sb, &c, gpu.info()))
     }
 }
 

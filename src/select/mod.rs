@@ -300,6 +300,43 @@ fn concrete<T: Scalar>(
     Ok((plan, t.elapsed().as_secs_f64() * 1e3))
 }
 
+/// The model's choice for a validated CSR matrix in GPU buffers, nothing read back but the
+/// features' counts (`Features::of_gpu_csr`); each method's setup regime is where its build
+/// from GPU buffers runs (the strips' loop budgets, known only while building, are taken as
+/// met). No timing and no remembered choices: those need the host's arrays.
+pub(crate) fn choose_gpu_csr<T: Scalar>(
+    gpu: &Gpu,
+    a: &crate::GpuCsr,
+    opts: &PlanOptions,
+) -> Result<AutoChoice> {
+    let profile = profile_for(gpu, &opts.auto)?;
+    let features = Features::of_gpu_csr::<T>(gpu, a)?;
+    let expected = opts
+        .expected_products
+        .unwrap_or(DEFAULT_EXPECTED_PRODUCTS)
+        .max(1);
+    let shape = (a.nrows, a.ncols, a.nnz);
+    let speculative =
+        crate::methods::speculative::gpu_build::builds_from_host::<T>(gpu, shape, opts)
+            .unwrap_or(false);
+    let on_gpu = |m: Method| match m {
+        Method::CsrScalar | Method::CsrVector | Method::Cmrs | Method::CmrsPadded => true,
+        Method::Suraa => true,
+        Method::Speculative => speculative,
+        _ => false,
+    };
+    let candidates = predict(&profile, &features, expected, &on_gpu);
+    Ok(AutoChoice {
+        method: candidates[0].method,
+        basis: Basis::Model,
+        profile: profile.name.clone(),
+        expected_products: expected,
+        features,
+        candidates,
+        timing_ms: 0.0,
+    })
+}
+
 /// Chooses a method for `a` on `gpu` (see the module docs). With a timed budget the candidates
 /// are built and timed, then dropped; [`prepare_auto`] keeps the winner's plan instead.
 pub fn choose<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> Result<AutoChoice> {

@@ -573,3 +573,63 @@ fn shared_caller_buffers_are_read_in_place() {
     ));
     assert!(same_bits(&product(&gpu, &plan, &x), &before));
 }
+
+/// `Auto` from GPU buffers counts the features on the GPU: every method's predicted product time
+/// equals the host choice's (the same integers, so the same features), the same method is
+/// chosen (the profile's setups do not depend on where this adapter builds), built from the
+/// buffers without reading the matrix back where that method builds on the GPU, and its product
+/// equals the host Auto plan's bit for bit.
+#[test]
+fn auto_from_gpu_buffers_counts_the_hosts_features() {
+    for (dev, gpu) in gpus() {
+        for (name, a) in test_matrices() {
+            let a = a.cast::<f32>();
+            if a.nnz() == 0 {
+                continue;
+            }
+            let label = format!("{name} / {dev}");
+            let b = caller_buffers(
+                &gpu,
+                a.row_ptr(),
+                a.col_idx(),
+                bytemuck::cast_slice(a.values()),
+            );
+            let opts = PlanOptions::default();
+            let from_gpu = gpu
+                .prepare_gpu_csr::<f32>(&described(a.shape(), &b), Method::Auto, &opts)
+                .unwrap();
+            let from_host = gpu.prepare_with(&a, Method::Auto, &opts).unwrap();
+            let (cg, ch) = (
+                from_gpu.report().choice.clone().unwrap(),
+                from_host.report().choice.clone().unwrap(),
+            );
+            let products = |c: &wgspmv::plan::Choice| {
+                let mut v: Vec<(&str, f64)> = c
+                    .candidates
+                    .iter()
+                    .map(|k| (k.method, k.predicted_product_ms))
+                    .collect();
+                v.sort_by(|x, y| x.0.cmp(y.0));
+                v
+            };
+            assert_eq!(products(&cg), products(&ch), "{label}");
+            assert_eq!(from_gpu.method(), from_host.method(), "{label}");
+            if from_gpu.report().built_on_gpu {
+                assert_eq!(from_gpu.report().read_back_bytes, 0, "{label}");
+            }
+            let x: Vec<f32> = random_vector(a.ncols(), 7)
+                .into_iter()
+                .map(|v| v as f32)
+                .collect();
+            assert!(
+                same_bits(
+                    &product(&gpu, &from_gpu, &x),
+                    &product(&gpu, &from_host, &x)
+                ),
+                "{label}: [{}] vs [{}]",
+                from_gpu.report(),
+                from_host.report()
+            );
+        }
+    }
+}
