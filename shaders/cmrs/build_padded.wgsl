@@ -26,14 +26,14 @@ struct PaddedParams {
 @group(0) @binding(1) var<storage, read> col_idx: array<u32>;
 @group(0) @binding(2) var<storage, read> vals: array<u32>;
 @group(0) @binding(3) var<storage, read_write> strip_ptr: array<u32>;
-@group(0) @binding(4) var<storage, read_write> row_group: array<u32>;
-@group(0) @binding(5) var<storage, read_write> row_start: array<u32>;
-@group(0) @binding(6) var<storage, read_write> col_words: array<u32>;
-@group(0) @binding(7) var<storage, read_write> vals_out: array<u32>;
-@group(0) @binding(8) var<storage, read_write> sources: array<u32>;
-// [the most entries of a strip, the padded total]
-@group(0) @binding(9) var<storage, read_write> found: array<atomic<u32>, 2>;
-@group(0) @binding(10) var<uniform> params: PaddedParams;
+// [the most entries of a strip, the padded total, then (group, start in the group's queue) per
+// row]: one buffer, so that the kernel binds no more than the 8 storage buffers every adapter
+// allows.
+@group(0) @binding(4) var<storage, read_write> plan: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read_write> col_words: array<u32>;
+@group(0) @binding(6) var<storage, read_write> vals_out: array<u32>;
+@group(0) @binding(7) var<storage, read_write> sources: array<u32>;
+@group(0) @binding(8) var<uniform> params: PaddedParams;
 
 override PASS: u32 = 0u;
 // u32 words per value: 1 (f32) or 2 (f64).
@@ -81,13 +81,13 @@ fn plan_strip(s: u32) {
                 least = g;
             }
         }
-        row_group[r0 + r] = least;
-        row_start[r0 + r] = load[least];
+        atomicStore(&plan[2u + 2u * (r0 + r)], least);
+        atomicStore(&plan[3u + 2u * (r0 + r)], load[least]);
         load[least] += len[r];
         busiest = max(busiest, load[least]);
     }
     strip_ptr[s] = (busiest + params.buf_cols - 1u) / params.buf_cols * params.team;
-    atomicMax(&found[0], total);
+    atomicMax(&plan[0], total);
 }
 
 @compute @workgroup_size(64)
@@ -106,7 +106,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
     if (PASS == 1u) {
         if (g == 0u && lid == 0u) {
-            atomicStore(&found[1], strip_ptr[params.strips]);
+            atomicStore(&plan[1], strip_ptr[params.strips]);
         }
         return;
     }
@@ -134,8 +134,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         while (ptrs[r + 1u] <= e) {
             r += 1u;
         }
-        let q = row_start[r0 + r] + (e - ptrs[r]);
-        let pos = at + q / params.buf_cols * params.team + row_group[r0 + r] * params.buf_cols
+        let group = atomicLoad(&plan[2u + 2u * (r0 + r)]);
+        let q = atomicLoad(&plan[3u + 2u * (r0 + r)]) + (e - ptrs[r]);
+        let pos = at + q / params.buf_cols * params.team + group * params.buf_cols
             + q % params.buf_cols;
         col_words[pos] = (col_idx[e] << ROW_BITS) | r;
         sources[pos] = e;

@@ -224,13 +224,12 @@ fn prepare_padded<T: Scalar>(
     let none = wgpu::BufferUsages::empty();
     let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
     let strip_ptr = Arc::new(words("strip_ptr", strips as u64 + 1)?);
-    let row_group = words("cmrs-padded row groups", nrows as u64)?;
-    let row_start = words("cmrs-padded row starts", nrows as u64)?;
+    // The longest strip, the padded total, then each row's group and start in it.
+    let plan = words("cmrs-padded plan", 2 + 2 * nrows as u64)?;
     let block_sums = words(
         "cmrs-padded scan blocks",
         (strips as u64 + 1).div_ceil(crate::gpu::recorder::SCAN_BLOCK as u64),
     )?;
-    let found = gpu.storage_zeroed("cmrs-padded longest strip and items", 8, none)?;
     let params = |items: u32| {
         let p = PaddedParams {
             nrows: nrows as u32,
@@ -275,19 +274,17 @@ fn prepare_padded<T: Scalar>(
             a.col_idx,
             a.values,
             &strip_ptr,
-            &row_group,
-            &row_start,
+            &plan,
             &stand_ins[0],
             &stand_ins[1],
             &stand_ins[2],
-            &found,
             &first,
         ],
         &[(0, (strips as u64 + 1).div_ceil(BUILD_WG)), (1, 1)],
         true,
     )?;
     let [longest, items] =
-        <[u32; 2]>::try_from(gpu.read_buffer::<u32>(&found, 2)?).expect("two words read back");
+        <[u32; 2]>::try_from(gpu.read_buffer::<u32>(&plan, 2)?).expect("two words read back");
     let items = items as u64;
     if !strips_fit(choice, longest as u64) || items * s.max(4) > chunk_limit(gpu, opts) {
         return Ok(None);
@@ -299,8 +296,8 @@ fn prepare_padded<T: Scalar>(
     let second = params(items as u32);
     record(
         &[
-            a.row_ptr, a.col_idx, a.values, &strip_ptr, &row_group, &row_start, &col_words,
-            &values, &sources, &found, &second,
+            a.row_ptr, a.col_idx, a.values, &strip_ptr, &plan, &col_words, &values, &sources,
+            &second,
         ],
         &[(2, items.div_ceil(BUILD_WG)), (3, strips as u64)],
         false,
