@@ -1,4 +1,5 @@
 #import shared/grid
+#import cmrs/build_common
 // cmrs_build: the CMRS format (packed row-in-strip numbers, no padding) built on the GPU from a
 // CSR matrix in GPU buffers (src/methods/cmrs/gpu_build.rs); format.rs is its CPU twin.
 // PASS 0, one invocation per strip pointer: strip_ptr[s] = row_ptr[s * HEIGHT], and the
@@ -16,9 +17,6 @@ struct BuildParams {
     sort: u32,
 }
 
-@group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
-@group(0) @binding(1) var<storage, read> col_idx: array<u32>;
-@group(0) @binding(2) var<storage, read> vals: array<u32>;
 @group(0) @binding(3) var<storage, read_write> strip_ptr: array<u32>;
 @group(0) @binding(4) var<storage, read_write> col_words: array<u32>;
 @group(0) @binding(5) var<storage, read_write> vals_out: array<u32>;
@@ -27,13 +25,6 @@ struct BuildParams {
 @group(0) @binding(8) var<uniform> params: BuildParams;
 
 override PASS: u32 = 0u;
-// u32 words per value: 1 (f32) or 2 (f64).
-override VAL_WORDS: u32 = 1u;
-// Bits of the column word holding the row-in-strip number (ROW_BITS in format.rs).
-const ROW_BITS: u32 = 4u;
-const WG: u32 = 64u;
-
-var<workgroup> ptrs: array<u32, 17>;
 
 // Entries of row r (its range of col_idx) with a column below c, or at most c with `or_equal`.
 fn count_before(r: u32, c: u32, or_equal: bool) -> u32 {
@@ -72,18 +63,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     // PASS 1: strip g (the grid has exactly one workgroup per strip).
     let r0 = g * params.height;
     let rows = min(params.height, params.nrows - r0);
-    if (lid <= rows) {
-        ptrs[lid] = row_ptr[r0 + lid];
-    }
-    workgroupBarrier();
+    load_strip(r0, rows, lid);
     let base = ptrs[0];
     let len = ptrs[rows] - base;
     for (var k = lid; k < len; k += WG) {
         let e = base + k;
-        var r = 0u;
-        while (ptrs[r + 1u] <= e) {
-            r += 1u;
-        }
+        let r = strip_row(e);
         let c = col_idx[e];
         var pos = e;
         if (params.sort != 0u) {
@@ -95,10 +80,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             // Entries of the rows before r were counted twice: once in e - base.
             pos -= ptrs[r] - base;
         }
-        col_words[pos] = (c << ROW_BITS) | r;
-        sources[pos] = e;
-        for (var w = 0u; w < VAL_WORDS; w += 1u) {
-            vals_out[pos * VAL_WORDS + w] = vals[e * VAL_WORDS + w];
-        }
+        place(pos, e, r);
     }
 }

@@ -1,4 +1,5 @@
 #import shared/grid
+#import cmrs/build_common
 // cmrs_build_padded: cmrs-padded's strips (packed row-in-strip numbers) built on the GPU from a
 // CSR matrix in GPU buffers (src/methods/cmrs/gpu_build.rs); `arrange_for_small_buffer` in
 // format.rs is its CPU twin. A strip's rows are dealt to the team's TEAM / BUF_COLS lane groups,
@@ -22,9 +23,6 @@ struct PaddedParams {
     pad1: u32,
 }
 
-@group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
-@group(0) @binding(1) var<storage, read> col_idx: array<u32>;
-@group(0) @binding(2) var<storage, read> vals: array<u32>;
 @group(0) @binding(3) var<storage, read_write> strip_ptr: array<u32>;
 // [the most entries of a strip, the padded total, then (group, start in the group's queue) per
 // row]: one buffer, so that the kernel binds no more than the 8 storage buffers every adapter
@@ -36,16 +34,9 @@ struct PaddedParams {
 @group(0) @binding(8) var<uniform> params: PaddedParams;
 
 override PASS: u32 = 0u;
-// u32 words per value: 1 (f32) or 2 (f64).
-override VAL_WORDS: u32 = 1u;
-// Bits of the column word holding the row-in-strip number (ROW_BITS in format.rs).
-const ROW_BITS: u32 = 4u;
 const NONE: u32 = 0xFFFFFFFFu;
-const WG: u32 = 64u;
 // Most lane groups of a team (the widest team, one buffer column each).
 const MAX_GROUPS: u32 = 128u;
-
-var<workgroup> ptrs: array<u32, 17>;
 
 fn plan_strip(s: u32) {
     let r0 = s * params.height;
@@ -121,27 +112,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     // PASS 3: strip g (the grid has exactly one workgroup per strip).
     let r0 = g * params.height;
     let rows = min(params.height, params.nrows - r0);
-    if (lid <= rows) {
-        ptrs[lid] = row_ptr[r0 + lid];
-    }
-    workgroupBarrier();
+    load_strip(r0, rows, lid);
     let base = ptrs[0];
     let len = ptrs[rows] - base;
     let at = strip_ptr[g];
     for (var k = lid; k < len; k += WG) {
         let e = base + k;
-        var r = 0u;
-        while (ptrs[r + 1u] <= e) {
-            r += 1u;
-        }
+        let r = strip_row(e);
         let group = atomicLoad(&plan[2u + 2u * (r0 + r)]);
         let q = atomicLoad(&plan[3u + 2u * (r0 + r)]) + (e - ptrs[r]);
         let pos = at + q / params.buf_cols * params.team + group * params.buf_cols
             + q % params.buf_cols;
-        col_words[pos] = (col_idx[e] << ROW_BITS) | r;
-        sources[pos] = e;
-        for (var w = 0u; w < VAL_WORDS; w += 1u) {
-            vals_out[pos * VAL_WORDS + w] = vals[e * VAL_WORDS + w];
-        }
+        place(pos, e, r);
     }
 }

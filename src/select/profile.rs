@@ -3,7 +3,7 @@
 //! ```text
 //! wgspmv-profile 3
 //! name nvidia
-//! note fitted on NVIDIA H100 ... (free text, any number of lines)
+//! note where and when it was fitted (free text, any number of lines)
 //! match vendor 0x10de            # any number of match lines; none = matches every adapter
 //! match device_type cpu
 //! cache_bytes 52428800
