@@ -278,6 +278,7 @@ pub(crate) fn builds_on_gpu<T: Scalar>(
             Method::Speculative => {
                 speculative::gpu_build::builds_from_host::<T>(gpu, a.shape(), opts)?
             }
+            Method::Bccoo | Method::BccooPlus => bccoo::gpu_build::builds_from_host(gpu, a, opts),
             _ => false,
         })
 }
@@ -310,6 +311,9 @@ fn build_through_gpu<T: Scalar>(
             csr::prepare_gpu(gpu, &up.view(), up.checked, method, opts)?
         }
         Method::Speculative => speculative::gpu_build::prepare(gpu, &up.view(), method, opts)?,
+        Method::Bccoo | Method::BccooPlus => {
+            bccoo::gpu_build::prepare(gpu, &up.view(), method, opts)?
+        }
         _ => cmrs::gpu_build::prepare(gpu, &up.view(), up.checked, method, opts)?,
     };
     Ok(plan.map(|mut plan| {
@@ -393,6 +397,7 @@ impl Gpu {
             }
             Method::Suraa => suraa::prepare_gpu(self, a, method, opts)?,
             Method::Speculative => speculative::gpu_build::prepare(self, a, method, opts)?,
+            Method::Bccoo | Method::BccooPlus => bccoo::gpu_build::prepare(self, a, method, opts)?,
             _ => None,
         };
         let built = start.elapsed();

@@ -6,6 +6,7 @@
 use crate::common;
 use common::*;
 use wgpu::util::DeviceExt;
+use wgspmv::methods::bccoo::{BccooOptions, Carry, ColumnCoding};
 use wgspmv::methods::cmrs::CmrsOptions;
 use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::testing::suite::{random_vector, SuiteClass};
@@ -117,6 +118,8 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
             Method::Cmrs,
             Method::CmrsPadded,
             Method::Speculative,
+            Method::Bccoo,
+            Method::BccooPlus,
         ];
         if gpu_built.contains(&m) {
             assert_eq!(
@@ -138,8 +141,53 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
         let long = (0..a.nrows()).any(|r| a.row_len(r) > 16_384);
         // (Strips of `cmrs` long enough for the long-row passes are built on the host.)
         let strips = matches!(m, Method::Cmrs | Method::CmrsPadded);
-        if a.nnz() > 0 && built_on_gpu && !(strips && long) && opts.max_chunk_bytes.is_none() {
+        // (Blocks of a matrix with stored zeros are built on the host, with the pass that
+        // restores them.)
+        let blocks = matches!(m, Method::Bccoo | Method::BccooPlus);
+        let zeros = a.values().iter().any(|v| v.to_f64() == 0.0);
+        if a.nnz() > 0
+            && built_on_gpu
+            && !(strips && long)
+            && !(blocks && zeros)
+            && opts.max_chunk_bytes.is_none()
+        {
             assert_eq!(read, 0, "{label} / {m}: built on the GPU");
+        }
+        // A BCCOO format built on the GPU is its host twin word for word: the auxiliary array
+        // (thread rows, workgroup info, carry list, thread escapes), flags, column words and
+        // values, and BCCOO+'s row map; and the same footprint and layout.
+        if blocks && read == 0 && a.nnz() > 0 {
+            assert!(from_gpu.report().built_on_gpu, "{label} / {m}");
+            let words = |p: &wgspmv::SpmvPlan<T>| {
+                let mut w = p.stage_words_for_testing(0, 0..1).unwrap();
+                w.extend(p.stage_words_for_testing(0, 6..9).unwrap());
+                // The combining stage (BCCOO+) follows the main one and any carry pass.
+                for stage in 1..3 {
+                    w.extend(p.stage_words_for_testing(stage, 4..5).unwrap());
+                }
+                w
+            };
+            let (wg, wh) = (words(&from_gpu), words(&from_host));
+            for (k, (g, h)) in wg.iter().zip(&wh).enumerate() {
+                let first = g.as_ref().zip(h.as_ref()).and_then(|(g, h)| {
+                    let at = g.iter().zip(h).position(|(a, b)| a != b);
+                    at.or((g.len() != h.len()).then_some(g.len().min(h.len())))
+                });
+                assert!(
+                    first.is_none() && g.is_some() == h.is_some(),
+                    "{label} / {m}: array {k} differs from word {first:?} [{}] vs [{}]",
+                    from_gpu.report(),
+                    from_host.report()
+                );
+            }
+            let (g, h) = (from_gpu.bccoo().unwrap(), from_host.bccoo().unwrap());
+            assert_eq!(g.footprint, h.footprint, "{label} / {m}");
+            assert_eq!(g.summary(), h.summary(), "{label} / {m}");
+            assert_eq!(
+                (g.groups, g.carry_groups, g.longest_chain),
+                (h.groups, h.carry_groups, h.longest_chain),
+                "{label} / {m}"
+            );
         }
         // A strip format built on the GPU is its host twin word for word: strip pointers,
         // column words and values (the products alone can hide a layout change that keeps each
@@ -203,10 +251,57 @@ fn configurations() -> Vec<(Method, PlanOptions, bool)> {
                     | Method::Cmrs
                     | Method::CmrsPadded
                     | Method::Suraa
+                    | Method::Bccoo
+                    | Method::BccooPlus
             );
             (m, PlanOptions::default(), on_gpu)
         })
         .collect();
+    // bccoo and bccoo-plus: other block sizes, tiles, workgroups, slices (BCCOO+ leaving empty
+    // block rows out at 32), column codings and the two-pass carry.
+    let bccoo = |h, w, tile, slices, columns, carry| BccooOptions {
+        block_height: Some(h),
+        block_width: Some(w),
+        tile: Some(tile),
+        slices,
+        columns,
+        carry,
+        ..Default::default()
+    };
+    for (m, b, wg) in [
+        (
+            Method::Bccoo,
+            bccoo(2, 2, 4, None, ColumnCoding::Delta16, Carry::TwoPass),
+            Some(64),
+        ),
+        (
+            Method::Bccoo,
+            bccoo(3, 4, 8, None, ColumnCoding::U32, Carry::Auto),
+            None,
+        ),
+        (
+            Method::Bccoo,
+            bccoo(4, 1, 4, Some(4), ColumnCoding::Auto, Carry::TwoPass),
+            Some(64),
+        ),
+        (
+            Method::BccooPlus,
+            bccoo(1, 2, 16, Some(32), ColumnCoding::Delta16, Carry::Auto),
+            None,
+        ),
+        (
+            Method::BccooPlus,
+            bccoo(3, 1, 4, Some(2), ColumnCoding::U16, Carry::TwoPass),
+            Some(128),
+        ),
+    ] {
+        let opts = PlanOptions {
+            bccoo: b,
+            workgroup_size: wg,
+            ..Default::default()
+        };
+        v.push((m, opts, true));
+    }
     for (height, keep_csr_order) in [(3, false), (16, false), (5, true)] {
         let cmrs = CmrsOptions {
             height: Some(height),
@@ -292,11 +387,38 @@ fn test_matrices() -> Vec<(String, CsrMatrix<f64>)> {
             50_000,
         ),
     ));
+    // Columns far apart (BCCOO's 16-bit column differences escape; block columns past 65 535),
+    // with empty rows between.
+    v.push((
+        "scattered over 300 000 columns".into(),
+        scattered(2_000, 300_000),
+    ));
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     for f in ["bcsstk01.mtx", "west0067.mtx", "can_24.mtx", "n3c4-b4.mtx"] {
         v.push((f.to_owned(), io::read_matrix_market(data.join(f)).unwrap()));
     }
     v
+}
+
+/// `nrows` rows of 0 to 6 entries at columns drawn over `ncols`.
+fn scattered(nrows: usize, ncols: usize) -> CsrMatrix<f64> {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let (mut ptr, mut cols, mut vals) = (vec![0u32], Vec::new(), Vec::new());
+    for _ in 0..nrows {
+        let mut row: Vec<u32> = (0..next(7)).map(|_| next(ncols) as u32).collect();
+        row.sort_unstable();
+        row.dedup();
+        vals.extend(row.iter().map(|&c| 1.0 + (c % 7) as f64));
+        cols.extend(row);
+        ptr.push(cols.len() as u32);
+    }
+    CsrMatrix::try_new(nrows, ncols, ptr, cols, vals).unwrap()
 }
 
 #[test]

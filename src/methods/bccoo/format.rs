@@ -137,7 +137,7 @@ impl BccooLayout {
         self.tile as u64 * self.workgroup as u64
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if !BLOCK_HEIGHTS.contains(&self.block_height) {
             return Err(bad(
                 "block_height",

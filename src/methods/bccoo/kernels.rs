@@ -53,5 +53,50 @@ pub const BCCOO_COMBINE: Kernel = Kernel {
     derive: None,
 };
 
+/// The GPU build's counts before sizing anything (blocks of every size, largest column, stored
+/// zeros) and BCCOO+'s row map.
+pub const BCCOO_BUILD_STATS: Kernel = Kernel {
+    name: "bccoo_build_stats",
+    file: "bccoo/build_stats",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1]), ("VAL_WORDS", &[1, 2])],
+    derive: None,
+};
+
+/// The GPU build's per-entry passes: which entries open a block, and every entry placed.
+pub const BCCOO_BUILD_BLOCKS: Kernel = Kernel {
+    name: "bccoo_build_blocks",
+    file: "bccoo/build_blocks",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1, 2, 3]), ("VAL_WORDS", &[1, 2])],
+    derive: None,
+};
+
+/// The GPU build's per-block-row passes: blocks per block row, row stops, zero blocks.
+pub const BCCOO_BUILD_ROWS: Kernel = Kernel {
+    name: "bccoo_build_rows",
+    file: "bccoo/build_rows",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1, 2, 3, 4])],
+    derive: None,
+};
+
+/// The GPU build's per-tile passes: thread rows, workgroup info, carry list, column words.
+pub const BCCOO_BUILD_TILES: Kernel = Kernel {
+    name: "bccoo_build_tiles",
+    file: "bccoo/build_tiles",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1, 2, 3, 4])],
+    derive: None,
+};
+
 /// Every kernel of `bccoo` and `bccoo-plus`, for validation.
-pub const KERNELS: &[Kernel] = &[BCCOO, BCCOO_CARRY, BCCOO_COMBINE];
+pub const KERNELS: &[Kernel] = &[
+    BCCOO,
+    BCCOO_CARRY,
+    BCCOO_COMBINE,
+    BCCOO_BUILD_STATS,
+    BCCOO_BUILD_BLOCKS,
+    BCCOO_BUILD_ROWS,
+    BCCOO_BUILD_TILES,
+];

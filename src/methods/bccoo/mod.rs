@@ -19,6 +19,7 @@
 //!   workgroups are not known to make progress while another spins (Metal, unknown drivers).
 
 pub mod format;
+pub(crate) mod gpu_build;
 pub mod tune;
 
 pub use format::{BccooLayout, BccooMatrix, ColumnCoding, Footprint};
@@ -205,12 +206,20 @@ pub fn single_pass_is_safe(info: &GpuInfo) -> bool {
 
 /// The block size with the smallest footprint, and the four smallest (the paper's pruning).
 pub fn smallest_footprints<T: Scalar>(a: &CsrMatrix<T>) -> Vec<(u32, u32)> {
-    let s = std::mem::size_of::<T>() as u64;
+    let counts: Vec<[u64; 3]> = format::BLOCK_HEIGHTS
+        .iter()
+        .map(|&h| format::block_counts(a, h))
+        .collect();
+    smallest_of_counts(&counts, std::mem::size_of::<T>() as u64)
+}
+
+/// [`smallest_footprints`] from the block counts of every height (in [`format::BLOCK_HEIGHTS`]
+/// order) and width (in [`format::BLOCK_WIDTHS`] order), however they were counted.
+pub(crate) fn smallest_of_counts(counts: &[[u64; 3]], scalar_bytes: u64) -> Vec<(u32, u32)> {
     let mut sizes: Vec<(u64, u32, u32)> = Vec::new();
-    for &h in format::BLOCK_HEIGHTS {
-        let counts = format::block_counts(a, h);
+    for (&h, counts) in format::BLOCK_HEIGHTS.iter().zip(counts) {
         for (i, &w) in format::BLOCK_WIDTHS.iter().enumerate() {
-            sizes.push((format::block_footprint(counts[i], h, w, s), h, w));
+            sizes.push((format::block_footprint(counts[i], h, w, scalar_bytes), h, w));
         }
     }
     sizes.sort();
@@ -259,11 +268,28 @@ struct Params {
     spin: u32,
 }
 
+impl Params {
+    /// The format's layout (the column coding as asked).
+    fn layout(&self, opts: &PlanOptions) -> BccooLayout {
+        BccooLayout {
+            block_height: self.h,
+            block_width: self.w,
+            tile: self.tile,
+            workgroup: self.wg,
+            slices: self.slices,
+            columns: opts.bccoo.columns,
+        }
+    }
+}
+
 /// Resolves and checks the options: block size, slices, strategy, carry path, workgroup size and
 /// cache factor (within the adapter's workgroup memory), spin limit.
+/// `footprints` gives the block sizes by footprint, smallest first (asked only when the options
+/// leave the block size open).
 fn params<T: Scalar>(
     gpu: &Gpu,
-    a: &CsrMatrix<T>,
+    ncols: usize,
+    footprints: &mut dyn FnMut() -> Result<Vec<(u32, u32)>>,
     method: Method,
     opts: &PlanOptions,
 ) -> Result<Params> {
@@ -287,7 +313,7 @@ fn params<T: Scalar>(
     let (h, w) = match (o.block_height, o.block_width) {
         (Some(h), Some(w)) => (h, w),
         (h, w) => {
-            let best = smallest_footprints(a)
+            let best = footprints()?
                 .into_iter()
                 .find(|&(bh, bw)| h.is_none_or(|h| h == bh) && w.is_none_or(|w| w == bw));
             best.unwrap_or((h.unwrap_or(1), w.unwrap_or(1)))
@@ -310,7 +336,7 @@ fn params<T: Scalar>(
     }
     let slices = match method {
         Method::BccooPlus => {
-            let s_def = (a.ncols() as u64 * s)
+            let s_def = (ncols as u64 * s)
                 .div_ceil(1 << 20)
                 .next_power_of_two()
                 .clamp(2, 32) as u32;
@@ -400,15 +426,15 @@ fn params<T: Scalar>(
 /// BCCOO+'s second pass: adds the slices' partial results (`out`) into y.
 fn combine_stage<T: Scalar>(
     gpu: &Gpu,
-    a: &CsrMatrix<T>,
-    m: &BccooMatrix<T>,
+    nrows: usize,
+    f: &FormatOnGpu,
     out: Binding,
 ) -> Result<Stage> {
     let overrides = vec![
         ("WG_SIZE", 256),
-        ("HEIGHT", m.layout.block_height),
-        ("SLICES", m.layout.slices),
-        ("MAPPED", !m.row_map.is_empty() as u32),
+        ("HEIGHT", f.layout.block_height),
+        ("SLICES", f.layout.slices),
+        ("MAPPED", f.mapped as u32),
     ];
     let combine = gpu.pipeline(&Variant::new(
         kernels::BCCOO_COMBINE,
@@ -417,7 +443,7 @@ fn combine_stage<T: Scalar>(
         overrides,
     ))?;
     let cp = CombineParams {
-        nrows: a.nrows() as u32,
+        nrows: nrows as u32,
     };
     Ok(Stage {
         pipeline: combine,
@@ -428,10 +454,90 @@ fn combine_stage<T: Scalar>(
             Binding::Owned(Arc::new(
                 gpu.uniform_buffer("bccoo+ combine", bytemuck::bytes_of(&cp)),
             )),
-            upload(gpu, "bccoo+ row map", &m.row_map)?,
+            f.row_map.clone(),
         ],
-        grid: Grid::Direct(gpu.grid((a.nrows() as u32).div_ceil(256))),
+        grid: Grid::Direct(gpu.grid((nrows as u32).div_ceil(256))),
     })
+}
+
+/// A BCCOO format in GPU buffers (built on the host and uploaded, or built on the GPU): what the
+/// kernels bind and what the plan and its report say of it.
+pub(crate) struct FormatOnGpu {
+    /// The layout, column coding resolved.
+    pub layout: BccooLayout,
+    /// Result rows the main kernel writes.
+    pub result_rows: usize,
+    /// Workgroup tiles.
+    pub groups: usize,
+    /// Workgroups that carry a row from an earlier one.
+    pub carry_groups: usize,
+    /// The longest carry chain.
+    pub longest_chain: u32,
+    /// Zero blocks of empty block rows.
+    pub empty_row_blocks: usize,
+    /// BCCOO+ leaving empty block rows out: the combining pass reads through the row map.
+    pub mapped: bool,
+    /// Bytes of each part.
+    pub footprint: Footprint,
+    /// Row-stop bit flags.
+    pub flags: Binding,
+    /// Column words, then the escapes from `escape_base`.
+    pub columns: Binding,
+    pub escape_base: u32,
+    /// The value planes.
+    pub values: Arc<wgpu::Buffer>,
+    /// Thread rows, then group info, the carry list and thread escapes from their bases.
+    pub aux: Binding,
+    pub group_info_base: u32,
+    pub carry_base: u32,
+    pub thread_escape_base: u32,
+    /// BCCOO+'s row map (a placeholder word when not mapped).
+    pub row_map: Binding,
+}
+
+impl FormatOnGpu {
+    /// Uploads a host build.
+    fn upload<T: Scalar>(gpu: &Gpu, m: &BccooMatrix<T>, nnz: usize) -> Result<Self> {
+        let mut aux = m.thread_row.clone();
+        let group_info_base = aux.len() as u32;
+        aux.extend_from_slice(&m.group_info);
+        let carry_base = aux.len() as u32;
+        aux.extend_from_slice(&m.carry_groups);
+        let thread_escape_base = aux.len() as u32;
+        aux.extend_from_slice(&m.thread_escape);
+        let mut cols = m.columns.clone();
+        let escape_base = cols.len() as u32;
+        cols.extend_from_slice(&m.escapes);
+        let row_map = if m.row_map.is_empty() {
+            vec![0u32]
+        } else {
+            m.row_map.clone()
+        };
+        Ok(Self {
+            layout: m.layout,
+            result_rows: m.result_rows,
+            groups: m.groups,
+            carry_groups: m.carry_groups.len(),
+            longest_chain: m
+                .group_info
+                .iter()
+                .map(|i| i >> format::GROUP_CHAIN_SHIFT)
+                .max()
+                .unwrap_or(0),
+            empty_row_blocks: m.empty_row_blocks,
+            mapped: !m.row_map.is_empty(),
+            footprint: m.footprint(nnz),
+            flags: upload(gpu, "bccoo flags", &m.flags)?,
+            columns: upload(gpu, "bccoo columns", &cols)?,
+            escape_base,
+            values: upload_buffer(gpu, "bccoo values", &m.values)?,
+            aux: upload(gpu, "bccoo aux", &aux)?,
+            group_info_base,
+            carry_base,
+            thread_escape_base,
+            row_map: upload(gpu, "bccoo+ row map", &row_map)?,
+        })
+    }
 }
 
 /// Builds the plan for fully or partly given options (no timing).
@@ -457,28 +563,16 @@ pub(crate) fn build_reusing<T: Scalar>(
     cache: &mut FormatCache<T>,
 ) -> Result<SpmvPlan<T>> {
     let mut phases = Phases::start(gpu);
-    let o = &opts.bccoo;
     let s = std::mem::size_of::<T>() as u64;
-    let Params {
-        lanes,
-        tile,
-        h,
-        w,
-        slices,
-        strategy,
-        carry,
-        wg,
-        cache_factor,
-        spin,
-    } = params(gpu, a, method, opts)?;
-    let layout = BccooLayout {
-        block_height: h,
-        block_width: w,
-        tile,
-        workgroup: wg,
-        slices,
-        columns: o.columns,
-    };
+    let p = params::<T>(
+        gpu,
+        a.ncols(),
+        &mut || Ok(smallest_footprints(a)),
+        method,
+        opts,
+    )?;
+    let (h, w) = (p.h, p.w);
+    let layout = p.layout(opts);
     phases.analysis();
     let m = match cache {
         Some((l, m)) if *l == layout => m.clone(),
@@ -489,39 +583,83 @@ pub(crate) fn build_reusing<T: Scalar>(
         }
     };
     phases.build();
+    check_values_fit(gpu, opts, m.values.len() as u64 * s, m.padded_blocks, h, w)?;
+    let format = FormatOnGpu::upload(gpu, &m, a.nnz())?;
+    // The kernels skip zero values (fill and padding among them); stored zeros get their own pass.
+    let zeros = crate::methods::passes::stored_zeros::stage(gpu, a)?;
+    // Value updates gather into the blocks; their sources are made at the first update.
+    let (shape, structure) = (a.shape(), Arc::new(structure_of(a)));
+    let make: SourceMaker = Box::new(move || value_sources(shape, &structure, &layout));
+    let gather = GatherPart::lazy(format.values.clone(), make);
+    let values = ValueLayout::Guarded(vec![gather], ZeroGuard::of(a.values()));
+    let plan = assemble(gpu, a.shape(), format, &p, method, values, zeros)?;
+    Ok(finish(plan, phases))
+}
+
+/// Puts the setup's split into the plan's report.
+fn finish<T: Scalar>(mut plan: SpmvPlan<T>, mut phases: Phases) -> SpmvPlan<T> {
+    phases.upload();
+    plan.report_mut().split = phases.split;
+    plan
+}
+
+/// The value planes within one storage binding (bccoo does not split matrices into chunks).
+fn check_values_fit(
+    gpu: &Gpu,
+    opts: &PlanOptions,
+    values_bytes: u64,
+    padded_blocks: usize,
+    h: u32,
+    w: u32,
+) -> Result<()> {
     let limit = chunk_limit(gpu, opts);
-    let values_bytes = m.values.len() as u64 * s;
     if values_bytes > limit {
         return Err(Error::TooLargeForAdapter {
-            what: format!("bccoo's value planes ({} blocks of {h}x{w}; bccoo does not split matrices into chunks)", m.padded_blocks),
+            what: format!("bccoo's value planes ({padded_blocks} blocks of {h}x{w}; bccoo does not split matrices into chunks)"),
             bytes: values_bytes,
             limit_name: "max_storage_buffer_binding_size",
             limit,
         });
     }
+    Ok(())
+}
 
-    // aux: thread rows, thread escapes, group info, carry list.
-    let mut aux = m.thread_row.clone();
-    let thread_escape_base = aux.len() as u32;
-    aux.extend_from_slice(&m.thread_escape);
-    let group_info_base = aux.len() as u32;
-    aux.extend_from_slice(&m.group_info);
-    let carry_base = aux.len() as u32;
-    aux.extend_from_slice(&m.carry_groups);
-    let mut cols = m.columns.clone();
-    let escape_base = cols.len() as u32;
-    cols.extend_from_slice(&m.escapes);
+/// The plan around a format on the GPU: the main kernel, the carry and combining passes,
+/// `zeros` (the stored-zero pass, if any) and how values are updated.
+fn assemble<T: Scalar>(
+    gpu: &Gpu,
+    shape: (usize, usize, usize),
+    f: FormatOnGpu,
+    p: &Params,
+    method: Method,
+    values: ValueLayout,
+    zeros: Option<Stage>,
+) -> Result<SpmvPlan<T>> {
+    let (nrows, ncols, _) = shape;
+    let s = std::mem::size_of::<T>();
+    let &Params {
+        lanes,
+        tile,
+        h,
+        w,
+        slices,
+        strategy,
+        carry,
+        wg,
+        cache_factor,
+        spin,
+    } = p;
     let mut params = BccooParams {
-        padded_blocks: m.padded_blocks as u32,
-        out_rows: m.result_rows as u32,
-        ncols: a.ncols() as u32,
-        groups: m.groups as u32,
+        padded_blocks: (f.groups as u64 * f.layout.group_blocks()) as u32,
+        out_rows: f.result_rows as u32,
+        ncols: ncols as u32,
+        groups: f.groups as u32,
         group_threads: wg,
-        escape_base,
-        thread_escape_base,
-        group_info_base,
-        carry_base,
-        carry_groups: m.carry_groups.len() as u32,
+        escape_base: f.escape_base,
+        thread_escape_base: f.thread_escape_base,
+        group_info_base: f.group_info_base,
+        carry_base: f.carry_base,
+        carry_groups: f.carry_groups as u32,
         tile,
         stall_unit: 0,
     };
@@ -536,7 +674,7 @@ pub(crate) fn build_reusing<T: Scalar>(
             vec![
                 ("WG_SIZE", wg),
                 ("WIDTH", w),
-                ("COLS", m.layout.columns.shader_code()),
+                ("COLS", f.layout.columns.shader_code()),
                 (
                     "STRATEGY",
                     if strategy == Strategy::PerThread {
@@ -552,16 +690,16 @@ pub(crate) fn build_reusing<T: Scalar>(
         )
         .with_height(h),
     )?;
-    let grid = gpu.grid(m.groups as u32);
+    let grid = gpu.grid(f.groups as u32);
     if single {
         // The `done` word counts finished workgroups below `stall_unit` and stalled waits above.
         let dispatched = grid[0] as u64 * grid[1] as u64;
         let unit = (dispatched + 1).next_power_of_two();
-        if unit * (m.carry_groups.len() as u64 + 1) > 1 << 32 {
+        if unit * (f.carry_groups as u64 + 1) > 1 << 32 {
             return Err(bad(
                 "bccoo.carry",
                 "SinglePass",
-                format!("{dispatched} workgroups with {} carried rows overflow the single-pass finish counter; use Carry::TwoPass or a larger tile", m.carry_groups.len()),
+                format!("{dispatched} workgroups with {} carried rows overflow the single-pass finish counter; use Carry::TwoPass or a larger tile", f.carry_groups),
             ));
         }
         params.stall_unit = unit as u32;
@@ -572,9 +710,9 @@ pub(crate) fn build_reusing<T: Scalar>(
     let slots = upload(
         gpu,
         "bccoo slots",
-        &vec![u32::MAX; 2 * m.groups * 4 * (s as usize / 4)],
+        &vec![u32::MAX; 2 * f.groups * 4 * (s / 4)],
     )?;
-    let mut state_init = vec![u32::MAX; STATE_HEADER + m.groups];
+    let mut state_init = vec![u32::MAX; STATE_HEADER + f.groups];
     state_init[..STATE_HEADER].fill(0);
     // COPY_SRC: `stalls()` reads the counter back.
     let state = Arc::new(gpu.storage_buffer(
@@ -585,13 +723,12 @@ pub(crate) fn build_reusing<T: Scalar>(
     let params_buf = Binding::Owned(Arc::new(
         gpu.uniform_buffer("bccoo params", bytemuck::bytes_of(&params)),
     ));
-    let aux = upload(gpu, "bccoo aux", &aux)?;
 
     // BCCOO+ multiplies into one partial result per slice, combined by a second pass.
     let (out, out_coeffs) = if slices > 1 {
         let partial = Arc::new(gpu.storage_zeroed(
             "bccoo+ partial results",
-            m.result_rows as u64 * s,
+            f.result_rows as u64 * s as u64,
             wgpu::BufferUsages::empty(),
         )?);
         let unit = [T::from_f64(1.0), T::from_f64(0.0)];
@@ -605,14 +742,13 @@ pub(crate) fn build_reusing<T: Scalar>(
         (Binding::Y, Binding::Coeffs)
     };
     // Bindings 0-4 are shared with the two-pass carry kernel; `state` is the main kernel's own.
-    let common = vec![aux, out.clone(), out_coeffs, params_buf, slots];
-    let values = upload_buffer(gpu, "bccoo values", &m.values)?;
+    let common = vec![f.aux.clone(), out.clone(), out_coeffs, params_buf, slots];
     let mut main_bindings = common.clone();
     main_bindings.extend([
         Binding::Owned(state.clone()),
-        upload(gpu, "bccoo flags", &m.flags)?,
-        upload(gpu, "bccoo columns", &cols)?,
-        Binding::Owned(values.clone()),
+        f.flags.clone(),
+        f.columns.clone(),
+        Binding::Owned(f.values.clone()),
         Binding::X,
     ]);
     let mut stages = vec![Stage {
@@ -620,7 +756,7 @@ pub(crate) fn build_reusing<T: Scalar>(
         bindings: main_bindings,
         grid: Grid::Direct(grid),
     }];
-    if !single && !m.carry_groups.is_empty() {
+    if !single && f.carry_groups > 0 {
         let carry_pipeline = gpu.pipeline(
             &Variant::new(kernels::BCCOO_CARRY, T::WGSL, lanes, vec![("WG_SIZE", wg)])
                 .with_height(h),
@@ -628,33 +764,24 @@ pub(crate) fn build_reusing<T: Scalar>(
         stages.push(Stage {
             pipeline: carry_pipeline,
             bindings: common,
-            grid: Grid::Direct(gpu.grid(m.carry_groups.len() as u32)),
+            grid: Grid::Direct(gpu.grid(f.carry_groups as u32)),
         });
     }
     if slices > 1 {
-        stages.push(combine_stage(gpu, a, &m, out)?);
+        stages.push(combine_stage::<T>(gpu, nrows, &f, out)?);
     }
+    stages.extend(zeros);
 
-    // The kernels skip zero values (fill and padding among them); stored zeros get their own pass.
-    stages.extend(crate::methods::passes::stored_zeros::stage(gpu, a)?);
-    phases.upload();
-
-    let longest_chain = m
-        .group_info
-        .iter()
-        .map(|i| i >> format::GROUP_CHAIN_SHIFT)
-        .max()
-        .unwrap_or(0);
     let report = BccooReport {
-        layout: m.layout,
+        layout: f.layout,
         strategy,
         cache_factor,
         carry,
         lanes,
-        footprint: m.footprint(a.nnz()),
-        groups: m.groups,
-        carry_groups: m.carry_groups.len(),
-        longest_chain,
+        footprint: f.footprint,
+        groups: f.groups,
+        carry_groups: f.carry_groups,
+        longest_chain: f.longest_chain,
         tuning: None,
         state,
     };
@@ -662,23 +789,16 @@ pub(crate) fn build_reusing<T: Scalar>(
         "{}: {}, {} workgroups via {}, {} carried rows (longest across {} workgroups), {} empty-row blocks, {:.1} MB (CSR {:.1} MB)",
         method.name(),
         report.summary(),
-        m.groups,
+        f.groups,
         lanes.name(),
-        m.carry_groups.len(),
-        longest_chain,
-        m.empty_row_blocks,
+        f.carry_groups,
+        f.longest_chain,
+        f.empty_row_blocks,
         report.footprint.total() as f64 / 1e6,
         report.footprint.csr as f64 / 1e6,
     );
-    // Value updates gather into the blocks; their sources are made at the first update.
-    let (shape, structure) = (a.shape(), Arc::new(structure_of(a)));
-    let make: SourceMaker = Box::new(move || value_sources(shape, &structure, &layout));
-    let gather = GatherPart::lazy(values, make);
-    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details).with_values(
-        ValueLayout::Guarded(vec![gather], ZeroGuard::of(a.values())),
-    );
+    let mut plan = SpmvPlan::new(gpu, shape, stages, method.name(), details).with_values(values);
     plan.report_mut().detail = Some(Arc::new(report));
-    plan.report_mut().split = phases.split;
     Ok(plan)
 }
 
