@@ -285,7 +285,7 @@ pub(crate) fn builds_on_gpu<T: Scalar>(
 
 /// The plan built on the GPU from `a` uploaded as it is, or `None` where `opts.build_on` or the
 /// method's GPU build says the host builds it (decided before anything is uploaded).
-fn build_through_gpu<T: Scalar>(
+pub(crate) fn build_through_gpu<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
     method: Method,

@@ -241,6 +241,9 @@ fn adapter_hash(gpu: &Gpu) -> u64 {
 
 /// Builds a `bccoo` tuning takes, about (docs/bccoo.md: 14-22 candidates).
 const TUNING_BUILDS: f64 = 15.0;
+/// Builds the guided `bccoo` tuning takes at most (the untuned plan, three variants, their
+/// combination).
+const GUIDED_TUNING_BUILDS: f64 = 5.0;
 
 /// The options a candidate is built with: the caller's, and where the choice is timed (or a
 /// timed choice remembered), `bccoo` and `bccoo-plus` tuned on the device when the tuning's
@@ -248,9 +251,21 @@ const TUNING_BUILDS: f64 = 15.0;
 /// a remembered Auto choice rebuilds the same layout).
 fn candidate_options(c: &Candidate, expected: u64, opts: &PlanOptions, timed: bool) -> PlanOptions {
     let mut o = opts.clone();
-    let worth_tuning = TUNING_BUILDS * c.setup_ms < 0.1 * expected as f64 * c.product_ms.max(0.0);
+    // A timed choice tunes by the guided search within its own budget; a remembered one, whose
+    // budget is not known here, by the staged search (remembered too, so built once).
+    let budget = opts
+        .auto
+        .timed_budget_products
+        .map(|b| b.round().max(1.0) as u32);
+    let builds = if budget.is_some() {
+        GUIDED_TUNING_BUILDS
+    } else {
+        TUNING_BUILDS
+    };
+    let worth_tuning = builds * c.setup_ms < 0.1 * expected as f64 * c.product_ms.max(0.0);
     if timed && worth_tuning && matches!(c.method, Method::Bccoo | Method::BccooPlus) {
         o.bccoo.tune = true;
+        o.bccoo.tune_budget_products = budget;
     }
     o
 }

@@ -7,7 +7,7 @@ use crate::common;
 
 use common::{check_method, gpu, gpus, has_f64};
 use wgspmv::methods::bccoo::{BccooOptions, Carry, ColumnCoding, Strategy};
-use wgspmv::{testing::SuiteClass, CsrMatrix, Error, GpuVector, Method, PlanOptions};
+use wgspmv::{testing::SuiteClass, BuildOn, CsrMatrix, Error, GpuVector, Method, PlanOptions};
 
 const METHODS: [Method; 2] = [Method::Bccoo, Method::BccooPlus];
 
@@ -396,6 +396,69 @@ fn tuning_chooses_remembers_and_is_correct() {
     let n = labels.len();
     labels.dedup();
     assert_eq!(labels.len(), n, "{t:?}");
+}
+
+/// The guided search (`tune_budget_products`): correct plans, a handful of candidates built
+/// on the GPU where asked (`BuildOn::Gpu` on this CPU adapter) or on the host, never slower
+/// than the untuned plan it starts from by its own timing, remembered like the staged search.
+#[test]
+fn guided_tuning_times_a_handful_and_is_correct() {
+    let Some(gpu) = gpu() else { return };
+    // Wide rows over many columns (tile and slice candidates), and a banded matrix (blocks).
+    let cases = [
+        ("wide", SuiteClass::Wide.generate(60_000, 4)),
+        ("banded", SuiteClass::Banded.generate(20_000, 5)),
+    ];
+    for (name, a) in cases {
+        for (build_on, m) in [
+            (BuildOn::Gpu, Method::Bccoo),
+            (BuildOn::Host, Method::BccooPlus),
+        ] {
+            let o = PlanOptions {
+                bccoo: BccooOptions {
+                    tune: true,
+                    tune_budget_products: Some(400),
+                    ..Default::default()
+                },
+                build_on,
+                ..Default::default()
+            };
+            let label = format!("guided {name} {m} {build_on:?}");
+            check_method(&gpu, &a.cast::<f32>(), m, &o, &label);
+            let plan = gpu.prepare_with(&a.cast::<f32>(), m, &o).unwrap();
+            let t = plan.bccoo().unwrap().tuning.clone().unwrap();
+            assert!(t.remembered, "{label}: the second tuning is remembered");
+            assert_eq!(
+                plan.report().built_on_gpu,
+                build_on == BuildOn::Gpu,
+                "{label}: {}",
+                plan.report()
+            );
+            // A fresh structure (other values of the generator): searched, not remembered.
+            let b = a.cast::<f32>();
+            let fresh = CsrMatrix::try_new(
+                b.nrows(),
+                b.ncols() + 1,
+                b.row_ptr().to_vec(),
+                b.col_idx().to_vec(),
+                b.values().to_vec(),
+            )
+            .unwrap();
+            let plan = gpu.prepare_with(&fresh, m, &o).unwrap();
+            let t = plan.bccoo().unwrap().tuning.clone().unwrap();
+            assert!(
+                !t.remembered && (1..=5).contains(&t.candidates.len()),
+                "{label}: {t:?}"
+            );
+            // The plan returned is one of those timed, and every candidate was timed.
+            let summary = plan.bccoo().unwrap().summary();
+            assert!(
+                t.candidates.iter().any(|c| c.0 == summary),
+                "{label}: {summary} not among {t:?}"
+            );
+            assert!(t.candidates.iter().all(|c| c.1 > 0.0), "{label}: {t:?}");
+        }
+    }
 }
 
 #[test]

@@ -98,6 +98,12 @@ pub struct BccooOptions {
     /// A text file that remembers tuning choices across processes: read before tuning, appended
     /// to after (the matrix is recognised by a hash of its structure).
     pub tune_file: Option<std::path::PathBuf>,
+    /// With `tune`: a guided search instead of the staged one, spending about this many products
+    /// (of the untuned plan) on its builds and timings: a handful of candidates chosen from the
+    /// matrix's structure (the next block size by footprint, a tile for gathers or for dense
+    /// blocks, slices where `x` is large), each timed for a few products, and the best of their
+    /// improvements combined. `None`: the staged search of every parameter (seconds).
+    pub tune_budget_products: Option<u32>,
     /// Polls per slot word before a single-pass wait gives up and leaves the carry to the last
     /// workgroup of the dispatch; 0: nobody waits, the last workgroup adds every carry (tests use
     /// it to exercise that path). Default 1 048 576.
@@ -158,6 +164,9 @@ pub struct BccooReport {
     pub carry_groups: usize,
     /// The most workgroups back that any carried row began (its chain of published sums).
     pub longest_chain: u32,
+    /// The block sizes the options allowed, smallest footprint first, when the plan chose its
+    /// block size by footprint (the first is the one it took); empty when the size was given.
+    pub block_sizes: Vec<(u32, u32)>,
     /// Set when the parameters were chosen by timing.
     pub tuning: Option<tune::TuneReport>,
     state: Arc<wgpu::Buffer>,
@@ -256,6 +265,8 @@ pub(crate) fn prepare<T: Scalar>(
 
 /// The parameters of one build, from the options or chosen for the adapter.
 struct Params {
+    /// The block sizes the options allow, smallest footprint first (empty when given).
+    block_sizes: Vec<(u32, u32)>,
     lanes: LaneMode,
     tile: u32,
     h: u32,
@@ -310,13 +321,18 @@ fn params<T: Scalar>(
             format!("must be one of {:?}", kernels::BCCOO_TILES),
         ));
     }
+    let mut block_sizes = Vec::new();
     let (h, w) = match (o.block_height, o.block_width) {
         (Some(h), Some(w)) => (h, w),
         (h, w) => {
-            let best = footprints()?
+            block_sizes = footprints()?
                 .into_iter()
-                .find(|&(bh, bw)| h.is_none_or(|h| h == bh) && w.is_none_or(|w| w == bw));
-            best.unwrap_or((h.unwrap_or(1), w.unwrap_or(1)))
+                .filter(|&(bh, bw)| h.is_none_or(|h| h == bh) && w.is_none_or(|w| w == bw))
+                .collect();
+            block_sizes
+                .first()
+                .copied()
+                .unwrap_or((h.unwrap_or(1), w.unwrap_or(1)))
         }
     };
     // Checked before they size anything (workgroup memory below grows with the height).
@@ -410,6 +426,7 @@ fn params<T: Scalar>(
     let spin = o.spin_limit.unwrap_or(DEFAULT_SPIN_LIMIT);
 
     Ok(Params {
+        block_sizes,
         lanes,
         tile,
         h,
@@ -638,6 +655,7 @@ fn assemble<T: Scalar>(
     let (nrows, ncols, _) = shape;
     let s = std::mem::size_of::<T>();
     let &Params {
+        ref block_sizes,
         lanes,
         tile,
         h,
@@ -782,6 +800,7 @@ fn assemble<T: Scalar>(
         groups: f.groups,
         carry_groups: f.carry_groups,
         longest_chain: f.longest_chain,
+        block_sizes: block_sizes.clone(),
         tuning: None,
         state,
     };

@@ -1,5 +1,7 @@
-//! Auto-tuning of `bccoo` / `bccoo-plus` (section 4): candidates are built and timed on the adapter
-//! in hand, with the paper's pruning: only the four block sizes with the smallest footprints are
+//! Auto-tuning of `bccoo` / `bccoo-plus` (section 4): candidates are built (on the GPU from one
+//! upload of the CSR where the plain build would be) and timed on the adapter in hand. With
+//! [`BccooOptions::tune_budget_products`], a guided search of a handful of candidates within that
+//! many products (see `guided`); without, the staged search, with the paper's pruning: only the four block sizes with the smallest footprints are
 //! tried, the transpose is always offline, the result cache holds 1 or 2 rows per invocation, and
 //! (beyond the paper) the search is staged: the slice count first (1, i.e. BCCOO, then BCCOO+'s
 //! 2..=32, fewest first, stopping at the first slower count; `bccoo-plus` starts at 2), then
@@ -15,6 +17,7 @@ use super::{
     ColumnCoding, FormatCache, Strategy,
 };
 use crate::gpu::{Gpu, GpuVector};
+use crate::matrix::UploadedCsr;
 use crate::methods::{Method, PlanOptions};
 use crate::plan::SpmvPlan;
 use crate::{CsrMatrix, Result, Scalar};
@@ -138,9 +141,13 @@ fn pinned<T: Scalar>(plan: &SpmvPlan<T>, o: &BccooOptions) -> BccooOptions {
         carry: r.carry,
         tune: false,
         tune_file: None,
+        tune_budget_products: None,
         spin_limit: o.spin_limit,
     }
 }
+
+/// A search's best plan, and every candidate's label and time per product (ms).
+type Searched<T> = (SpmvPlan<T>, Vec<(String, f64)>);
 
 /// Rounds of a candidate's timing against the best so far (each keeps its fastest).
 const ROUNDS: u32 = 3;
@@ -185,16 +192,15 @@ pub(crate) fn tune<T: Scalar>(
         None => memory().lock().unwrap().get(&key).cloned(),
     };
     if let Some((chosen, wg)) = remembered {
-        let plan = build(
-            gpu,
-            a,
-            method,
-            &PlanOptions {
-                bccoo: chosen.clone(),
-                workgroup_size: Some(wg),
-                ..opts.clone()
-            },
-        )?;
+        let po = PlanOptions {
+            bccoo: chosen.clone(),
+            workgroup_size: Some(wg),
+            ..opts.clone()
+        };
+        let plan = match crate::methods::build_through_gpu(gpu, a, method, &po)? {
+            Some(plan) => plan,
+            None => build(gpu, a, method, &po)?,
+        };
         return Ok((
             plan,
             TuneReport {
@@ -207,11 +213,93 @@ pub(crate) fn tune<T: Scalar>(
         ));
     }
     let start = Instant::now();
+    // Candidates are built on the GPU from one upload of the CSR where the plain build would be
+    // (milliseconds each, against a host build of hundreds).
+    let untuned = PlanOptions {
+        bccoo: given.clone(),
+        ..opts.clone()
+    };
+    let uploaded = if crate::methods::builds_on_gpu(gpu, a, method, &untuned)? {
+        crate::matrix::UploadedCsr::new(gpu, a)?
+    } else {
+        None
+    };
     let x: Vec<T> = crate::methods::common::probe_vector(a.ncols());
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
-    let mut candidates = Vec::new();
+    let (plan, candidates) = match given.tune_budget_products {
+        Some(budget) => guided(
+            gpu,
+            a,
+            method,
+            opts,
+            &given,
+            budget,
+            uploaded.as_ref(),
+            &gx,
+            &mut gy,
+        )?,
+        None => staged(
+            gpu,
+            a,
+            method,
+            opts,
+            &given,
+            uploaded.as_ref(),
+            &gx,
+            &mut gy,
+        )?,
+    };
+    // Pin every remaining choice to what the best candidate used.
+    let chosen = pinned(&plan, &given);
+    let wg = plan
+        .bccoo()
+        .expect("a bccoo plan has a bccoo report")
+        .layout
+        .workgroup;
+    if let Some(path) = &file {
+        use std::io::Write;
+        let line = encode(&key, &chosen, wg);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| writeln!(f, "{line}"))
+            .map_err(|source| crate::Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+    }
+    memory().lock().unwrap().insert(key, (chosen.clone(), wg));
+    Ok((
+        plan,
+        TuneReport {
+            candidates,
+            chosen,
+            workgroup_size: wg,
+            time: start.elapsed(),
+            remembered: false,
+        },
+    ))
+}
+
+/// The staged search (see the module's notes): every parameter the caller left open, stage
+/// after stage. Returns the best plan and every candidate's label and time.
+#[allow(clippy::too_many_arguments)]
+fn staged<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+    given: &BccooOptions,
+    uploaded: Option<&UploadedCsr>,
+    gx: &GpuVector<T>,
+    gy: &mut GpuVector<T>,
+) -> Result<Searched<T>> {
+    let info = gpu.info();
+    let given = given.clone();
     let mut formats: FormatCache<T> = None;
+    let mut candidates = Vec::new();
     // Builds and times a candidate, returning the plan so that the winner is not built again.
     // The first candidate is timed after a warm-up that settles the clocks; each later one
     // against the best so far, in turns (both times come back: the best's is taken again).
@@ -224,7 +312,7 @@ pub(crate) fn tune<T: Scalar>(
                 ..opts.clone()
             };
             // A candidate this adapter cannot hold (workgroup memory, binding size) is skipped.
-            let plan = match build_reusing(gpu, a, method, &po, &mut formats) {
+            let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut formats) {
                 Ok(p) => p,
                 Err(
                     crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
@@ -232,9 +320,9 @@ pub(crate) fn tune<T: Scalar>(
                 Err(e) => return Err(e),
             };
             let (ms, best_ms) = match best {
-                None => (plan.time(&gx, &mut gy, 10)?.ms, None),
+                None => (plan.time(gx, gy, 10)?.ms, None),
                 Some(b) => {
-                    let t = SpmvPlan::time_together(&[&plan, b], &gx, &mut gy, ROUNDS, 200)?;
+                    let t = SpmvPlan::time_together(&[&plan, b], gx, gy, ROUNDS, 200)?;
                     (t[0], Some(t[1]))
                 }
             };
@@ -377,46 +465,182 @@ pub(crate) fn tune<T: Scalar>(
         Some(p) => p,
         // Nothing could be built (or nothing was left to search): the plain build reports why,
         // or is the plan.
-        None => build(
-            gpu,
-            a,
-            method,
-            &PlanOptions {
+        None => {
+            let po = PlanOptions {
                 bccoo: best.clone(),
                 workgroup_size: best_wg,
                 ..opts.clone()
-            },
-        )?,
+            };
+            build_candidate(gpu, a, uploaded, method, &po, &mut None)?
+        }
     };
-    // Pin every remaining choice to what the best candidate used.
-    let chosen = pinned(&plan, &best);
-    let wg = plan
-        .bccoo()
-        .expect("a bccoo plan has a bccoo report")
-        .layout
-        .workgroup;
-    if let Some(path) = &file {
-        use std::io::Write;
-        let line = encode(&key, &chosen, wg);
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| writeln!(f, "{line}"))
-            .map_err(|source| crate::Error::Io {
-                path: path.clone(),
-                source,
-            })?;
+    Ok((plan, candidates))
+}
+
+/// Builds one candidate: on the GPU from the uploaded CSR where there is one (the GPU build
+/// takes it), else on the host, reusing `formats` for candidates of the same layout.
+fn build_candidate<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    uploaded: Option<&UploadedCsr>,
+    method: Method,
+    po: &PlanOptions,
+    formats: &mut FormatCache<T>,
+) -> Result<SpmvPlan<T>> {
+    if let Some(up) = uploaded {
+        if let Some(mut plan) = super::gpu_build::prepare(gpu, &up.view(), method, po)? {
+            plan.report_mut().built_on_gpu = true;
+            return Ok(plan);
+        }
     }
-    memory().lock().unwrap().insert(key, (chosen.clone(), wg));
-    Ok((
-        plan,
-        TuneReport {
-            candidates,
-            chosen,
-            workgroup_size: wg,
-            time: start.elapsed(),
-            remembered: false,
+    build_reusing(gpu, a, method, po, formats)
+}
+
+/// `x` larger than this is read in vertical slices by the guided search's slice candidate.
+const SLICE_X_BYTES: u64 = 2 << 20;
+
+/// Rounds of the guided search's timing (each candidate keeps its fastest).
+const GUIDED_ROUNDS: u32 = 3;
+
+/// The guided search: the untuned plan, then one candidate per parameter the structure points
+/// at (the next block size by footprint; tile 8 for single-entry blocks, whose gathers of `x`
+/// limit, or 32 for larger blocks; slices where `x` outgrows [`SLICE_X_BYTES`]), all timed
+/// together for a few products each, then the improvements combined. Candidates stop being
+/// built once the builds have spent most of `budget` products (of the untuned plan's time).
+#[allow(clippy::too_many_arguments)]
+fn guided<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+    given: &BccooOptions,
+    budget: u32,
+    uploaded: Option<&UploadedCsr>,
+    gx: &GpuVector<T>,
+    gy: &mut GpuVector<T>,
+) -> Result<Searched<T>> {
+    let start = Instant::now();
+    let mut formats: FormatCache<T> = None;
+    let po = |o: &BccooOptions| PlanOptions {
+        bccoo: BccooOptions {
+            tune: false,
+            tune_budget_products: None,
+            ..o.clone()
         },
-    ))
+        ..opts.clone()
+    };
+    let first = build_candidate(gpu, a, uploaded, method, &po(given), &mut formats)?;
+    // The untuned plan's time sets the budget (two products settle the clocks first).
+    let ms0 = first.time(gx, gy, 2)?.ms.max(1e-6);
+    let budget_ms = budget as f64 * ms0;
+    let r = first.bccoo().expect("a bccoo plan has a bccoo report");
+    let (layout, base) = (r.layout, pinned(&first, given));
+    let label = |p: &SpmvPlan<T>| p.bccoo().map_or(String::new(), |r| r.summary());
+
+    // One variant per parameter the caller left open and the structure points at.
+    let mut variants: Vec<BccooOptions> = Vec::new();
+    if given.block_height.is_none() || given.block_width.is_none() {
+        if let Some(&(h, w)) = r.block_sizes.get(1) {
+            variants.push(BccooOptions {
+                block_height: Some(h),
+                block_width: Some(w),
+                columns: given.columns,
+                ..base.clone()
+            });
+        }
+    }
+    if given.tile.is_none() {
+        let single = layout.block_height * layout.block_width == 1;
+        variants.push(BccooOptions {
+            tile: Some(if single { 8 } else { 32 }),
+            columns: given.columns,
+            ..base.clone()
+        });
+    }
+    if given.slices.is_none() {
+        let x_bytes = a.ncols() as u64 * std::mem::size_of::<T>() as u64;
+        let wanted = x_bytes
+            .div_ceil(SLICE_X_BYTES)
+            .next_power_of_two()
+            .clamp(2, 8) as u32;
+        let slices = if layout.slices > 1 {
+            // BCCOO+ at its default: half as many slices.
+            Some((layout.slices / 2).max(2))
+        } else {
+            (x_bytes > SLICE_X_BYTES && a.ncols() / 256 >= wanted as usize).then_some(wanted)
+        };
+        if let Some(s) = slices.filter(|&s| s != layout.slices) {
+            variants.push(BccooOptions {
+                slices: Some(s),
+                columns: given.columns,
+                ..base.clone()
+            });
+        }
+    }
+    let first_base = BccooOptions {
+        columns: given.columns,
+        ..base.clone()
+    };
+    let mut built: Vec<(BccooOptions, SpmvPlan<T>)> = vec![(first_base.clone(), first)];
+    let build_share = 0.6 * budget_ms;
+    for o in variants {
+        if start.elapsed().as_secs_f64() * 1e3 > build_share {
+            break;
+        }
+        // A candidate this adapter cannot hold is skipped.
+        match build_candidate(gpu, a, uploaded, method, &po(&o), &mut formats) {
+            Ok(p) => built.push((o, p)),
+            Err(
+                crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
+            ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // Every candidate in turns, a few products per sample, within what the budget has left.
+    let time_all = |plans: &[&SpmvPlan<T>], gy: &mut GpuVector<T>, left_ms: f64| {
+        let per = GUIDED_ROUNDS as f64 * plans.len() as f64 * ms0;
+        let reps = ((left_ms / per).floor() as u32).clamp(2, 50);
+        SpmvPlan::time_together(plans, gx, gy, GUIDED_ROUNDS, reps)
+    };
+    let left = |start: Instant| budget_ms - start.elapsed().as_secs_f64() * 1e3;
+    let plans: Vec<&SpmvPlan<T>> = built.iter().map(|b| &b.1).collect();
+    let ms = time_all(&plans, gy, 0.8 * left(start))?;
+    let mut candidates: Vec<(String, f64)> = built
+        .iter()
+        .zip(&ms)
+        .map(|((_, p), &t)| (label(p), t))
+        .collect();
+    // The improvements combined: each variant's parameter that beat the untuned plan.
+    let mut combined = first_base.clone();
+    let mut improved = 0;
+    for ((o, _), &t) in built.iter().zip(&ms).skip(1) {
+        if t < ms[0] {
+            improved += 1;
+            if o.tile != first_base.tile {
+                combined.tile = o.tile;
+            }
+            if o.slices != first_base.slices {
+                combined.slices = o.slices;
+            }
+            if o.block_height != first_base.block_height || o.block_width != first_base.block_width
+            {
+                combined.block_height = o.block_height;
+                combined.block_width = o.block_width;
+            }
+        }
+    }
+    let best_i = (0..ms.len())
+        .min_by(|&i, &j| ms[i].total_cmp(&ms[j]))
+        .expect("the untuned plan is a candidate");
+    let mut best = built.swap_remove(best_i).1;
+    if improved >= 2 && left(start) > 0.0 {
+        if let Ok(p) = build_candidate(gpu, a, uploaded, method, &po(&combined), &mut formats) {
+            let t = time_all(&[&p, &best], gy, left(start).max(0.0))?;
+            candidates.push((label(&p), t[0]));
+            if t[0] < t[1] {
+                best = p;
+            }
+        }
+    }
+    Ok((best, candidates))
 }

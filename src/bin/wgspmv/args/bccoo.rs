@@ -13,6 +13,10 @@ pub struct BccooArgs {
     /// Tune `bccoo` and `bccoo-plus` by timing candidates on this adapter first (section 4).
     #[arg(long)]
     pub tune: bool,
+    /// With `--tune`: a guided search spending about this many products of the untuned plan
+    /// (builds and timings) instead of the staged search of every parameter.
+    #[arg(long)]
+    pub tune_budget: Option<u32>,
     /// Remember `bccoo` tuning choices in this file across runs (read first, appended after).
     #[arg(long)]
     pub tune_file: Option<PathBuf>,
@@ -72,6 +76,7 @@ impl BccooArgs {
                     carry,
                     tune: self.tune,
                     tune_file: self.tune_file.clone(),
+                    tune_budget_products: self.tune_budget,
                     tile: self.bccoo_tile,
                     block_height,
                     block_width,
