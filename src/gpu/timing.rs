@@ -71,13 +71,25 @@ impl Gpu {
     /// sampled in turn, `rounds` times over, and keeps its fastest sample. A clock still ramping
     /// up slows every one of them alike, after a short settling run (samples taken right after
     /// the host built a plan read a discrete GPU at idle clocks; docs/auto.md); each sample is a
-    /// few milliseconds of GPU time, at most `max_reps` calls.
+    /// few milliseconds of GPU time, at most `max_reps` calls. Without `settle`, no settling run
+    /// and no samples beyond the rounds' (a search on a budget: the turns alone keep a ramping
+    /// clock fair between the recordings).
     pub(crate) fn time_round_robin(
         &self,
         records: &mut [&mut dyn FnMut(&mut wgpu::ComputePass<'_>)],
         rounds: u32,
         max_reps: u32,
+        settle: bool,
     ) -> Result<Vec<f64>> {
+        if !settle {
+            let mut best = vec![f64::INFINITY; records.len()];
+            for _ in 0..rounds.max(1) {
+                for (i, record) in records.iter_mut().enumerate() {
+                    best[i] = best[i].min(self.sample(max_reps.max(1), record)?.0);
+                }
+            }
+            return Ok(best);
+        }
         let mut reps = Vec::with_capacity(records.len());
         for record in records.iter_mut() {
             // The first call compiles and faults pages in; the second estimates one call.

@@ -417,14 +417,16 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Times plans of the same shape against one another on the same vectors, ms per product
     /// in the order given ([`Gpu::time_round_robin`]: each keeps its fastest of `rounds`
-    /// samples of at most `max_reps` products). A plan that finishes on the host is timed by
-    /// whole `run` calls after the others.
+    /// samples of at most `max_reps` products; `settle`: after a settling run, else exactly
+    /// `max_reps` per sample). A plan that finishes on the host is timed by whole `run` calls
+    /// after the others.
     pub(crate) fn time_together(
         plans: &[&SpmvPlan<T>],
         x: &GpuVector<T>,
         y: &mut GpuVector<T>,
         rounds: u32,
         max_reps: u32,
+        settle: bool,
     ) -> Result<Vec<f64>> {
         let Some(first) = plans.first() else {
             return Ok(Vec::new());
@@ -451,7 +453,9 @@ impl<T: Scalar> SpmvPlan<T> {
             .collect();
         let mut refs: Vec<&mut dyn FnMut(&mut wgpu::ComputePass<'_>)> =
             records.iter_mut().map(|r| r.as_mut() as _).collect();
-        let device_ms = first.gpu.time_round_robin(&mut refs, rounds, max_reps)?;
+        let device_ms = first
+            .gpu
+            .time_round_robin(&mut refs, rounds, max_reps, settle)?;
         let mut ms = vec![0.0; plans.len()];
         for (&i, t) in on_device.iter().zip(device_ms) {
             ms[i] = t;

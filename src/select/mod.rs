@@ -495,7 +495,7 @@ fn decide<T: Scalar>(
     // left idle while the host built a plan slows them all alike (GPU timestamps where the
     // adapter has them).
     let plans: Vec<&SpmvPlan<T>> = built.iter().map(|(_, p)| p).collect();
-    let ms = SpmvPlan::time_together(&plans, &gx, &mut gy, TIMING_ROUNDS, reps)?;
+    let ms = SpmvPlan::time_together(&plans, &gx, &mut gy, TIMING_ROUNDS, reps, true)?;
     for ((i, _), ms) in built.iter().zip(ms) {
         choice.candidates[*i].measured_product_ms = Some(ms);
     }

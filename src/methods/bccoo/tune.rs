@@ -35,7 +35,8 @@ pub struct TuneReport {
     pub chosen: BccooOptions,
     /// The workgroup size chosen (invocations per workgroup).
     pub workgroup_size: u32,
-    /// Wall-clock time of the search, builds and uploads included (zero when remembered).
+    /// Wall-clock time of the search, builds and uploads included, pipeline compiles left out (as
+    /// in a setup's split; zero when remembered).
     pub time: Duration,
     /// The choice came from an earlier tuning of the same matrix on the same adapter.
     pub remembered: bool,
@@ -212,7 +213,7 @@ pub(crate) fn tune<T: Scalar>(
             },
         ));
     }
-    let start = Instant::now();
+    let (start, compiled) = (Instant::now(), gpu.compile_ns());
     // Candidates are built on the GPU from one upload of the CSR where the plain build would be
     // (milliseconds each, against a host build of hundreds).
     let untuned = PlanOptions {
@@ -277,7 +278,9 @@ pub(crate) fn tune<T: Scalar>(
             candidates,
             chosen,
             workgroup_size: wg,
-            time: start.elapsed(),
+            time: start
+                .elapsed()
+                .saturating_sub(Duration::from_nanos(gpu.compile_ns() - compiled)),
             remembered: false,
         },
     ))
@@ -322,7 +325,7 @@ fn staged<T: Scalar>(
             let (ms, best_ms) = match best {
                 None => (plan.time(gx, gy, 10)?.ms, None),
                 Some(b) => {
-                    let t = SpmvPlan::time_together(&[&plan, b], gx, gy, ROUNDS, 200)?;
+                    let t = SpmvPlan::time_together(&[&plan, b], gx, gy, ROUNDS, 200, true)?;
                     (t[0], Some(t[1]))
                 }
             };
@@ -496,17 +499,25 @@ fn build_candidate<T: Scalar>(
     build_reusing(gpu, a, method, po, formats)
 }
 
-/// `x` larger than this is read in vertical slices by the guided search's slice candidate.
-const SLICE_X_BYTES: u64 = 2 << 20;
+/// `x` larger than this is tried in vertical slices by the guided search (BCCOO+'s default
+/// slice of `x`).
+const SLICE_X_BYTES: u64 = 1 << 20;
 
 /// Rounds of the guided search's timing (each candidate keeps its fastest).
-const GUIDED_ROUNDS: u32 = 3;
+const GUIDED_ROUNDS: u32 = 4;
 
-/// The guided search: the untuned plan, then one candidate per parameter the structure points
-/// at (the next block size by footprint; tile 8 for single-entry blocks, whose gathers of `x`
-/// limit, or 32 for larger blocks; slices where `x` outgrows [`SLICE_X_BYTES`]), all timed
-/// together for a few products each, then the improvements combined. Candidates stop being
-/// built once the builds have spent most of `budget` products (of the untuned plan's time).
+/// GPU time of one sample of the guided search's timing, about.
+const GUIDED_SAMPLE_MS: f64 = 1.0;
+
+/// The guided search: the untuned plan, then one parameter at a time on top of the best so far,
+/// in the order and with the values the structure points at: the tile (8 then 4 for
+/// single-entry blocks, whose gathers of `x` limit; 32 for larger blocks), the next block size by
+/// footprint, vertical slices where `x` is larger than [`SLICE_X_BYTES`] (2, 4, ... while each is
+/// faster, else the count that gives each slice about 2 MiB of `x`), the per-thread strategy. Each candidate is built and timed against the best so
+/// far (a few products per sample, in turns, so that a clock still ramping up slows both alike)
+/// and the loser dropped, so that the next build reuses its memory. What the search spends
+/// beyond the untuned plan's own build, pipeline compiles left out, stays within about `budget`
+/// products of the untuned plan: a candidate is built only while most of it is left.
 #[allow(clippy::too_many_arguments)]
 fn guided<T: Scalar>(
     gpu: &Gpu,
@@ -519,7 +530,6 @@ fn guided<T: Scalar>(
     gx: &GpuVector<T>,
     gy: &mut GpuVector<T>,
 ) -> Result<Searched<T>> {
-    let start = Instant::now();
     let mut formats: FormatCache<T> = None;
     let po = |o: &BccooOptions| PlanOptions {
         bccoo: BccooOptions {
@@ -530,117 +540,107 @@ fn guided<T: Scalar>(
         ..opts.clone()
     };
     let first = build_candidate(gpu, a, uploaded, method, &po(given), &mut formats)?;
-    // The untuned plan's time sets the budget (two products settle the clocks first).
-    let ms0 = first.time(gx, gy, 2)?.ms.max(1e-6);
+    // From here the clock runs, without the time spent compiling pipelines.
+    let (start, compiled) = (Instant::now(), gpu.compile_ns());
+    let spent_ms = || {
+        let ns = start.elapsed().as_nanos() as u64;
+        ns.saturating_sub(gpu.compile_ns() - compiled) as f64 / 1e6
+    };
+    // The untuned plan's time sets the budget and the samples' length.
+    let once = SpmvPlan::time_together(&[&first], gx, gy, 1, 2, false)?[0].max(1e-6);
+    let reps = ((GUIDED_SAMPLE_MS / once).ceil() as u32).clamp(2, 200);
+    let ms0 = SpmvPlan::time_together(&[&first], gx, gy, 2, reps, false)?[0].max(1e-6);
     let budget_ms = budget as f64 * ms0;
+    // The next candidate is built while this much of the budget is left (a build costs about
+    // as much as the untuned one did, which the budget does not count).
+    let reserve = 0.3 * budget_ms;
     let r = first.bccoo().expect("a bccoo plan has a bccoo report");
-    let (layout, base) = (r.layout, pinned(&first, given));
+    let (layout, sizes) = (r.layout, r.block_sizes.clone());
     let label = |p: &SpmvPlan<T>| p.bccoo().map_or(String::new(), |r| r.summary());
-
-    // One variant per parameter the caller left open and the structure points at.
-    let mut variants: Vec<BccooOptions> = Vec::new();
-    if given.block_height.is_none() || given.block_width.is_none() {
-        if let Some(&(h, w)) = r.block_sizes.get(1) {
-            variants.push(BccooOptions {
-                block_height: Some(h),
-                block_width: Some(w),
-                columns: given.columns,
-                ..base.clone()
-            });
+    let mut candidates = vec![(label(&first), ms0)];
+    let mut best = first;
+    let mut best_o = BccooOptions {
+        columns: given.columns,
+        ..pinned(&best, given)
+    };
+    // Builds `best_o` changed by `change` and times it against the best, keeping the faster;
+    // whether it won (false when it could not be built, or the budget is spent).
+    let mut try_one = |change: &dyn Fn(&mut BccooOptions),
+                       best: &mut SpmvPlan<T>,
+                       best_o: &mut BccooOptions,
+                       candidates: &mut Vec<(String, f64)>|
+     -> Result<bool> {
+        let mut o = best_o.clone();
+        change(&mut o);
+        if o == *best_o || budget_ms - spent_ms() < reserve {
+            return Ok(false);
+        }
+        let plan = match build_candidate(gpu, a, uploaded, method, &po(&o), &mut formats) {
+            Ok(p) => p,
+            // A candidate this adapter cannot hold is skipped.
+            Err(
+                crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
+            ) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let t = SpmvPlan::time_together(&[&plan, best], gx, gy, GUIDED_ROUNDS, reps, false)?;
+        candidates.push((label(&plan), t[0]));
+        if t[0] >= t[1] {
+            return Ok(false);
+        }
+        *best = plan;
+        *best_o = o;
+        Ok(true)
+    };
+    let mut step = |change: &dyn Fn(&mut BccooOptions)| {
+        try_one(change, &mut best, &mut best_o, &mut candidates)
+    };
+    if given.tile.is_none() {
+        if layout.block_height * layout.block_width == 1 {
+            if step(&|o| o.tile = Some(8))? {
+                step(&|o| o.tile = Some(4))?;
+            }
+        } else {
+            step(&|o| o.tile = Some(32))?;
         }
     }
-    if given.tile.is_none() {
-        let single = layout.block_height * layout.block_width == 1;
-        variants.push(BccooOptions {
-            tile: Some(if single { 8 } else { 32 }),
-            columns: given.columns,
-            ..base.clone()
-        });
+    if given.block_height.is_none() || given.block_width.is_none() {
+        if let Some(&(h, w)) = sizes.get(1) {
+            step(&|o| {
+                o.block_height = Some(h);
+                o.block_width = Some(w);
+            })?;
+        }
     }
     if given.slices.is_none() {
         let x_bytes = a.ncols() as u64 * std::mem::size_of::<T>() as u64;
-        let wanted = x_bytes
-            .div_ceil(SLICE_X_BYTES)
-            .next_power_of_two()
-            .clamp(2, 8) as u32;
-        let slices = if layout.slices > 1 {
-            // BCCOO+ at its default: half as many slices.
-            Some((layout.slices / 2).max(2))
-        } else {
-            (x_bytes > SLICE_X_BYTES && a.ncols() / 256 >= wanted as usize).then_some(wanted)
-        };
-        if let Some(s) = slices.filter(|&s| s != layout.slices) {
-            variants.push(BccooOptions {
-                slices: Some(s),
-                columns: given.columns,
-                ..base.clone()
-            });
-        }
-    }
-    let first_base = BccooOptions {
-        columns: given.columns,
-        ..base.clone()
-    };
-    let mut built: Vec<(BccooOptions, SpmvPlan<T>)> = vec![(first_base.clone(), first)];
-    let build_share = 0.6 * budget_ms;
-    for o in variants {
-        if start.elapsed().as_secs_f64() * 1e3 > build_share {
-            break;
-        }
-        // A candidate this adapter cannot hold is skipped.
-        match build_candidate(gpu, a, uploaded, method, &po(&o), &mut formats) {
-            Ok(p) => built.push((o, p)),
-            Err(
-                crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
-            ) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    // Every candidate in turns, a few products per sample, within what the budget has left.
-    let time_all = |plans: &[&SpmvPlan<T>], gy: &mut GpuVector<T>, left_ms: f64| {
-        let per = GUIDED_ROUNDS as f64 * plans.len() as f64 * ms0;
-        let reps = ((left_ms / per).floor() as u32).clamp(2, 50);
-        SpmvPlan::time_together(plans, gx, gy, GUIDED_ROUNDS, reps)
-    };
-    let left = |start: Instant| budget_ms - start.elapsed().as_secs_f64() * 1e3;
-    let plans: Vec<&SpmvPlan<T>> = built.iter().map(|b| &b.1).collect();
-    let ms = time_all(&plans, gy, 0.8 * left(start))?;
-    let mut candidates: Vec<(String, f64)> = built
-        .iter()
-        .zip(&ms)
-        .map(|((_, p), &t)| (label(p), t))
-        .collect();
-    // The improvements combined: each variant's parameter that beat the untuned plan.
-    let mut combined = first_base.clone();
-    let mut improved = 0;
-    for ((o, _), &t) in built.iter().zip(&ms).skip(1) {
-        if t < ms[0] {
-            improved += 1;
-            if o.tile != first_base.tile {
-                combined.tile = o.tile;
+        // Slices narrower than 256 columns only add partial results.
+        let most = (a.ncols() / 256).min(32) as u32;
+        let mut s = layout.slices;
+        if s > 2 {
+            // BCCOO+ at its default: fewer slices while fewer are faster.
+            while s > 2 && step(&|o| o.slices = Some(s / 2))? {
+                s /= 2;
             }
-            if o.slices != first_base.slices {
-                combined.slices = o.slices;
-            }
-            if o.block_height != first_base.block_height || o.block_width != first_base.block_width
-            {
-                combined.block_height = o.block_height;
-                combined.block_width = o.block_width;
+        } else if x_bytes > SLICE_X_BYTES {
+            // Doubling while faster; where two lose to one, the count that gives each slice
+            // about 2 MiB of `x` (the first doubling can lose where more slices win).
+            let by_x = (x_bytes.div_ceil(2 * SLICE_X_BYTES).next_power_of_two() as u32).min(most);
+            if 2 <= most && step(&|o| o.slices = Some(2))? {
+                s = 2;
+                while s * 2 <= most && step(&|o| o.slices = Some(s * 2))? {
+                    s *= 2;
+                }
+            } else if by_x > 2 {
+                step(&|o| o.slices = Some(by_x))?;
             }
         }
     }
-    let best_i = (0..ms.len())
-        .min_by(|&i, &j| ms[i].total_cmp(&ms[j]))
-        .expect("the untuned plan is a candidate");
-    let mut best = built.swap_remove(best_i).1;
-    if improved >= 2 && left(start) > 0.0 {
-        if let Ok(p) = build_candidate(gpu, a, uploaded, method, &po(&combined), &mut formats) {
-            let t = time_all(&[&p, &best], gy, left(start).max(0.0))?;
-            candidates.push((label(&p), t[0]));
-            if t[0] < t[1] {
-                best = p;
-            }
-        }
+    if given.strategy == Strategy::Auto && given.cache_factor.is_none() {
+        step(&|o| {
+            o.strategy = Strategy::PerThread;
+            o.cache_factor = Some(1);
+        })?;
     }
     Ok((best, candidates))
 }
