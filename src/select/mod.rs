@@ -241,9 +241,11 @@ fn adapter_hash(gpu: &Gpu) -> u64 {
 
 /// Builds a `bccoo` tuning takes, about (docs/bccoo.md: 14-22 candidates).
 const TUNING_BUILDS: f64 = 15.0;
-/// Builds the guided `bccoo` tuning takes at most (the untuned plan, three variants, their
-/// combination).
-const GUIDED_TUNING_BUILDS: f64 = 5.0;
+/// Builds the guided `bccoo` tuning takes, about (docs/bccoo.md: 3-8 candidates).
+const GUIDED_TUNING_BUILDS: f64 = 6.0;
+/// Products a timed choice's guided `bccoo` tuning may spend at least (docs/bccoo.md: with fewer
+/// it stops before the block size or the slices on the suite).
+const GUIDED_TUNING_BUDGET: u32 = 1000;
 
 /// The options a candidate is built with: the caller's, and where the choice is timed (or a
 /// timed choice remembered), `bccoo` and `bccoo-plus` tuned on the device when the tuning's
@@ -251,12 +253,12 @@ const GUIDED_TUNING_BUILDS: f64 = 5.0;
 /// a remembered Auto choice rebuilds the same layout).
 fn candidate_options(c: &Candidate, expected: u64, opts: &PlanOptions, timed: bool) -> PlanOptions {
     let mut o = opts.clone();
-    // A timed choice tunes by the guided search within its own budget; a remembered one, whose
-    // budget is not known here, by the staged search (remembered too, so built once).
+    // A timed choice tunes by the guided search within its own budget (at least
+    // GUIDED_TUNING_BUDGET); without a budget, by the staged search.
     let budget = opts
         .auto
         .timed_budget_products
-        .map(|b| b.round().max(1.0) as u32);
+        .map(|b| (b.round() as u32).max(GUIDED_TUNING_BUDGET));
     let builds = if budget.is_some() {
         GUIDED_TUNING_BUILDS
     } else {
