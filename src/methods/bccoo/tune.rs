@@ -506,14 +506,19 @@ const SLICE_X_BYTES: u64 = 1 << 20;
 /// Rounds of the guided search's timing (each candidate keeps its fastest).
 const GUIDED_ROUNDS: u32 = 4;
 
+/// A guided candidate replaces the best only when its time is below this fraction of the best's.
+const GUIDED_MARGIN: f64 = 0.98;
+
 /// GPU time of one sample of the guided search's timing, about.
 const GUIDED_SAMPLE_MS: f64 = 1.0;
 
 /// The guided search: the untuned plan, then one parameter at a time on top of the best so far,
 /// in the order and with the values the structure points at: the tile (8 then 4 for
-/// single-entry blocks, whose gathers of `x` limit; 32 for larger blocks), the next block size by
-/// footprint, vertical slices where `x` is larger than [`SLICE_X_BYTES`] (2, 4, ... while each is
-/// faster, else the count that gives each slice about 2 MiB of `x`), the per-thread strategy. Each candidate is built and timed against the best so
+/// single-entry blocks, whose gathers of `x` limit; 32 for larger blocks), vertical slices for
+/// single-entry blocks where `x` is larger than [`SLICE_X_BYTES`] (2, 4, ... while each is faster, else the count that
+/// gives each slice about 2 MiB of `x`), the next block size by footprint (and a longer tile if
+/// it was larger and won), the per-thread strategy, smaller workgroups while faster. A candidate
+/// replaces the best only when [`GUIDED_MARGIN`] faster. Each candidate is built and timed against the best so
 /// far (a few products per sample, in turns, so that a clock still ramping up slows both alike)
 /// and the loser dropped, so that the next build reuses its memory. What the search spends
 /// beyond the untuned plan's own build, pipeline compiles left out, stays within about `budget`
@@ -559,23 +564,32 @@ fn guided<T: Scalar>(
     let label = |p: &SpmvPlan<T>| p.bccoo().map_or(String::new(), |r| r.summary());
     let mut candidates = vec![(label(&first), ms0)];
     let mut best = first;
-    let mut best_o = BccooOptions {
-        columns: given.columns,
-        ..pinned(&best, given)
-    };
+    // The best so far as options and workgroup size (`None`: the plan's default).
+    let mut best_o = (
+        BccooOptions {
+            columns: given.columns,
+            ..pinned(&best, given)
+        },
+        opts.workgroup_size,
+    );
     // Builds `best_o` changed by `change` and times it against the best, keeping the faster;
     // whether it won (false when it could not be built, or the budget is spent).
-    let mut try_one = |change: &dyn Fn(&mut BccooOptions),
+    type Change<'c> = &'c dyn Fn(&mut BccooOptions, &mut Option<u32>);
+    let mut try_one = |change: Change,
                        best: &mut SpmvPlan<T>,
-                       best_o: &mut BccooOptions,
+                       best_o: &mut (BccooOptions, Option<u32>),
                        candidates: &mut Vec<(String, f64)>|
      -> Result<bool> {
         let mut o = best_o.clone();
-        change(&mut o);
+        change(&mut o.0, &mut o.1);
         if o == *best_o || budget_ms - spent_ms() < reserve {
             return Ok(false);
         }
-        let plan = match build_candidate(gpu, a, uploaded, method, &po(&o), &mut formats) {
+        let po = PlanOptions {
+            workgroup_size: o.1,
+            ..po(&o.0)
+        };
+        let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut formats) {
             Ok(p) => p,
             // A candidate this adapter cannot hold is skipped.
             Err(
@@ -585,62 +599,78 @@ fn guided<T: Scalar>(
         };
         let t = SpmvPlan::time_together(&[&plan, best], gx, gy, GUIDED_ROUNDS, reps, false)?;
         candidates.push((label(&plan), t[0]));
-        if t[0] >= t[1] {
+        // Kept only when clearly faster: unsettled samples of a few products err by a few
+        // percent, and a change that wins by less is not worth the risk of a slower plan.
+        if t[0] >= GUIDED_MARGIN * t[1] {
             return Ok(false);
         }
         *best = plan;
         *best_o = o;
         Ok(true)
     };
-    let mut step = |change: &dyn Fn(&mut BccooOptions)| {
-        try_one(change, &mut best, &mut best_o, &mut candidates)
-    };
-    if given.tile.is_none() {
-        if layout.block_height * layout.block_width == 1 {
-            if step(&|o| o.tile = Some(8))? {
-                step(&|o| o.tile = Some(4))?;
+    let mut step = |change: Change| try_one(change, &mut best, &mut best_o, &mut candidates);
+    let open_tile = given.tile.is_none();
+    let single = layout.block_height * layout.block_width == 1;
+    if open_tile {
+        if single {
+            if step(&|o, _| o.tile = Some(8))? {
+                step(&|o, _| o.tile = Some(4))?;
             }
         } else {
-            step(&|o| o.tile = Some(32))?;
+            step(&|o, _| o.tile = Some(32))?;
         }
     }
-    if given.block_height.is_none() || given.block_width.is_none() {
-        if let Some(&(h, w)) = sizes.get(1) {
-            step(&|o| {
-                o.block_height = Some(h);
-                o.block_width = Some(w);
-            })?;
-        }
-    }
-    if given.slices.is_none() {
+    // Slices for scattered columns (single-entry blocks); blocks of several entries found
+    // columns close together.
+    if given.slices.is_none() && (single || layout.slices > 1) {
         let x_bytes = a.ncols() as u64 * std::mem::size_of::<T>() as u64;
         // Slices narrower than 256 columns only add partial results.
         let most = (a.ncols() / 256).min(32) as u32;
         let mut s = layout.slices;
         if s > 2 {
             // BCCOO+ at its default: fewer slices while fewer are faster.
-            while s > 2 && step(&|o| o.slices = Some(s / 2))? {
+            while s > 2 && step(&|o, _| o.slices = Some(s / 2))? {
                 s /= 2;
             }
         } else if x_bytes > SLICE_X_BYTES {
             // Doubling while faster; where two lose to one, the count that gives each slice
             // about 2 MiB of `x` (the first doubling can lose where more slices win).
             let by_x = (x_bytes.div_ceil(2 * SLICE_X_BYTES).next_power_of_two() as u32).min(most);
-            if 2 <= most && step(&|o| o.slices = Some(2))? {
+            if 2 <= most && step(&|o, _| o.slices = Some(2))? {
                 s = 2;
-                while s * 2 <= most && step(&|o| o.slices = Some(s * 2))? {
+                while s * 2 <= most && step(&|o, _| o.slices = Some(s * 2))? {
                     s *= 2;
                 }
             } else if by_x > 2 {
-                step(&|o| o.slices = Some(by_x))?;
+                step(&|o, _| o.slices = Some(by_x))?;
+            }
+        }
+    }
+    if given.block_height.is_none() || given.block_width.is_none() {
+        if let Some(&(h, w)) = sizes.get(1) {
+            let bigger = h * w > layout.block_height * layout.block_width;
+            let won = step(&|o, _| {
+                o.block_height = Some(h);
+                o.block_width = Some(w);
+            })?;
+            // Larger blocks hold more per load: a longer tile may pay again.
+            if won && bigger && open_tile {
+                step(&|o, _| o.tile = Some(o.tile.unwrap_or(16) * 2))?;
             }
         }
     }
     if given.strategy == Strategy::Auto && given.cache_factor.is_none() {
-        step(&|o| {
+        step(&|o, _| {
             o.strategy = Strategy::PerThread;
             o.cache_factor = Some(1);
         })?;
+    }
+    // Smaller workgroups, halving while faster (more of them resident where sums carry less).
+    if opts.workgroup_size.is_none() {
+        let mut wg = layout.workgroup;
+        while wg > 128 && step(&|_, w| *w = Some(wg / 2))? {
+            wg /= 2;
+        }
     }
     Ok((best, candidates))
 }
