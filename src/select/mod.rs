@@ -336,11 +336,14 @@ pub(crate) fn choose_gpu_csr<T: Scalar>(
     let speculative =
         crate::methods::speculative::gpu_build::builds_from_host::<T>(gpu, shape, opts)
             .unwrap_or(false);
+    let int64 = !T::NEEDS_F64 || gpu.info().has(wgpu::Features::SHADER_INT64);
     let on_gpu = |m: Method| match m {
         Method::CsrScalar | Method::CsrVector | Method::Cmrs | Method::CmrsPadded => true,
         Method::Suraa => true,
         Method::Speculative => speculative,
-        _ => false,
+        // (Stored zeros, not looked for here, would send it to the host: as Auto's host path.)
+        Method::Bccoo | Method::BccooPlus => int64 && !opts.bccoo.tune,
+        Method::Auto => false,
     };
     let candidates = predict(&profile, &features, expected, &on_gpu);
     Ok(AutoChoice {
@@ -421,7 +424,8 @@ fn decide<T: Scalar>(
     let mut on_gpu = HashMap::new();
     for m in &profile.methods {
         // (A method whose options fail here fails when built, and falls down the list then.)
-        let gpu_build = crate::methods::builds_on_gpu(gpu, a, m.method, opts).unwrap_or(false);
+        let gpu_build =
+            crate::methods::builds_on_gpu_checking(gpu, a, m.method, opts, false).unwrap_or(false);
         on_gpu.insert(m.method, gpu_build);
     }
     let candidates = predict(&profile, &features, expected, &|m| on_gpu[&m]);

@@ -77,10 +77,16 @@ fn coding_code(c: ColumnCoding) -> u32 {
 }
 
 /// Whether a host CSR `a` is better uploaded as it is and built on the GPU (tuning and stored
-/// zeros take the host build; the caller has checked the adapter kind and `BuildOn`).
-pub(crate) fn builds_from_host<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> bool {
+/// zeros take the host build; the caller has checked the adapter kind and `BuildOn`); stored
+/// zeros are looked for only with `zeros`.
+pub(crate) fn builds_from_host<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    opts: &PlanOptions,
+    zeros: bool,
+) -> bool {
     let int64 = !T::NEEDS_F64 || gpu.info().has(wgpu::Features::SHADER_INT64);
-    int64 && !opts.bccoo.tune && !a.values().par_iter().any(|v| v.to_f64() == 0.0)
+    int64 && !opts.bccoo.tune && !(zeros && a.values().par_iter().any(|v| v.to_f64() == 0.0))
 }
 
 /// Dispatches `kernel`'s pass `pass` over `count` items (none when `count` is 0).
