@@ -93,10 +93,24 @@ pub(crate) fn submit_pass(
     during: &str,
     f: impl FnOnce(&mut Recorder) -> Result<()>,
 ) -> Result<()> {
+    submit_copies_and_pass(gpu, label, during, &[], f)
+}
+
+/// [`submit_pass`], after `copies` (source, destination, bytes from offset 0) on the same encoder.
+pub(crate) fn submit_copies_and_pass(
+    gpu: &Gpu,
+    label: &str,
+    during: &str,
+    copies: &[(&wgpu::Buffer, &wgpu::Buffer, u64)],
+    f: impl FnOnce(&mut Recorder) -> Result<()>,
+) -> Result<()> {
     gpu.scoped(during, || -> Result<()> {
         let mut enc = gpu
             .device()
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        for &(src, dst, bytes) in copies.iter().filter(|c| c.2 > 0) {
+            enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+        }
         {
             let mut r = Recorder::new(gpu, &mut enc, label);
             f(&mut r)?;

@@ -13,7 +13,7 @@
 //! builds the pass that restores them.
 
 use super::{assemble, check_values_fit, finish, kernels, params, smallest_of_counts};
-use crate::gpu::recorder::{Recorder, SCAN_BLOCK};
+use crate::gpu::recorder::{submit_copies_and_pass, Recorder, SCAN_BLOCK};
 use crate::gpu::Gpu;
 use crate::matrix::{check_u32, GpuCsr};
 use crate::methods::common::bad;
@@ -116,21 +116,8 @@ fn submit(
     copies: &[(&wgpu::Buffer, &wgpu::Buffer, u64)],
     f: impl FnOnce(&mut Recorder) -> Result<()>,
 ) -> Result<()> {
-    gpu.scoped("building bccoo on the GPU", || -> Result<()> {
-        let label = Some("bccoo build");
-        let mut enc = gpu
-            .device()
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label });
-        for &(src, dst, bytes) in copies.iter().filter(|c| c.2 > 0) {
-            enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
-        }
-        {
-            let mut r = Recorder::new(gpu, &mut enc, "bccoo build");
-            f(&mut r)?;
-        }
-        gpu.queue().submit([enc.finish()]);
-        Ok(())
-    })?
+    let during = "building bccoo on the GPU";
+    submit_copies_and_pass(gpu, "bccoo build", during, copies, f)
 }
 
 /// The plan built on the GPU, or `None` where the host builds it (tuning, stored zeros, f64
