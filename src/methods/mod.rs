@@ -263,19 +263,6 @@ pub(crate) fn builds_on_gpu<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<bool> {
-    builds_on_gpu_checking(gpu, a, method, opts, true)
-}
-
-/// [`builds_on_gpu`], looking for `bccoo`'s stored zeros (a pass over the values) only with
-/// `zeros`: `Auto`'s prediction skips it (a matrix with stored zeros is rare, and only its
-/// predicted setup would be off).
-pub(crate) fn builds_on_gpu_checking<T: Scalar>(
-    gpu: &Gpu,
-    a: &CsrMatrix<T>,
-    method: Method,
-    opts: &PlanOptions,
-    zeros: bool,
-) -> Result<bool> {
     let on_gpu = match opts.build_on {
         BuildOn::Host => false,
         BuildOn::Gpu => true,
@@ -291,9 +278,7 @@ pub(crate) fn builds_on_gpu_checking<T: Scalar>(
             Method::Speculative => {
                 speculative::gpu_build::builds_from_host::<T>(gpu, a.shape(), opts)?
             }
-            Method::Bccoo | Method::BccooPlus => {
-                bccoo::gpu_build::builds_from_host(gpu, a, opts, zeros)
-            }
+            Method::Bccoo | Method::BccooPlus => bccoo::gpu_build::builds_from_host::<T>(gpu, opts),
             _ => false,
         })
 }

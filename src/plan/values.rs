@@ -172,6 +172,15 @@ impl ZeroGuard {
         })
     }
 
+    /// The stored zeros at these CSR entries (in any order).
+    pub(crate) fn of_entries(mut entries: Vec<u32>) -> Arc<Self> {
+        entries.sort_unstable();
+        Arc::new(Self {
+            entries,
+            bits_on_gpu: Default::default(),
+        })
+    }
+
     /// Whether `values` are zero at exactly the guarded entries.
     fn holds<T: Scalar>(&self, values: &[T]) -> bool {
         use rayon::prelude::*;

@@ -341,7 +341,6 @@ pub(crate) fn choose_gpu_csr<T: Scalar>(
         Method::CsrScalar | Method::CsrVector | Method::Cmrs | Method::CmrsPadded => true,
         Method::Suraa => true,
         Method::Speculative => speculative,
-        // (Stored zeros, not looked for here, would send it to the host: as Auto's host path.)
         Method::Bccoo | Method::BccooPlus => int64 && !opts.bccoo.tune,
         Method::Auto => false,
     };
@@ -424,8 +423,7 @@ fn decide<T: Scalar>(
     let mut on_gpu = HashMap::new();
     for m in &profile.methods {
         // (A method whose options fail here fails when built, and falls down the list then.)
-        let gpu_build =
-            crate::methods::builds_on_gpu_checking(gpu, a, m.method, opts, false).unwrap_or(false);
+        let gpu_build = crate::methods::builds_on_gpu(gpu, a, m.method, opts).unwrap_or(false);
         on_gpu.insert(m.method, gpu_build);
     }
     let candidates = predict(&profile, &features, expected, &|m| on_gpu[&m]);

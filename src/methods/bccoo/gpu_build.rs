@@ -9,8 +9,8 @@
 //!    blocks, per-thread first rows and escapes, per-workgroup info and the carry list (to size
 //!    the column words and the auxiliary array);
 //!
-//! then the column words encoded. Matrices with stored zeros are built on the host, which also
-//! builds the pass that restores them.
+//! then the column words encoded. Stored zeros (which the kernels skip) are listed on the GPU
+//! for the pass that restores them, their entries read back for the update guard.
 
 use super::{assemble, check_values_fit, finish, kernels, params, smallest_of_counts};
 use crate::gpu::recorder::{submit_copies_and_pass, Recorder, SCAN_BLOCK};
@@ -20,8 +20,7 @@ use crate::methods::common::bad;
 use crate::methods::{Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout, ZeroGuard};
 use crate::plan::{Binding, Phases, SpmvPlan};
-use crate::{CsrMatrix, Result, Scalar};
-use rayon::prelude::*;
+use crate::{Result, Scalar};
 use std::sync::Arc;
 
 use super::format::{ColumnCoding, Footprint, COMPACT_EMPTY_ROWS};
@@ -51,7 +50,8 @@ struct BuildParams {
     carry_base: u32,
     thread_escape_base: u32,
     escape_base: u32,
-    pad: [u32; 3],
+    zero_count: u32,
+    pad: [u32; 2],
 }
 
 // Words of the statistics buffer (STAT_* in shaders/bccoo/build_common.wgsl).
@@ -76,17 +76,12 @@ fn coding_code(c: ColumnCoding) -> u32 {
     }
 }
 
-/// Whether a host CSR `a` is better uploaded as it is and built on the GPU (tuning and stored
-/// zeros take the host build; the caller has checked the adapter kind and `BuildOn`); stored
-/// zeros are looked for only with `zeros`.
-pub(crate) fn builds_from_host<T: Scalar>(
-    gpu: &Gpu,
-    a: &CsrMatrix<T>,
-    opts: &PlanOptions,
-    zeros: bool,
-) -> bool {
+/// Whether a host CSR is better uploaded as it is and built on the GPU (tuning takes the host
+/// path, which builds its candidates on the GPU itself; the caller has checked the adapter kind
+/// and `BuildOn`).
+pub(crate) fn builds_from_host<T: Scalar>(gpu: &Gpu, opts: &PlanOptions) -> bool {
     let int64 = !T::NEEDS_F64 || gpu.info().has(wgpu::Features::SHADER_INT64);
-    int64 && !opts.bccoo.tune && !(zeros && a.values().par_iter().any(|v| v.to_f64() == 0.0))
+    int64 && !opts.bccoo.tune
 }
 
 /// Dispatches `kernel`'s pass `pass` over `count` items (none when `count` is 0).
@@ -120,8 +115,8 @@ fn submit(
     submit_copies_and_pass(gpu, "bccoo build", during, copies, f)
 }
 
-/// The plan built on the GPU, or `None` where the host builds it (tuning, stored zeros, f64
-/// without 64-bit integers in shaders: the host path then gives the same result or error).
+/// The plan built on the GPU, or `None` where the host builds it (tuning, f64 without 64-bit
+/// integers in shaders: the host path then gives the same result or error).
 pub(crate) fn prepare<T: Scalar>(
     gpu: &Gpu,
     a: &GpuCsr,
@@ -151,23 +146,38 @@ pub(crate) fn prepare<T: Scalar>(
         nnz: nnz as u32,
         ..Default::default()
     };
-    let (x0, x1) = (stand_in()?, stand_in()?);
+    let (x0, x1, no_zeros) = (stand_in()?, stand_in()?, stand_in()?);
     let u = uniform(&bp);
+    let stats_kernel = kernels::BCCOO_BUILD_STATS;
     submit(gpu, &[], |r| {
-        let stats_kernel = kernels::BCCOO_BUILD_STATS;
-        pass(
-            r,
-            stats_kernel,
-            0,
-            vw,
-            &[rp, ci, va, &stats, &x0, &x1, &u],
-            nnz as u64,
-        )
+        let b = [rp, ci, va, &stats, &x0, &x1, &no_zeros, &u];
+        pass(r, stats_kernel, 0, vw, &b, nnz as u64)
     })?;
     let st = read_stats()?;
-    if st[STAT_ZEROS] > 0 {
-        return Ok(None);
-    }
+    // Stored zeros: listed for their pass, their entries read back for the update guard.
+    let zeros = st[STAT_ZEROS];
+    let (zero_stage, guard) = if zeros == 0 {
+        (None, ZeroGuard::of_entries(Vec::new()))
+    } else {
+        let n = zeros as u64;
+        let list = Arc::new(words("stored zeros", 1 + 3 * n)?);
+        let u = uniform(&BuildParams {
+            zero_count: zeros,
+            ..bp
+        });
+        submit(gpu, &[], |r| {
+            let b = [rp, ci, va, &stats, &x0, &x1, &list, &u];
+            pass(r, stats_kernel, 2, vw, &b, nnz as u64)
+        })?;
+        let words = gpu.read_buffer::<u32>(&list, 1 + 3 * n as usize)?;
+        let guard = ZeroGuard::of_entries(words[1 + 2 * n as usize..].to_vec());
+        let stage = crate::methods::passes::stored_zeros::stage_of_list::<T>(
+            gpu,
+            Binding::Owned(list),
+            zeros,
+        )?;
+        (Some(stage), guard)
+    };
     let counts: Vec<[u64; 3]> = (0..4)
         .map(|h| [0, 1, 2].map(|i| st[h * 3 + i] as u64))
         .collect();
@@ -291,7 +301,7 @@ pub(crate) fn prepare<T: Scalar>(
         pass(r, rw, 3, vw, &rows_b, block_rows as u64)?;
         pass(r, rw, 4, vw, &rows_b, padded - blocks)?;
         if compact {
-            let stats_b = [rp, ci, va, &stats, &nonempty, &row_map, &u];
+            let stats_b = [rp, ci, va, &stats, &nonempty, &row_map, &no_zeros, &u];
             let words = (block_rows as u64).div_ceil(32);
             pass(r, kernels::BCCOO_BUILD_STATS, 1, vw, &stats_b, words)?;
         }
@@ -369,8 +379,8 @@ pub(crate) fn prepare<T: Scalar>(
         values: slots * s,
         auxiliary: (aux_words + if compact { row_map_words } else { 0 }) * 4,
         empty_row_blocks: if compact { 0 } else { empty },
-        // No stored zeros (they take the host build): the blocks' zeros are their fill.
-        stored_zeros: blocks * hw - nnz as u64 + (padded - blocks) * hw,
+        // The blocks' zeros: their fill and the stored zeros.
+        stored_zeros: blocks * hw - (nnz as u64 - zeros as u64) + (padded - blocks) * hw,
         csr: nnz as u64 * (s + 4) + (nrows as u64 + 1) * 4,
         coo: nnz as u64 * (s + 8),
     };
@@ -401,7 +411,7 @@ pub(crate) fn prepare<T: Scalar>(
         row_map: Binding::Owned(row_map),
     };
     let gather = GatherPart::on_gpu(values, sources, slots as usize, 0..nnz as u64);
-    let value_layout = ValueLayout::Guarded(vec![gather], ZeroGuard::of::<T>(&[]));
+    let value_layout = ValueLayout::Guarded(vec![gather], guard);
     let plan = assemble(
         gpu,
         (nrows, ncols, nnz),
@@ -409,7 +419,7 @@ pub(crate) fn prepare<T: Scalar>(
         &p,
         method,
         value_layout,
-        None,
+        zero_stage,
     )?;
     Ok(Some(finish(plan, phases)))
 }

@@ -54,12 +54,12 @@ pub const BCCOO_COMBINE: Kernel = Kernel {
 };
 
 /// The GPU build's counts before sizing anything (blocks of every size, largest column, stored
-/// zeros) and BCCOO+'s row map.
+/// zeros), BCCOO+'s row map and the list of stored zeros.
 pub const BCCOO_BUILD_STATS: Kernel = Kernel {
     name: "bccoo_build_stats",
     file: "bccoo/build_stats",
     heights: &[],
-    overrides: &[("PASS", &[0, 1]), ("VAL_WORDS", &[1, 2])],
+    overrides: &[("PASS", &[0, 1, 2]), ("VAL_WORDS", &[1, 2])],
     derive: None,
 };
 

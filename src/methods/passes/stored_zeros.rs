@@ -24,6 +24,13 @@ pub(crate) fn stage<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Result<Option<Sta
         return Ok(None);
     }
     zeros[0] = count;
+    let list = upload(gpu, "stored zeros", &zeros)?;
+    stage_of_list::<T>(gpu, list, count).map(Some)
+}
+
+/// The pass for a list of `count` stored zeros already in a buffer (`[count, then (row, column)
+/// pairs]`, any order).
+pub(crate) fn stage_of_list<T: Scalar>(gpu: &Gpu, list: Binding, count: u32) -> Result<Stage> {
     let wg = workgroup_size(gpu, None, 256, 1)?;
     let kernel = super::kernels::STORED_ZEROS;
     let pipeline = gpu.pipeline(&Variant::new(
@@ -32,9 +39,9 @@ pub(crate) fn stage<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Result<Option<Sta
         LaneMode::Workgroup,
         vec![("WG_SIZE", wg)],
     ))?;
-    Ok(Some(Stage {
+    Ok(Stage {
         pipeline,
-        bindings: vec![upload(gpu, "stored zeros", &zeros)?, Binding::X, Binding::Y],
+        bindings: vec![list, Binding::X, Binding::Y],
         grid: Grid::Direct(gpu.grid(count.div_ceil(wg))),
-    }))
+    })
 }
