@@ -77,14 +77,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
     // PASS 3.
     let br = q / h;
-    let stacked = params.nrows * params.slices;
     var rank = 0u;
     for (var r = 0u; r < h; r += 1u) {
-        let qr = br * h + r;
-        if (qr >= stacked) {
-            break;
-        }
-        let seg = segment(qr);
+        let seg = block_row_part(br, r);
         rank += owners[lower_bound(seg.x, seg.y, bc * w)] - owners[seg.x];
     }
     let n = block_row[br] + rank;

@@ -52,6 +52,16 @@ fn segment(q: u32) -> vec2<u32> {
     return vec2<u32>(lo, hi);
 }
 
+// The entries of row r of block row b (stacked row b * height + r) as a range of col_idx; an
+// empty range past the last stacked row.
+fn block_row_part(b: u32, r: u32) -> vec2<u32> {
+    let q = b * params.height + r;
+    if (q >= params.nrows * params.slices) {
+        return vec2<u32>(0u, 0u);
+    }
+    return segment(q);
+}
+
 // Whether row i has an entry in block column bc (columns bc * width .. bc * width + width).
 fn row_has_block(i: u32, bc: u32) -> bool {
     let end = row_ptr[i + 1u];

@@ -27,13 +27,8 @@ var<workgroup> empty_rows: atomic<u32>;
 // The largest block column of block row b (its last block in natural order).
 fn last_block_col(b: u32) -> u32 {
     var col = 0u;
-    let stacked = params.nrows * params.slices;
     for (var r = 0u; r < params.height; r += 1u) {
-        let q = b * params.height + r;
-        if (q >= stacked) {
-            break;
-        }
-        let seg = segment(q);
+        let seg = block_row_part(b, r);
         if (seg.y > seg.x) {
             col = max(col, col_idx[seg.y - 1u] / params.width);
         }
@@ -54,13 +49,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         workgroupBarrier();
         if (k < params.block_rows) {
             var n = 0u;
-            let stacked = params.nrows * params.slices;
             for (var r = 0u; r < params.height; r += 1u) {
-                let q = k * params.height + r;
-                if (q >= stacked) {
-                    break;
-                }
-                let seg = segment(q);
+                let seg = block_row_part(k, r);
                 n += owners[seg.y] - owners[seg.x];
             }
             block_row[k] = n;

@@ -110,6 +110,25 @@ pub struct AutoChoice {
 }
 
 impl AutoChoice {
+    /// The model's choice: [`predict`]'s candidates, the first chosen.
+    fn by_model(
+        profile: &Profile,
+        features: Features,
+        expected: u64,
+        on_gpu: &dyn Fn(Method) -> bool,
+    ) -> Self {
+        let candidates = predict(profile, &features, expected, on_gpu);
+        Self {
+            method: candidates[0].method,
+            basis: Basis::Model,
+            profile: profile.name.clone(),
+            expected_products: expected,
+            features,
+            candidates,
+            timing_ms: 0.0,
+        }
+    }
+
     /// The candidate entry of the chosen method.
     pub fn chosen(&self) -> &Candidate {
         self.candidates
@@ -344,16 +363,7 @@ pub(crate) fn choose_gpu_csr<T: Scalar>(
         Method::Bccoo | Method::BccooPlus => int64 && !opts.bccoo.tune,
         Method::Auto => false,
     };
-    let candidates = predict(&profile, &features, expected, &on_gpu);
-    Ok(AutoChoice {
-        method: candidates[0].method,
-        basis: Basis::Model,
-        profile: profile.name.clone(),
-        expected_products: expected,
-        features,
-        candidates,
-        timing_ms: 0.0,
-    })
+    Ok(AutoChoice::by_model(&profile, features, expected, &on_gpu))
 }
 
 /// Chooses a method for `a` on `gpu` (see the module docs). With a timed budget the candidates
@@ -426,16 +436,7 @@ fn decide<T: Scalar>(
         let gpu_build = crate::methods::builds_on_gpu(gpu, a, m.method, opts).unwrap_or(false);
         on_gpu.insert(m.method, gpu_build);
     }
-    let candidates = predict(&profile, &features, expected, &|m| on_gpu[&m]);
-    let mut choice = AutoChoice {
-        method: candidates[0].method,
-        basis: Basis::Model,
-        profile: profile.name.clone(),
-        expected_products: expected,
-        features,
-        candidates,
-        timing_ms: 0.0,
-    };
+    let mut choice = AutoChoice::by_model(&profile, features, expected, &|m| on_gpu[&m]);
     let Some(budget) = auto.timed_budget_products else {
         return Ok((choice, None));
     };

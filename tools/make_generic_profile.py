@@ -1,6 +1,6 @@
 import math, sys
-"""Writes generic.txt as a blend of nvidia.txt and cpu.txt: python3 samples/make_generic.py 0.7 generic.txt
-(run in src/select/profiles)."""
+"""Writes generic.txt as a blend of nvidia.txt and cpu.txt:
+python3 ../../../tools/make_generic_profile.py 0.7 generic.txt (run in src/select/profiles)."""
 a=float(sys.argv[1]); out_path=sys.argv[2]
 def load(p):
     d={}
