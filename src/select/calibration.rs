@@ -141,6 +141,18 @@ pub const STRUCTURES: &[Structure] = &[
         columns: Columns::Local { window: 4096 },
         aspect: 1.0,
     },
+    // A moderate tail over scattered columns (graphs), between the heavy random tail above and
+    // the local one.
+    Structure {
+        name: "powerlaw-mid",
+        lengths: Lengths::PowerLaw {
+            alpha: 2.5,
+            lo: 2,
+            cap: 1 << 16,
+        },
+        columns: Columns::Random,
+        aspect: 1.0,
+    },
     Structure {
         name: "random-short",
         lengths: Lengths::Uniform { lo: 3, hi: 5 },
@@ -204,6 +216,14 @@ pub const STRUCTURES: &[Structure] = &[
     Structure {
         name: "wide",
         lengths: Lengths::Uniform { lo: 16, hi: 32 },
+        columns: Columns::Random,
+        aspect: 8.0,
+    },
+    // More columns than rows with long rows: `x` far beyond the caches, read by many entries
+    // per row (the short-row `wide` above is read by few).
+    Structure {
+        name: "wide-long",
+        lengths: Lengths::Uniform { lo: 32, hi: 64 },
         columns: Columns::Random,
         aspect: 8.0,
     },

@@ -80,6 +80,10 @@ pub struct Args {
     /// earlier run whose setups the library has since changed).
     #[arg(long)]
     also_fit_products: Vec<PathBuf>,
+    /// Methods whose kernels or defaults changed since the --also-fit / --also-fit-products
+    /// files were measured (comma-separated): their samples come from this run or --refit alone.
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::method_names())]
+    fresh_methods: Vec<String>,
     /// Use this profile for --check-suite / --eval instead of the fitted one.
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -302,15 +306,22 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         samples
     };
     let mut samples = samples;
+    let fresh: Vec<Method> = args
+        .fresh_methods
+        .iter()
+        .map(|n| Method::from_name(n))
+        .collect::<wgspmv::Result<_>>()?;
+    let earlier = |s: &fit::Sample| !fresh.contains(&s.method);
     for p in &args.also_fit {
         let text = std::fs::read_to_string(p).map_err(io_err(p))?;
-        samples.extend(fit::samples_from_csv(&text)?);
+        samples.extend(fit::samples_from_csv(&text)?.into_iter().filter(earlier));
     }
     for p in &args.also_fit_products {
         let text = std::fs::read_to_string(p).map_err(io_err(p))?;
         samples.extend(
             fit::samples_from_csv(&text)?
                 .into_iter()
+                .filter(earlier)
                 .map(|s| fit::Sample {
                     setup_ms: f64::NAN,
                     ..s

@@ -81,7 +81,7 @@ pub struct BccooOptions {
     /// Vertical slices (a power of two up to 32). BCCOO is the one-slice case of BCCOO+: `bccoo`
     /// defaults to 1, and its tuning searches 1..=32 as the paper's tuner chooses between the two
     /// formats (Table 1), so a tuned `bccoo` plan may run BCCOO+. `bccoo-plus` takes at least 2;
-    /// default: enough that one slice of `x` takes at most 1 MiB.
+    /// default: slices of `x` about an eighth of the adapter's cache each (`default_slices`).
     pub slices: Option<u32>,
     /// How block column indices are stored; default [`ColumnCoding::Auto`].
     pub columns: ColumnCoding,
@@ -297,6 +297,35 @@ impl Params {
 /// cache factor (within the adapter's workgroup memory), spin limit.
 /// `footprints` gives the block sizes by footprint, smallest first (asked only when the options
 /// leave the block size open).
+/// Of the adapter's last-level cache, the share one vertical slice of `x` may take: the rest
+/// holds the slice's share of the other streams and the other workgroups' lines.
+const SLICE_OF_CACHE: f64 = 1.0 / 8.0;
+
+/// BCCOO+'s default slice count: slices of `x` about [`SLICE_OF_CACHE`] of the adapter's cache
+/// (the Auto profile's estimate: wgpu does not report cache sizes), the nearest power of two in
+/// 2..=32, and no slice narrower than 256 columns.
+pub(crate) fn default_slices(
+    gpu: &Gpu,
+    opts: &PlanOptions,
+    ncols: usize,
+    scalar_bytes: u64,
+) -> u32 {
+    let info = gpu.info();
+    let cache = crate::select::profile_for(gpu, &opts.auto)
+        .unwrap_or_else(|_| crate::select::profile::builtin_for(info.vendor, info.device_type))
+        .cache_bytes;
+    // A profile without a cache estimate: the generic profile's 8 MiB.
+    let cache = if cache.is_finite() && cache > 0.0 {
+        cache
+    } else {
+        8.0 * 1048576.0
+    };
+    let x_bytes = (ncols as u64 * scalar_bytes) as f64;
+    let by_cache = (x_bytes / (cache * SLICE_OF_CACHE)).max(1.0).log2().round() as u32;
+    let most = (ncols / 256).clamp(2, 32) as u32;
+    (1u32 << by_cache.min(5)).clamp(2, most)
+}
+
 fn params<T: Scalar>(
     gpu: &Gpu,
     ncols: usize,
@@ -352,11 +381,10 @@ fn params<T: Scalar>(
     }
     let slices = match method {
         Method::BccooPlus => {
-            let s_def = (ncols as u64 * s)
-                .div_ceil(1 << 20)
-                .next_power_of_two()
-                .clamp(2, 32) as u32;
-            let slices = o.slices.unwrap_or(s_def);
+            let slices = match o.slices {
+                Some(s) => s,
+                None => default_slices(gpu, opts, ncols, s),
+            };
             if slices < 2 {
                 return Err(bad(
                     "bccoo.slices",

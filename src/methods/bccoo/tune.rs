@@ -380,8 +380,8 @@ fn staged<T: Scalar>(
         };
     }
     // The slice count comes first, fewest first: 1 is BCCOO, more is BCCOO+ (the paper's tuner
-    // chooses the format too; `bccoo-plus` starts at 2). BCCOO+'s default (1 MiB of x per slice)
-    // can be 32 slices, whose stacked empty rows make every other candidate slow to build and to
+    // chooses the format too; `bccoo-plus` starts at 2). BCCOO+'s default (slices of x sized to the
+    // cache) can be 32 slices, whose stacked empty rows make every other candidate slow to build and to
     // run; and more slices only pay while x is what limits, so the search stops at the first
     // slower count.
     // Slices narrower than 256 columns only add partial results.
@@ -499,8 +499,8 @@ fn build_candidate<T: Scalar>(
     build_reusing(gpu, a, method, po, formats)
 }
 
-/// `x` larger than this is tried in vertical slices by the guided search (BCCOO+'s default
-/// slice of `x`).
+/// `x` larger than this is tried in vertical slices by the guided search (the paper's slice of
+/// `x`; it cannot know the cache either).
 const SLICE_X_BYTES: u64 = 1 << 20;
 
 /// Rounds of the guided search's timing (each candidate keeps its fastest).
