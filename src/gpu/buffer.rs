@@ -391,7 +391,7 @@ impl super::Gpu {
                 .map_err(|e| Error::Map(e.to_string()))?;
             for (off, bytes) in writes {
                 let o = (off - lo) as usize;
-                view.slice(o..o + bytes.len()).copy_from_slice(bytes);
+                super::copy_in_parallel(view.slice(o..o + bytes.len()), bytes);
             }
         }
         buffer.unmap();

@@ -142,6 +142,9 @@ struct Row {
     update_ms: Option<f64>,
     /// The first such update (a format that gathers makes its map then).
     first_update_ms: Option<f64>,
+    /// Such updates submitted back to back and waited for once, per update: what one costs in
+    /// a loop that updates and multiplies without waiting in between.
+    update_stream_ms: Option<f64>,
     /// The concrete method (differs from `method` for `auto` rows).
     chosen: String,
     /// Of `setup_ms`, the GPU validation of a matrix given in GPU buffers.
@@ -157,7 +160,7 @@ impl Row {
     /// The CSV line of this row (the header's columns, in order).
     fn csv(&self) -> String {
         format!(
-            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{},{},{},{:.4},{:.3},{:.3},{:.3},{:.3},{}",
+            "{},{},{},{},{},{:.4},{:.2},{:.1},{:.3},{:.2e},{:.2},{:.1},{},{},{},{:.4},{:.3},{:.3},{:.3},{:.3},{},{},{}",
             self.matrix,
             self.method,
             self.rows,
@@ -181,6 +184,10 @@ impl Row {
             self.split.upload_ms,
             self.first_update_ms
                 .map_or(String::new(), |u| format!("{u:.4}")),
+            self.update_stream_ms
+                .map_or(String::new(), |u| format!("{u:.4}")),
+            self.update_stream_ms
+                .map_or(String::new(), |u| format!("{:.2}", u / self.ms)),
         )
     }
 }
@@ -207,13 +214,17 @@ fn caller_buffers<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> wgspmv::Result<[wgp
     Ok(b)
 }
 
-/// The first of 6 in-place value updates from a GPU buffer (submitted and waited for), and the
-/// median of the other 5, ms; `None` where the plan's method refuses them.
+/// Updates submitted back to back for the streamed figure (one wait at the end).
+const STREAMED_UPDATES: u32 = 20;
+
+/// The first of 6 in-place value updates from a GPU buffer (submitted and waited for), the
+/// median of the other 5, and the time per update of [`STREAMED_UPDATES`] submitted back to back
+/// and waited for once, ms; `None` where the plan's method refuses them.
 fn update_time<T: Scalar>(
     gpu: &Gpu,
     plan: &wgspmv::SpmvPlan<T>,
     a: &CsrMatrix<T>,
-) -> wgspmv::Result<Option<(f64, f64)>> {
+) -> wgspmv::Result<Option<(f64, f64, f64)>> {
     let values = GpuVector::from_slice(gpu, a.values())?;
     let mut ms = Vec::new();
     for _ in 0..6 {
@@ -227,7 +238,13 @@ fn update_time<T: Scalar>(
     }
     let first = ms.remove(0);
     ms.sort_by(f64::total_cmp);
-    Ok(Some((first, ms[2])))
+    let t = std::time::Instant::now();
+    for _ in 0..STREAMED_UPDATES {
+        plan.update_values_from_buffer(values.buffer(), 0)?;
+    }
+    gpu.wait()?;
+    let streamed = t.elapsed().as_secs_f64() * 1e3 / STREAMED_UPDATES as f64;
+    Ok(Some((first, ms[2], streamed)))
 }
 
 /// When the run began (progress lines on stderr carry the elapsed time).
@@ -418,7 +435,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     writeln!(header, "# copy_gbps: {copy:.0}").unwrap();
     writeln!(
         header,
-        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen,update_ms,update_products,validation_ms,read_back_mb,analysis_ms,build_ms,upload_ms,first_update_ms"
+        "matrix,method,rows,cols,nnz,ms,gflops,gbps,frac_of_copy,rel_err,setup_ms,setup_products,chosen,update_ms,update_products,validation_ms,read_back_mb,analysis_ms,build_ms,upload_ms,first_update_ms,update_stream_ms,update_stream_products"
     )
     .unwrap();
     print!("{header}");
@@ -742,6 +759,7 @@ fn bench_matrix<T: Scalar>(
                 setup_ms: plan.report().setup_ms,
                 update_ms: updates.map(|u| u.1),
                 first_update_ms: updates.map(|u| u.0),
+                update_stream_ms: updates.map(|u| u.2),
                 validation_ms: plan.report().validation_ms,
                 read_back_bytes: plan.report().read_back_bytes,
                 split: plan.report().split,

@@ -301,9 +301,8 @@ impl Params {
 /// holds the slice's share of the other streams and the other workgroups' lines.
 const SLICE_OF_CACHE: f64 = 1.0 / 8.0;
 
-/// BCCOO+'s default slice count: slices of `x` about [`SLICE_OF_CACHE`] of the adapter's cache
-/// (the Auto profile's estimate: wgpu does not report cache sizes), the nearest power of two in
-/// 2..=32, and no slice narrower than 256 columns.
+/// BCCOO+'s default slice count on `gpu` ([`slices_for_cache`] with the Auto profile's cache
+/// estimate: wgpu does not report cache sizes).
 pub(crate) fn default_slices(
     gpu: &Gpu,
     opts: &PlanOptions,
@@ -314,9 +313,15 @@ pub(crate) fn default_slices(
     let cache = crate::select::profile_for(gpu, &opts.auto)
         .unwrap_or_else(|_| crate::select::profile::builtin_for(info.vendor, info.device_type))
         .cache_bytes;
-    // A profile without a cache estimate: the generic profile's 8 MiB.
-    let cache = if cache.is_finite() && cache > 0.0 {
-        cache
+    slices_for_cache(ncols, scalar_bytes, cache)
+}
+
+/// Slices of `x` about [`SLICE_OF_CACHE`] of a cache of `cache_bytes` each (a profile without
+/// an estimate: the generic profile's 8 MiB), the nearest power of two in 2..=32, and none
+/// narrower than 256 columns where `x` has 512 or more.
+fn slices_for_cache(ncols: usize, scalar_bytes: u64, cache_bytes: f64) -> u32 {
+    let cache = if cache_bytes.is_finite() && cache_bytes > 0.0 {
+        cache_bytes
     } else {
         8.0 * 1048576.0
     };
@@ -888,5 +893,35 @@ impl<T: Scalar> SpmvPlan<T> {
     /// For `bccoo` and `bccoo-plus` plans: the layout, carry path, footprint and tuning.
     pub fn bccoo(&self) -> Option<&BccooReport> {
         self.report().detail()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slices_for_cache;
+
+    const MIB: f64 = 1048576.0;
+
+    #[test]
+    fn slices_take_an_eighth_of_the_cache_each() {
+        // 50 MiB cache: slices of about 6.25 MiB of x.
+        let cols = |mib: f64, bytes: u64| (mib * MIB / bytes as f64) as usize;
+        assert_eq!(slices_for_cache(cols(8.0, 4), 4, 50.0 * MIB), 2);
+        assert_eq!(slices_for_cache(cols(16.0, 8), 8, 50.0 * MIB), 2);
+        assert_eq!(slices_for_cache(cols(21.3, 8), 8, 50.0 * MIB), 4);
+        assert_eq!(slices_for_cache(cols(64.0, 4), 4, 50.0 * MIB), 8);
+        assert_eq!(slices_for_cache(cols(128.0, 8), 8, 50.0 * MIB), 16);
+        // Never more than 32, never fewer than 2 (BCCOO+ is the sliced format).
+        assert_eq!(slices_for_cache(cols(4096.0, 4), 4, 50.0 * MIB), 32);
+        assert_eq!(slices_for_cache(1000, 4, 50.0 * MIB), 2);
+        // The generic 8 MiB cache keeps the old 1 MiB slices; no estimate falls back to it.
+        assert_eq!(slices_for_cache(cols(8.0, 4), 4, 8.0 * MIB), 8);
+        assert_eq!(slices_for_cache(cols(8.0, 4), 4, f64::NAN), 8);
+        assert_eq!(slices_for_cache(cols(8.0, 4), 4, 0.0), 8);
+        // No slice narrower than 256 columns where x allows it: 2048 columns make at most 8.
+        assert_eq!(slices_for_cache(2048, 8, 1024.0), 8);
+        // Fewer than 512 columns still make the 2 that BCCOO+ needs.
+        assert_eq!(slices_for_cache(300, 8, 1024.0), 2);
+        assert_eq!(slices_for_cache(0, 8, 50.0 * MIB), 2);
     }
 }
