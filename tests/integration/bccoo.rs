@@ -641,3 +641,47 @@ fn bad_options_are_errors() {
         r.err()
     );
 }
+
+/// BCCOO+'s default slice count follows the Auto profile's cache estimate (a slice of `x` about
+/// an eighth of it), and the sliced plans multiply correctly.
+#[test]
+fn bccoo_plus_slices_follow_the_profiles_cache() {
+    let Some(gpu) = gpu() else { return };
+    // x of 256 KiB in f32, columns scattered over all of it.
+    let ncols = 65536usize;
+    let t: Vec<(usize, usize, f64)> = (0..3000usize)
+        .flat_map(|r| {
+            (0..4usize).map(move |c| {
+                (
+                    r,
+                    (r * 40503 + c * 16411) % ncols,
+                    1.0 + ((r + c) % 5) as f64,
+                )
+            })
+        })
+        .collect();
+    let a = CsrMatrix::from_triplets(3000, ncols, t)
+        .unwrap()
+        .cast::<f32>();
+    let info = gpu.info();
+    let base = wgspmv::select::profile::builtin_for(info.vendor, info.device_type);
+    for (cache_kib, slices) in [(2048.0, 2), (512.0, 4), (64.0, 32)] {
+        let mut p = (*base).clone();
+        p.cache_bytes = cache_kib * 1024.0;
+        let mut o = PlanOptions::default();
+        o.auto.profile = Some(std::sync::Arc::new(p));
+        let plan = gpu.prepare_with(&a, Method::BccooPlus, &o).unwrap();
+        assert_eq!(
+            plan.bccoo().unwrap().layout.slices,
+            slices,
+            "cache of {cache_kib} KiB"
+        );
+        check_method(
+            &gpu,
+            &a,
+            Method::BccooPlus,
+            &o,
+            &format!("cache of {cache_kib} KiB"),
+        );
+    }
+}
