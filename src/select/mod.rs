@@ -355,12 +355,12 @@ pub(crate) fn choose_gpu_csr<T: Scalar>(
     let speculative =
         crate::methods::speculative::gpu_build::builds_from_host::<T>(gpu, shape, opts)
             .unwrap_or(false);
-    let int64 = !T::NEEDS_F64 || gpu.info().has(wgpu::Features::SHADER_INT64);
+    let bccoo = crate::methods::bccoo::gpu_build::builds_from_host::<T>(gpu, opts);
     let on_gpu = |m: Method| match m {
         Method::CsrScalar | Method::CsrVector | Method::Cmrs | Method::CmrsPadded => true,
         Method::Suraa => true,
         Method::Speculative => speculative,
-        Method::Bccoo | Method::BccooPlus => int64 && !opts.bccoo.tune,
+        Method::Bccoo | Method::BccooPlus => bccoo,
         Method::Auto => false,
     };
     Ok(AutoChoice::by_model(&profile, features, expected, &on_gpu))

@@ -14,7 +14,7 @@
 
 use super::{assemble, check_values_fit, finish, kernels, params, smallest_of_counts};
 use crate::gpu::recorder::{submit_copies_and_pass, Recorder, SCAN_BLOCK};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, RangeRead};
 use crate::matrix::{check_u32, GpuCsr};
 use crate::methods::common::bad;
 use crate::methods::{Method, PlanOptions};
@@ -78,7 +78,7 @@ fn coding_code(c: ColumnCoding) -> u32 {
 
 /// Whether a host CSR is better uploaded as it is and built on the GPU (tuning takes the host
 /// path, which builds its candidates on the GPU itself; the caller has checked the adapter kind
-/// and `BuildOn`).
+/// and `BuildOn`). A matrix given in GPU buffers builds on the GPU under the same condition.
 pub(crate) fn builds_from_host<T: Scalar>(gpu: &Gpu, opts: &PlanOptions) -> bool {
     let int64 = !T::NEEDS_F64 || gpu.info().has(wgpu::Features::SHADER_INT64);
     int64 && !opts.bccoo.tune
@@ -169,8 +169,13 @@ pub(crate) fn prepare<T: Scalar>(
             let b = [rp, ci, va, &stats, &x0, &x1, &list, &u];
             pass(r, stats_kernel, 2, vw, &b, nnz as u64)
         })?;
-        let words = gpu.read_buffer::<u32>(&list, 1 + 3 * n as usize)?;
-        let guard = ZeroGuard::of_entries(words[1 + 2 * n as usize..].to_vec());
+        // Only the entries, after the count and the (row, column) pairs.
+        let entries = gpu.read_ranges(&[RangeRead {
+            buffer: &list,
+            ranges: std::iter::once(4 * (1 + 2 * n)..4 * (1 + 3 * n)).collect(),
+            in_place: false,
+        }])?;
+        let guard = ZeroGuard::of_entries(bytemuck::pod_collect_to_vec(&entries[0][0]));
         let stage = crate::methods::passes::stored_zeros::stage_of_list::<T>(
             gpu,
             Binding::Owned(list),

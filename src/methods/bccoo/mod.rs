@@ -293,22 +293,13 @@ impl Params {
     }
 }
 
-/// Resolves and checks the options: block size, slices, strategy, carry path, workgroup size and
-/// cache factor (within the adapter's workgroup memory), spin limit.
-/// `footprints` gives the block sizes by footprint, smallest first (asked only when the options
-/// leave the block size open).
 /// Of the adapter's last-level cache, the share one vertical slice of `x` may take: the rest
 /// holds the slice's share of the other streams and the other workgroups' lines.
 const SLICE_OF_CACHE: f64 = 1.0 / 8.0;
 
 /// BCCOO+'s default slice count on `gpu` ([`slices_for_cache`] with the Auto profile's cache
 /// estimate: wgpu does not report cache sizes).
-pub(crate) fn default_slices(
-    gpu: &Gpu,
-    opts: &PlanOptions,
-    ncols: usize,
-    scalar_bytes: u64,
-) -> u32 {
+fn default_slices(gpu: &Gpu, opts: &PlanOptions, ncols: usize, scalar_bytes: u64) -> u32 {
     let info = gpu.info();
     let cache = crate::select::profile_for(gpu, &opts.auto)
         .unwrap_or_else(|_| crate::select::profile::builtin_for(info.vendor, info.device_type))
@@ -331,6 +322,10 @@ fn slices_for_cache(ncols: usize, scalar_bytes: u64, cache_bytes: f64) -> u32 {
     (1u32 << by_cache.min(5)).clamp(2, most)
 }
 
+/// Resolves and checks the options: block size, slices, strategy, carry path, workgroup size and
+/// cache factor (within the adapter's workgroup memory), spin limit.
+/// `footprints` gives the block sizes by footprint, smallest first (asked only when the options
+/// leave the block size open).
 fn params<T: Scalar>(
     gpu: &Gpu,
     ncols: usize,
@@ -386,10 +381,9 @@ fn params<T: Scalar>(
     }
     let slices = match method {
         Method::BccooPlus => {
-            let slices = match o.slices {
-                Some(s) => s,
-                None => default_slices(gpu, opts, ncols, s),
-            };
+            let slices = o
+                .slices
+                .unwrap_or_else(|| default_slices(gpu, opts, ncols, s));
             if slices < 2 {
                 return Err(bad(
                     "bccoo.slices",

@@ -380,10 +380,10 @@ fn staged<T: Scalar>(
         };
     }
     // The slice count comes first, fewest first: 1 is BCCOO, more is BCCOO+ (the paper's tuner
-    // chooses the format too; `bccoo-plus` starts at 2). BCCOO+'s default (slices of x sized to the
-    // cache) can be 32 slices, whose stacked empty rows make every other candidate slow to build and to
-    // run; and more slices only pay while x is what limits, so the search stops at the first
-    // slower count.
+    // chooses the format too; `bccoo-plus` starts at 2). BCCOO+'s default (slices of x sized to
+    // the cache) can be 32 slices, whose stacked empty rows make every other candidate slow to
+    // build and to run; and more slices only pay while x is what limits, so the search stops at
+    // the first slower count.
     // Slices narrower than 256 columns only add partial results.
     let max_slices = (a.ncols() / 256).max(2) as u32;
     let fewest_slices = if method == Method::BccooPlus { 2 } else { 1 };
