@@ -122,6 +122,24 @@ pub struct Args {
     /// pipelines (as `--from-gpu-csr` does); without it the setup columns include compiling.
     #[arg(long)]
     warm_setup: bool,
+    /// With `--from-gpu-csr` or `--warm-setup`: the untimed first plan is dropped before the
+    /// timed one is built (`reused`: the timed plan may get the memory it freed, as a plan
+    /// rebuilt for a new pattern does) or kept alive until after it (`fresh`: every buffer of
+    /// the timed plan is memory the process did not hold, as the first plan of a process).
+    #[arg(long, default_value = "fresh", value_parser = ["fresh", "reused"])]
+    setup_memory: String,
+}
+
+/// Waits for `first`'s setup; returns it to be kept alive while the timed setup runs, or drops
+/// it and waits for the device to release its memory.
+fn release_first<P>(gpu: &Gpu, first: P, keep: bool) -> wgspmv::Result<Option<P>> {
+    gpu.wait()?;
+    if keep {
+        return Ok(Some(first));
+    }
+    drop(first);
+    gpu.wait()?;
+    Ok(None)
 }
 
 struct Row {
@@ -633,6 +651,8 @@ fn bench_matrix<T: Scalar>(
     };
     let mut out = Vec::new();
     let mut extra = Extra::default();
+    // Whether the warm setup is timed while the first plan still holds its memory.
+    let keep_first = args.setup_memory == "fresh";
     for v in variants {
         let m = &v.label;
         bar.set_message(format!("{name} / {m}"));
@@ -649,18 +669,18 @@ fn bench_matrix<T: Scalar>(
                     };
                     // Timed warm, as a host setup's GPU steps are: the first plan of a kind
                     // compiles its pipelines (once per device). It is dropped after the timed
-                    // one, so that freeing its memory is not timed.
+                    // one (so that freeing its memory is not timed) or, asked, before it.
                     let first = gpu.prepare_gpu_csr::<T>(&desc, v.method, &v.opts)?;
-                    gpu.wait()?;
+                    let kept = release_first(gpu, first, keep_first)?;
                     let plan = gpu.prepare_gpu_csr(&desc, v.method, &v.opts)?;
-                    drop(first);
+                    drop(kept);
                     plan
                 }
                 None if args.warm_setup => {
                     let first = gpu.prepare_with(a, v.method, &v.opts)?;
-                    gpu.wait()?;
+                    let kept = release_first(gpu, first, keep_first)?;
                     let plan = gpu.prepare_with(a, v.method, &v.opts)?;
-                    drop(first);
+                    drop(kept);
                     plan
                 }
                 None => gpu.prepare_with(a, v.method, &v.opts)?,
