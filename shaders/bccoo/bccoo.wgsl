@@ -39,7 +39,9 @@ override COLS: u32 = 0u;
 // block rows and written coalesced (rows beyond the cache go straight to y).
 override STRATEGY: u32 = 2u;
 override CACHE_FACTOR: u32 = 1u;
-override CACHE_ROWS: u32 = CACHE_FACTOR * WG_SIZE;
+// Per-thread writes need no cache: one row keeps the array declared without taking the workgroup
+// memory (and occupancy) the cache would.
+override CACHE_ROWS: u32 = select(1u, CACHE_FACTOR * WG_SIZE, STRATEGY == 2u);
 override SINGLE_PASS: u32 = 1u;
 // Polls per slot word before a waiting workgroup gives up and leaves its carry to the last
 // workgroup of the dispatch; 0: no workgroup waits, the last one adds every carry.

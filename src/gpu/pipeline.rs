@@ -41,6 +41,20 @@ impl Gpu {
             .iter()
             .map(|&(k, v)| (k, v as f64))
             .collect();
+        // wgpu does not check workgroup memory against the limit, and a driver may not either:
+        // NVIDIA's ran an over-limit f64 `bccoo` variant and faulted (Xid 13), leaving the
+        // product's fence unsignalled forever. Counted on the module with its overrides applied.
+        let limit = self.info().limits.max_compute_workgroup_storage_size as u64;
+        if let Some(needed) = workgroup_bytes(&variant.source(), &constants) {
+            if needed > limit {
+                return Err(crate::Error::DeviceLimit {
+                    kernel: label,
+                    limit_name: "max_compute_workgroup_storage_size",
+                    needed,
+                    limit,
+                });
+            }
+        }
         let compiling = std::time::Instant::now();
         let pipeline = self.scoped(&format!("compiling {label}"), || {
             let desc = wgpu::ShaderModuleDescriptor {
@@ -79,5 +93,67 @@ impl Gpu {
         let p = Arc::new(pipeline);
         self.inner.pipelines.lock().unwrap().insert(key, p.clone());
         Ok(p)
+    }
+}
+
+/// Bytes of workgroup memory a kernel declares once `constants` are applied (every
+/// `var<workgroup>`, each at its alignment), or `None` where naga cannot tell: then wgpu's own
+/// compile reports what is wrong with the module.
+pub(crate) fn workgroup_bytes(source: &str, constants: &[(&str, f64)]) -> Option<u64> {
+    let module = naga::front::wgsl::parse_str(source).ok()?;
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .ok()?;
+    let mut values = naga::back::PipelineConstants::default();
+    for &(name, value) in constants {
+        values.insert(name.to_string(), value);
+    }
+    let (module, _) = naga::back::pipeline_constants::process_overrides(
+        &module,
+        &info,
+        Some((naga::ShaderStage::Compute, "main")),
+        &values,
+    )
+    .ok()?;
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).ok()?;
+    let mut bytes = 0u32;
+    for (_, global) in module.global_variables.iter() {
+        if global.space == naga::AddressSpace::WorkGroup {
+            let layout = &layouter[global.ty];
+            bytes = layout.alignment.round_up(bytes).checked_add(layout.size)?;
+        }
+    }
+    Some(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workgroup_bytes;
+
+    #[test]
+    fn workgroup_bytes_counts_override_sized_arrays_at_their_alignment() {
+        let src = "override N: u32 = 4u;\n\
+                   override USE_B: u32 = 1u;\n\
+                   var<workgroup> a: array<f32, N * 3u>;\n\
+                   var<workgroup> b: array<vec4<f32>, select(1u, N, USE_B == 1u)>;\n\
+                   var<workgroup> c: atomic<u32>;\n\
+                   @compute @workgroup_size(1) fn main() {\n\
+                       a[0] = 1.0; b[0] = vec4<f32>(0.0); atomicStore(&c, 0u);\n\
+                   }\n";
+        // 12 floats (48 bytes), 4 vec4s at 16 (64), one word: 116.
+        assert_eq!(workgroup_bytes(src, &[]), Some(116));
+        // 30 floats (120 bytes, the vec4s then start at 128), 10 vec4s, one word: 292.
+        assert_eq!(workgroup_bytes(src, &[("N", 10.0)]), Some(292));
+        // The override that shrinks an array to one element.
+        assert_eq!(
+            workgroup_bytes(src, &[("N", 10.0), ("USE_B", 0.0)]),
+            Some(148)
+        );
+        // Not WGSL: left to wgpu's compile to report.
+        assert_eq!(workgroup_bytes("fn (", &[]), None);
     }
 }

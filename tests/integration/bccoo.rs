@@ -174,6 +174,95 @@ fn every_block_size_coding_and_strategy() {
 }
 
 #[test]
+fn per_thread_writes_declare_no_result_cache() {
+    // The per-thread kernel once declared the result cache anyway (two rows per invocation, which
+    // the library's count left out): at 4-row f64 blocks and 512 invocations that put it over
+    // NVIDIA's 48 KiB, and the driver faulted instead of running or refusing it. On a device
+    // with 24 KiB of workgroup memory, every per-thread layout at 512 invocations fits (the scan
+    // needs at most 18.5 KiB) and runs; with the cache declared, none of the 4-row ones would.
+    let Some(gpu) = gpu() else { return };
+    let limit = 24 << 10;
+    let Some(small) = common::reopened(&gpu, |a| wgpu::Limits {
+        max_compute_workgroup_storage_size: limit,
+        ..wgspmv::Gpu::wanted_limits(a)
+    }) else {
+        return;
+    };
+    if small.info().limits.max_compute_invocations_per_workgroup < 512 {
+        return;
+    }
+    assert_eq!(
+        small.info().limits.max_compute_workgroup_storage_size,
+        limit
+    );
+    let mut lens = vec![0, 3, 1, 0, 2000, 1];
+    lens.extend((0..900).map(|i| [0, 1, 5, 9, 2][i % 5]));
+    let a = common::rows_of_lengths(&lens, 5000);
+    for h in [1, 2, 3, 4] {
+        for w in [1, 4] {
+            let opts = PlanOptions {
+                workgroup_size: Some(512),
+                ..with(BccooOptions {
+                    block_height: Some(h),
+                    block_width: Some(w),
+                    tile: Some(4),
+                    strategy: Strategy::PerThread,
+                    ..Default::default()
+                })
+            };
+            let label = format!("{h}x{w} per-thread, 512 invocations, {limit} bytes");
+            check_method(&small, &a.cast::<f32>(), Method::Bccoo, &opts, &label);
+            if has_f64(&small) {
+                check_method(&small, &a, Method::Bccoo, &opts, &format!("f64 {label}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn default_strategy_follows_the_block_row_length() {
+    let Some(gpu) = gpu() else { return };
+    // Scattered columns (1x1 blocks). Rows of 40 blocks: a thread tile (16) completes at most
+    // one, so rows are written per thread. Rows of 3: several per tile, through the cache.
+    for (len, want) in [(40, Strategy::PerThread), (3, Strategy::ResultCache)] {
+        let mut lens = vec![len; 3000];
+        lens[7] = 0;
+        lens[2000] = 900;
+        let a = common::rows_of_lengths(&lens, 50_000).cast::<f32>();
+        for method in [Method::Bccoo, Method::BccooPlus] {
+            let label = format!("{method}, rows of {len}");
+            let plan = gpu.prepare(&a, method).unwrap();
+            let r = plan.bccoo().unwrap();
+            assert_eq!(
+                (r.layout.block_height, r.layout.block_width),
+                (1, 1),
+                "{label}"
+            );
+            assert_eq!(r.strategy, want, "{label}");
+            check_method(&gpu, &a, method, &PlanOptions::default(), &label);
+        }
+    }
+    // f64 dense rows: 4x4 blocks have the smallest footprint, but 2x4 blocks, as small within 2%,
+    // are taken and written per thread (4-row f64 sums per thread measured slow).
+    if has_f64(&gpu) {
+        let t = (0..64).flat_map(|r| (0..1024).map(move |c| (r, c, 1.0 + ((r + c) % 5) as f64)));
+        let a = CsrMatrix::from_triplets(64, 1024, t.collect()).unwrap();
+        let plan = gpu.prepare(&a, Method::Bccoo).unwrap();
+        let r = plan.bccoo().unwrap();
+        assert_eq!((r.layout.block_height, r.layout.block_width), (2, 4));
+        assert_eq!(r.strategy, Strategy::PerThread);
+        assert_eq!(r.block_sizes[0], (2, 4));
+        check_method(
+            &gpu,
+            &a,
+            Method::Bccoo,
+            &PlanOptions::default(),
+            "f64 dense rows",
+        );
+    }
+}
+
+#[test]
 fn bccoo_plus_with_empty_block_rows_left_out_or_kept() {
     let Some(gpu) = gpu() else { return };
     // Short rows are empty in most slices: BCCOO+ leaves those block rows out (no zero block) and

@@ -24,6 +24,23 @@ fn open(disabled: wgpu::Features) -> Option<Gpu> {
     }
 }
 
+/// The default test adapter opened again as an app might: every feature wgspmv wants and the
+/// limits `limits` makes from the adapter's own (`None` where the adapter cannot be found again).
+pub fn reopened(gpu: &Gpu, limits: impl FnOnce(&wgpu::Adapter) -> wgpu::Limits) -> Option<Gpu> {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .into_iter()
+        .find(|a| a.get_info().name == gpu.info().name)?;
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        required_features: Gpu::wanted_features(&adapter),
+        required_limits: limits(&adapter),
+        ..Default::default()
+    }))
+    .unwrap();
+    Some(Gpu::from_device(device, queue))
+}
+
 /// The default adapter with every feature it has.
 pub fn gpu() -> Option<Gpu> {
     static G: OnceLock<Option<Gpu>> = OnceLock::new();

@@ -255,26 +255,7 @@ fn vectors_wrap_application_buffers_and_copy_on_the_gpu() {
 #[test]
 fn devices_with_default_limits_get_typed_errors_and_wanted_limits_fix_them() {
     let Some(gpu) = gpu() else { return };
-    let instance = wgspmv::wgpu::Instance::new(
-        wgspmv::wgpu::InstanceDescriptor::new_without_display_handle_from_env(),
-    );
-    let Some(adapter) =
-        pollster::block_on(instance.enumerate_adapters(wgspmv::wgpu::Backends::all()))
-            .into_iter()
-            .find(|a| a.get_info().name == gpu.info().name)
-    else {
-        return;
-    };
-    let open = |limits: wgspmv::wgpu::Limits| {
-        let (device, queue) =
-            pollster::block_on(adapter.request_device(&wgspmv::wgpu::DeviceDescriptor {
-                required_features: wgspmv::Gpu::wanted_features(&adapter),
-                required_limits: limits,
-                ..Default::default()
-            }))
-            .unwrap();
-        wgspmv::Gpu::from_device(device, queue)
-    };
+    let open = |limits: wgspmv::wgpu::Limits| common::reopened(&gpu, |_| limits).unwrap();
     let a = SuiteClass::EmptyRows.generate(3_000, 2).cast::<f32>();
     // What most applications request: WebGPU's defaults (8 storage buffers per stage). Every
     // method's default kernels fit them.
@@ -301,7 +282,7 @@ fn devices_with_default_limits_get_typed_errors_and_wanted_limits_fix_them() {
             Err(e) => panic!("{m} on a downlevel-limits device: {e}"),
         }
     }
-    let wide = open(wgspmv::Gpu::wanted_limits(&adapter));
+    let wide = common::reopened(&gpu, wgspmv::Gpu::wanted_limits).unwrap();
     for &m in Method::ALL {
         check_method(&wide, &a, m, &PlanOptions::default(), "wanted limits");
     }

@@ -12,7 +12,7 @@
 //! then the column words encoded. Stored zeros (which the kernels skip) are listed on the GPU
 //! for the pass that restores them, their entries read back for the update guard.
 
-use super::{assemble, check_values_fit, finish, kernels, params, smallest_of_counts};
+use super::{assemble, check_values_fit, finish, kernels, params};
 use crate::gpu::recorder::{submit_copies_and_pass, Recorder, SCAN_BLOCK};
 use crate::gpu::{Gpu, RangeRead};
 use crate::matrix::{check_u32, GpuCsr};
@@ -188,8 +188,8 @@ pub(crate) fn prepare<T: Scalar>(
         .collect();
     let p = params::<T>(
         gpu,
-        ncols,
-        &mut || Ok(smallest_of_counts(&counts, s)),
+        (nrows, ncols),
+        &mut || Ok(counts.clone()),
         method,
         opts,
     )?;

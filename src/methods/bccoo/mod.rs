@@ -42,7 +42,10 @@ use std::sync::Arc;
 /// How a workgroup writes the rows it completes (section 3.2.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Strategy {
-    /// The result cache.
+    /// Per-thread writes where the mean block row holds at least a thread tile of blocks (a tile
+    /// then completes about one row, and the cache would only add work), the result cache
+    /// elsewhere. f64 blocks of 4 rows keep the cache; where their rows are that long and blocks
+    /// of 2 rows cost no more than 2% extra footprint, those are taken instead, per thread.
     #[default]
     Auto,
     /// Strategy 1: each invocation keeps its tile's sums to itself and writes each completed row
@@ -215,11 +218,15 @@ pub fn single_pass_is_safe(info: &GpuInfo) -> bool {
 
 /// The block size with the smallest footprint, and the four smallest (the paper's pruning).
 pub fn smallest_footprints<T: Scalar>(a: &CsrMatrix<T>) -> Vec<(u32, u32)> {
-    let counts: Vec<[u64; 3]> = format::BLOCK_HEIGHTS
+    smallest_of_counts(&block_counts(a), std::mem::size_of::<T>() as u64)
+}
+
+/// The block counts of every height and width, counted on the host.
+fn block_counts<T: Scalar>(a: &CsrMatrix<T>) -> BlockCounts {
+    format::BLOCK_HEIGHTS
         .iter()
         .map(|&h| format::block_counts(a, h))
-        .collect();
-    smallest_of_counts(&counts, std::mem::size_of::<T>() as u64)
+        .collect()
 }
 
 /// [`smallest_footprints`] from the block counts of every height (in [`format::BLOCK_HEIGHTS`]
@@ -322,14 +329,18 @@ fn slices_for_cache(ncols: usize, scalar_bytes: u64, cache_bytes: f64) -> u32 {
     (1u32 << by_cache.min(5)).clamp(2, most)
 }
 
+/// Block counts of every height (in [`format::BLOCK_HEIGHTS`] order) and width (in
+/// [`format::BLOCK_WIDTHS`] order).
+type BlockCounts = Vec<[u64; 3]>;
+
 /// Resolves and checks the options: block size, slices, strategy, carry path, workgroup size and
 /// cache factor (within the adapter's workgroup memory), spin limit.
-/// `footprints` gives the block sizes by footprint, smallest first (asked only when the options
-/// leave the block size open).
+/// `count_blocks` gives the block counts (asked only when the options leave the block size or the
+/// strategy open).
 fn params<T: Scalar>(
     gpu: &Gpu,
-    ncols: usize,
-    footprints: &mut dyn FnMut() -> Result<Vec<(u32, u32)>>,
+    (nrows, ncols): (usize, usize),
+    count_blocks: &mut dyn FnMut() -> Result<BlockCounts>,
     method: Method,
     opts: &PlanOptions,
 ) -> Result<Params> {
@@ -350,18 +361,67 @@ fn params<T: Scalar>(
             format!("must be one of {:?}", kernels::BCCOO_TILES),
         ));
     }
+    let mut counted: Option<BlockCounts> = None;
+    let mut counts = || -> Result<BlockCounts> {
+        if counted.is_none() {
+            counted = Some(count_blocks()?);
+        }
+        Ok(counted.clone().unwrap_or_default())
+    };
+    let blocks_of = |counts: &BlockCounts, h: u32, w: u32| {
+        let hi = format::BLOCK_HEIGHTS.iter().position(|&x| x == h);
+        let wi = format::BLOCK_WIDTHS.iter().position(|&x| x == w);
+        hi.zip(wi).and_then(|(hi, wi)| Some(counts.get(hi)?[wi]))
+    };
+    // Block rows long enough that a thread tile completes at most about one of them: there the
+    // result cache only adds a barrier and a pass over workgroup memory, and per-thread writes
+    // measured faster (docs/bccoo.md).
+    let long_rows = |counts: &BlockCounts, (h, w): (u32, u32)| {
+        blocks_of(counts, h, w)
+            .is_some_and(|b| b >= nrows.div_ceil(h as usize).max(1) as u64 * tile as u64)
+    };
     let mut block_sizes = Vec::new();
+    let mut chosen_per_thread = None;
     let (h, w) = match (o.block_height, o.block_width) {
         (Some(h), Some(w)) => (h, w),
         (h, w) => {
-            block_sizes = footprints()?
+            let counts = counts()?;
+            block_sizes = smallest_of_counts(&counts, s)
                 .into_iter()
                 .filter(|&(bh, bw)| h.is_none_or(|h| h == bh) && w.is_none_or(|w| w == bw))
                 .collect();
-            block_sizes
+            let first = block_sizes
                 .first()
                 .copied()
-                .unwrap_or((h.unwrap_or(1), w.unwrap_or(1)))
+                .unwrap_or((h.unwrap_or(1), w.unwrap_or(1)));
+            // f64 blocks of 4 rows whose rows are long enough for per-thread writes: blocks of
+            // 2 rows and the same width hold the same entries in half the registers, and run
+            // per thread; taken where their footprint is within 2% (as good as no extra traffic).
+            let footprint = |(bh, bw): (u32, u32)| -> Option<u64> {
+                Some(format::block_footprint(
+                    blocks_of(&counts, bh, bw)?,
+                    bh,
+                    bw,
+                    s,
+                ))
+            };
+            let halved = (first.0 / 2, first.1);
+            let swap = o.strategy == Strategy::Auto
+                && s == 8
+                && first.0 == 4
+                && h.is_none()
+                && long_rows(&counts, first)
+                && footprint(halved)
+                    .zip(footprint(first))
+                    .is_some_and(|(a, b)| a * 100 <= b * 102);
+            if swap {
+                chosen_per_thread = Some(true);
+                block_sizes.retain(|&b| b != halved);
+                block_sizes.insert(0, halved);
+                halved
+            } else {
+                first
+            }
         }
     };
     // Checked before they size anything (workgroup memory below grows with the height).
@@ -396,7 +456,18 @@ fn params<T: Scalar>(
         _ => o.slices.unwrap_or(1),
     };
     let strategy = match o.strategy {
-        Strategy::Auto => Strategy::ResultCache,
+        Strategy::Auto => {
+            // Not f64 blocks of 4 rows: their per-thread sums measured slower than the cache's.
+            let per = match chosen_per_thread {
+                Some(p) => p,
+                None => !(s == 8 && h == 4) && long_rows(&counts()?, (h, w)),
+            };
+            if per {
+                Strategy::PerThread
+            } else {
+                Strategy::ResultCache
+            }
+        }
         s => s,
     };
     let carry = match o.carry {
@@ -446,6 +517,8 @@ fn params<T: Scalar>(
     let wg = workgroup_size(gpu, opts.workgroup_size, default_wg, at_least)?;
     let cache_factor = match o.cache_factor {
         Some(f) => f,
+        // Per-thread writes have no cache (one variant, not two with the same code).
+        None if strategy == Strategy::PerThread => 1,
         None if needs(wg, 2) <= have => 2,
         None => 1,
     };
@@ -610,8 +683,8 @@ pub(crate) fn build_reusing<T: Scalar>(
     let s = std::mem::size_of::<T>() as u64;
     let p = params::<T>(
         gpu,
-        a.ncols(),
-        &mut || Ok(smallest_footprints(a)),
+        (a.nrows(), a.ncols()),
+        &mut || Ok(block_counts(a)),
         method,
         opts,
     )?;

@@ -318,7 +318,9 @@ fn staged<T: Scalar>(
             let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut formats) {
                 Ok(p) => p,
                 Err(
-                    crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
+                    crate::Error::InvalidParameter { .. }
+                    | crate::Error::TooLargeForAdapter { .. }
+                    | crate::Error::DeviceLimit { .. },
                 ) => return Ok(None),
                 Err(e) => return Err(e),
             };
@@ -593,7 +595,9 @@ fn guided<T: Scalar>(
             Ok(p) => p,
             // A candidate this adapter cannot hold is skipped.
             Err(
-                crate::Error::InvalidParameter { .. } | crate::Error::TooLargeForAdapter { .. },
+                crate::Error::InvalidParameter { .. }
+                | crate::Error::TooLargeForAdapter { .. }
+                | crate::Error::DeviceLimit { .. },
             ) => return Ok(false),
             Err(e) => return Err(e),
         };
