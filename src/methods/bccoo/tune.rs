@@ -519,7 +519,7 @@ const GUIDED_SAMPLE_MS: f64 = 1.0;
 /// single-entry blocks, whose gathers of `x` limit; 32 for larger blocks), vertical slices for
 /// single-entry blocks where `x` is larger than [`SLICE_X_BYTES`] (2, 4, ... while each is faster, else the count that
 /// gives each slice about 2 MiB of `x`), the next block size by footprint (and a longer tile if
-/// it was larger and won), the per-thread strategy, smaller workgroups while faster. A candidate
+/// it was larger and won), the other write strategy (per-thread or the cache), smaller workgroups while faster. A candidate
 /// replaces the best only when [`GUIDED_MARGIN`] faster. Each candidate is built and timed against the best so
 /// far (a few products per sample, in turns, so that a clock still ramping up slows both alike)
 /// and the loser dropped, so that the next build reuses its memory. What the search spends
@@ -663,10 +663,16 @@ fn guided<T: Scalar>(
             }
         }
     }
+    // The other write strategy than the best's (the default already writes long rows per thread).
     if given.strategy == Strategy::Auto && given.cache_factor.is_none() {
         step(&|o, _| {
-            o.strategy = Strategy::PerThread;
-            o.cache_factor = Some(1);
+            if o.strategy == Strategy::PerThread {
+                o.strategy = Strategy::ResultCache;
+                o.cache_factor = None;
+            } else {
+                o.strategy = Strategy::PerThread;
+                o.cache_factor = Some(1);
+            }
         })?;
     }
     // Smaller workgroups, halving while faster (more of them resident where sums carry less).
