@@ -242,22 +242,47 @@ fn default_strategy_follows_the_block_row_length() {
             check_method(&gpu, &a, method, &PlanOptions::default(), &label);
         }
     }
-    // f64 dense rows: 4x4 blocks have the smallest footprint, but 2x4 blocks, as small within 2%,
-    // are taken and written per thread (4-row f64 sums per thread measured slow).
+    // Dense rows: 4x4 blocks have the smallest footprint, but blocks half as large are taken and
+    // written per thread (f32 4x2, f64 2x4: 16-entry and 4-row f64 sums per thread measured slow).
+    let t = (0..64).flat_map(|r| (0..1024).map(move |c| (r, c, 1.0 + ((r + c) % 5) as f64)));
+    let dense = CsrMatrix::from_triplets(64, 1024, t.collect()).unwrap();
+    let plan = gpu.prepare(&dense.cast::<f32>(), Method::Bccoo).unwrap();
+    let r = plan.bccoo().unwrap();
+    assert_eq!((r.layout.block_height, r.layout.block_width), (4, 2));
+    assert_eq!(
+        (r.strategy, r.block_sizes[0]),
+        (Strategy::PerThread, (4, 2))
+    );
+    check_method(
+        &gpu,
+        &dense.cast::<f32>(),
+        Method::Bccoo,
+        &PlanOptions::default(),
+        "dense",
+    );
+    // A given width is kept (f32 halves the width).
+    let given = with(BccooOptions {
+        block_width: Some(4),
+        ..Default::default()
+    });
+    let plan = gpu
+        .prepare_with(&dense.cast::<f32>(), Method::Bccoo, &given)
+        .unwrap();
+    assert_eq!(plan.bccoo().unwrap().layout.block_width, 4);
     if has_f64(&gpu) {
-        let t = (0..64).flat_map(|r| (0..1024).map(move |c| (r, c, 1.0 + ((r + c) % 5) as f64)));
-        let a = CsrMatrix::from_triplets(64, 1024, t.collect()).unwrap();
-        let plan = gpu.prepare(&a, Method::Bccoo).unwrap();
+        let plan = gpu.prepare(&dense, Method::Bccoo).unwrap();
         let r = plan.bccoo().unwrap();
         assert_eq!((r.layout.block_height, r.layout.block_width), (2, 4));
-        assert_eq!(r.strategy, Strategy::PerThread);
-        assert_eq!(r.block_sizes[0], (2, 4));
+        assert_eq!(
+            (r.strategy, r.block_sizes[0]),
+            (Strategy::PerThread, (2, 4))
+        );
         check_method(
             &gpu,
-            &a,
+            &dense,
             Method::Bccoo,
             &PlanOptions::default(),
-            "f64 dense rows",
+            "f64 dense",
         );
     }
 }

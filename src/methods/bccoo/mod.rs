@@ -44,8 +44,9 @@ use std::sync::Arc;
 pub enum Strategy {
     /// Per-thread writes where the mean block row holds at least a thread tile of blocks (a tile
     /// then completes about one row, and the cache would only add work), the result cache
-    /// elsewhere. f64 blocks of 4 rows keep the cache; where their rows are that long and blocks
-    /// of 2 rows cost no more than 2% extra footprint, those are taken instead, per thread.
+    /// elsewhere. Such rows in f64 blocks of 4 rows or f32 4x4 blocks take blocks half as large
+    /// where that side is open (f64 2 rows, f32 2 columns); f64 blocks of 4 given rows keep the
+    /// cache.
     #[default]
     Auto,
     /// Strategy 1: each invocation keeps its tile's sums to itself and writes each completed row
@@ -394,26 +395,26 @@ fn params<T: Scalar>(
                 .first()
                 .copied()
                 .unwrap_or((h.unwrap_or(1), w.unwrap_or(1)));
-            // f64 blocks of 4 rows whose rows are long enough for per-thread writes: blocks of
-            // 2 rows and the same width hold the same entries in half the registers, and run
-            // per thread; taken where their footprint is within 2% (as good as no extra traffic).
-            let footprint = |(bh, bw): (u32, u32)| -> Option<u64> {
-                Some(format::block_footprint(
-                    blocks_of(&counts, bh, bw)?,
-                    bh,
-                    bw,
-                    s,
-                ))
+            // Long block rows are written per thread, which holds a batch of blocks' products
+            // in registers: f64 blocks of 4 rows and f32 blocks of 16 entries measured slower
+            // there than blocks half as large (f64 halves the height, its sums being twice the
+            // size; f32 the width, a taller block completing rows less often). Halving never
+            // adds fill, only a column index per block at most (2 of an f32 4x4 block's 66 bytes,
+            // of an f64 4-row block's up to 130).
+            let halved = if s == 8 {
+                (first.0 / 2, first.1)
+            } else {
+                (first.0, first.1 / 2)
             };
-            let halved = (first.0 / 2, first.1);
+            let large = if s == 8 {
+                first.0 == 4
+            } else {
+                first.0 * first.1 == 16
+            };
             let swap = o.strategy == Strategy::Auto
-                && s == 8
-                && first.0 == 4
-                && h.is_none()
-                && long_rows(&counts, first)
-                && footprint(halved)
-                    .zip(footprint(first))
-                    .is_some_and(|(a, b)| a * 100 <= b * 102);
+                && large
+                && if s == 8 { h.is_none() } else { w.is_none() }
+                && long_rows(&counts, first);
             if swap {
                 chosen_per_thread = Some(true);
                 block_sizes.retain(|&b| b != halved);
