@@ -241,6 +241,18 @@ fn default_strategy_follows_the_block_row_length() {
             assert_eq!(r.strategy, want, "{label}");
             check_method(&gpu, &a, method, &PlanOptions::default(), &label);
         }
+        // A given block size: only its height is counted, to the same choice.
+        let given = with(BccooOptions {
+            block_height: Some(1),
+            block_width: Some(1),
+            ..Default::default()
+        });
+        let plan = gpu.prepare_with(&a, Method::Bccoo, &given).unwrap();
+        assert_eq!(
+            plan.bccoo().unwrap().strategy,
+            want,
+            "rows of {len}, 1x1 given"
+        );
     }
     // Dense rows: 4x4 blocks have the smallest footprint, but blocks half as large are taken and
     // written per thread (f32 4x2, f64 2x4: 16-entry and 4-row f64 sums per thread measured slow).

@@ -189,7 +189,7 @@ pub(crate) fn prepare<T: Scalar>(
     let p = params::<T>(
         gpu,
         (nrows, ncols),
-        &mut || Ok(counts.clone()),
+        &mut |_| Ok(counts.clone()),
         method,
         opts,
     )?;

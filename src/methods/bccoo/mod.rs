@@ -219,14 +219,18 @@ pub fn single_pass_is_safe(info: &GpuInfo) -> bool {
 
 /// The block size with the smallest footprint, and the four smallest (the paper's pruning).
 pub fn smallest_footprints<T: Scalar>(a: &CsrMatrix<T>) -> Vec<(u32, u32)> {
-    smallest_of_counts(&block_counts(a), std::mem::size_of::<T>() as u64)
+    smallest_of_counts(&block_counts(a, None), std::mem::size_of::<T>() as u64)
 }
 
-/// The block counts of every height and width, counted on the host.
-fn block_counts<T: Scalar>(a: &CsrMatrix<T>) -> BlockCounts {
+/// The block counts of every height and width, counted on the host (`only`: that height's
+/// alone, the others left zero).
+fn block_counts<T: Scalar>(a: &CsrMatrix<T>, only: Option<u32>) -> BlockCounts {
     format::BLOCK_HEIGHTS
         .iter()
-        .map(|&h| format::block_counts(a, h))
+        .map(|&h| match only {
+            Some(o) if o != h => [0; 3],
+            _ => format::block_counts(a, h),
+        })
         .collect()
 }
 
@@ -337,11 +341,11 @@ type BlockCounts = Vec<[u64; 3]>;
 /// Resolves and checks the options: block size, slices, strategy, carry path, workgroup size and
 /// cache factor (within the adapter's workgroup memory), spin limit.
 /// `count_blocks` gives the block counts (asked only when the options leave the block size or the
-/// strategy open).
+/// strategy open; with a height, only that height's need be counted).
 fn params<T: Scalar>(
     gpu: &Gpu,
     (nrows, ncols): (usize, usize),
-    count_blocks: &mut dyn FnMut() -> Result<BlockCounts>,
+    count_blocks: &mut dyn FnMut(Option<u32>) -> Result<BlockCounts>,
     method: Method,
     opts: &PlanOptions,
 ) -> Result<Params> {
@@ -362,10 +366,11 @@ fn params<T: Scalar>(
             format!("must be one of {:?}", kernels::BCCOO_TILES),
         ));
     }
+    // Every height's counts where the block size is open; only the given height's otherwise.
     let mut counted: Option<BlockCounts> = None;
-    let mut counts = || -> Result<BlockCounts> {
+    let mut counts = |height: Option<u32>| -> Result<BlockCounts> {
         if counted.is_none() {
-            counted = Some(count_blocks()?);
+            counted = Some(count_blocks(height)?);
         }
         Ok(counted.clone().unwrap_or_default())
     };
@@ -386,7 +391,7 @@ fn params<T: Scalar>(
     let (h, w) = match (o.block_height, o.block_width) {
         (Some(h), Some(w)) => (h, w),
         (h, w) => {
-            let counts = counts()?;
+            let counts = counts(None)?;
             block_sizes = smallest_of_counts(&counts, s)
                 .into_iter()
                 .filter(|&(bh, bw)| h.is_none_or(|h| h == bh) && w.is_none_or(|w| w == bw))
@@ -461,7 +466,7 @@ fn params<T: Scalar>(
             // Not f64 blocks of 4 rows: their per-thread sums measured slower than the cache's.
             let per = match chosen_per_thread {
                 Some(p) => p,
-                None => !(s == 8 && h == 4) && long_rows(&counts()?, (h, w)),
+                None => !(s == 8 && h == 4) && long_rows(&counts(Some(h))?, (h, w)),
             };
             if per {
                 Strategy::PerThread
@@ -685,7 +690,7 @@ pub(crate) fn build_reusing<T: Scalar>(
     let p = params::<T>(
         gpu,
         (a.nrows(), a.ncols()),
-        &mut || Ok(block_counts(a)),
+        &mut |only| Ok(block_counts(a, only)),
         method,
         opts,
     )?;
