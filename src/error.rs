@@ -225,7 +225,7 @@ pub enum Error {
     },
 
     /// A matrix or vector is larger than this adapter can hold or bind.
-    #[error("{kernel} needs {limit_name} >= {needed}, and the device has {limit}; create the device with the limits `Gpu::wanted_limits` gives, or use another method")]
+    #[error("{kernel} needs {limit_name} >= {needed}, and the device has {limit}; create the device with the limits `Gpu::wanted_limits` gives, or use smaller options (workgroup size, block size) or another method")]
     DeviceLimit {
         /// The label of the kernel (pipeline) that exceeds the limit.
         kernel: String,

@@ -13,7 +13,27 @@ impl Gpu {
             return Ok(p.clone());
         }
         let label = variant.label();
+        let compiling = std::time::Instant::now();
         let mut source = variant.source();
+        let constants: Vec<(&str, f64)> = variant
+            .overrides
+            .iter()
+            .map(|&(k, v)| (k, v as f64))
+            .collect();
+        // wgpu does not check workgroup memory against the limit, and a driver may not either:
+        // NVIDIA's ran an over-limit f64 `bccoo` variant and faulted (Xid 13), leaving the
+        // product's fence unsignalled forever. Counted on the module with its overrides applied.
+        let limit = self.info().limits.max_compute_workgroup_storage_size as u64;
+        if let Some(needed) = workgroup_bytes(&source, &constants) {
+            if needed > limit {
+                return Err(crate::Error::DeviceLimit {
+                    kernel: label,
+                    limit_name: "max_compute_workgroup_storage_size",
+                    needed,
+                    limit,
+                });
+            }
+        }
         // In a browser the WGSL goes to the browser's own compiler, which wants the directive
         // that naga (wgpu's compiler everywhere else) does not parse yet.
         if self.info().backend == wgpu::Backend::BrowserWebGpu
@@ -36,26 +56,6 @@ impl Gpu {
                 limit,
             });
         }
-        let constants: Vec<(&str, f64)> = variant
-            .overrides
-            .iter()
-            .map(|&(k, v)| (k, v as f64))
-            .collect();
-        // wgpu does not check workgroup memory against the limit, and a driver may not either:
-        // NVIDIA's ran an over-limit f64 `bccoo` variant and faulted (Xid 13), leaving the
-        // product's fence unsignalled forever. Counted on the module with its overrides applied.
-        let limit = self.info().limits.max_compute_workgroup_storage_size as u64;
-        if let Some(needed) = workgroup_bytes(&variant.source(), &constants) {
-            if needed > limit {
-                return Err(crate::Error::DeviceLimit {
-                    kernel: label,
-                    limit_name: "max_compute_workgroup_storage_size",
-                    needed,
-                    limit,
-                });
-            }
-        }
-        let compiling = std::time::Instant::now();
         let pipeline = self.scoped(&format!("compiling {label}"), || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(&label),

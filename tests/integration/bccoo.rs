@@ -179,7 +179,8 @@ fn per_thread_writes_declare_no_result_cache() {
     // the library's count left out): at 4-row f64 blocks and 512 invocations that put it over
     // NVIDIA's 48 KiB, and the driver faulted instead of running or refusing it. On a device
     // with 24 KiB of workgroup memory, every per-thread layout at 512 invocations fits (the scan
-    // needs at most 18.5 KiB) and runs; with the cache declared, none of the 4-row ones would.
+    // needs at most about 22 KiB, with workgroup lanes) and runs; with the cache declared, none
+    // of the 4-row ones would.
     let Some(gpu) = gpu() else { return };
     let limit = 24 << 10;
     let Some(small) = common::reopened(&gpu, |a| wgpu::Limits {
@@ -241,7 +242,7 @@ fn default_strategy_follows_the_block_row_length() {
             assert_eq!(r.strategy, want, "{label}");
             check_method(&gpu, &a, method, &PlanOptions::default(), &label);
         }
-        // A given block size: only its height is counted, to the same choice.
+        // A given block size (only its height is counted): the same choice.
         let given = with(BccooOptions {
             block_height: Some(1),
             block_width: Some(1),
@@ -253,6 +254,14 @@ fn default_strategy_follows_the_block_row_length() {
             want,
             "rows of {len}, 1x1 given"
         );
+        // A given cache factor asks for the cache.
+        let cached = with(BccooOptions {
+            cache_factor: Some(2),
+            ..Default::default()
+        });
+        let plan = gpu.prepare_with(&a, Method::Bccoo, &cached).unwrap();
+        let r = plan.bccoo().unwrap();
+        assert_eq!((r.strategy, r.cache_factor), (Strategy::ResultCache, 2));
     }
     // Dense rows: 4x4 blocks have the smallest footprint, but blocks half as large are taken and
     // written per thread (f32 4x2, f64 2x4: 16-entry and 4-row f64 sums per thread measured slow).

@@ -25,7 +25,8 @@ fn open(disabled: wgpu::Features) -> Option<Gpu> {
 }
 
 /// The default test adapter opened again as an app might: every feature wgspmv wants and the
-/// limits `limits` makes from the adapter's own (`None` where the adapter cannot be found again).
+/// limits `limits` makes from the adapter's own (`None` where the adapter cannot be found again
+/// or refuses those limits).
 pub fn reopened(gpu: &Gpu, limits: impl FnOnce(&wgpu::Adapter) -> wgpu::Limits) -> Option<Gpu> {
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
@@ -37,7 +38,7 @@ pub fn reopened(gpu: &Gpu, limits: impl FnOnce(&wgpu::Adapter) -> wgpu::Limits) 
         required_limits: limits(&adapter),
         ..Default::default()
     }))
-    .unwrap();
+    .ok()?;
     Some(Gpu::from_device(device, queue))
 }
 

@@ -76,9 +76,10 @@ pub enum Carry {
 /// (see [`tune`] for choosing by timing).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct BccooOptions {
-    /// Block height (1..=4). Default: the size with the smallest footprint.
+    /// Block height (1..=4). Default: the size with the smallest footprint (halved where
+    /// [`Strategy::Auto`] writes long rows per thread).
     pub block_height: Option<u32>,
-    /// Block width (1, 2 or 4). Default: the size with the smallest footprint.
+    /// Block width (1, 2 or 4). Default: as the height.
     pub block_width: Option<u32>,
     /// Blocks per thread tile (one of [`kernels::BCCOO_TILES`]); default 16.
     pub tile: Option<u32>,
@@ -89,10 +90,11 @@ pub struct BccooOptions {
     pub slices: Option<u32>,
     /// How block column indices are stored; default [`ColumnCoding::Auto`].
     pub columns: ColumnCoding,
-    /// How a workgroup writes the rows it completes; default the result cache.
+    /// How a workgroup writes the rows it completes; default [`Strategy::Auto`].
     pub strategy: Strategy,
     /// Result-cache rows per invocation (1 or 2, the paper's range); default 2 where workgroup
-    /// memory allows.
+    /// memory allows (1, unused, with per-thread writes). Given, [`Strategy::Auto`] means the
+    /// cache.
     pub cache_factor: Option<u32>,
     /// How partial row sums cross workgroups; default [`Carry::Auto`].
     pub carry: Carry,
@@ -169,7 +171,8 @@ pub struct BccooReport {
     /// The most workgroups back that any carried row began (its chain of published sums).
     pub longest_chain: u32,
     /// The block sizes the options allowed, smallest footprint first, when the plan chose its
-    /// block size by footprint (the first is the one it took); empty when the size was given.
+    /// block size (the first is the one it took: a half-size block goes first where
+    /// [`Strategy::Auto`] took it for long rows); empty when the size was given.
     pub block_sizes: Vec<(u32, u32)>,
     /// Set when the parameters were chosen by timing.
     pub tuning: Option<tune::TuneReport>,
@@ -277,7 +280,8 @@ pub(crate) fn prepare<T: Scalar>(
 
 /// The parameters of one build, from the options or chosen for the adapter.
 struct Params {
-    /// The block sizes the options allow, smallest footprint first (empty when given).
+    /// The block sizes the options allow, smallest footprint first, the one taken moved first
+    /// (empty when given).
     block_sizes: Vec<(u32, u32)>,
     lanes: LaneMode,
     tile: u32,
@@ -381,7 +385,9 @@ fn params<T: Scalar>(
     };
     // Block rows long enough that a thread tile completes at most about one of them: there the
     // result cache only adds a barrier and a pass over workgroup memory, and per-thread writes
-    // measured faster (docs/bccoo.md).
+    // measured faster (docs/bccoo.md). BCCOO+'s slices are not counted: a block row's blocks
+    // mostly fall in few slices where rows are long and local (banded: per-thread 1.2x faster
+    // at 2 slices), though scattered long rows split across many (wide, 4 slices: 0.97x).
     let long_rows = |counts: &BlockCounts, (h, w): (u32, u32)| {
         blocks_of(counts, h, w)
             .is_some_and(|b| b >= nrows.div_ceil(h as usize).max(1) as u64 * tile as u64)
@@ -417,9 +423,11 @@ fn params<T: Scalar>(
                 first.0 * first.1 == 16
             };
             let swap = o.strategy == Strategy::Auto
+                && o.cache_factor.is_none()
                 && large
                 && if s == 8 { h.is_none() } else { w.is_none() }
-                && long_rows(&counts, first);
+                && long_rows(&counts, first)
+                && long_rows(&counts, halved);
             if swap {
                 chosen_per_thread = Some(true);
                 block_sizes.retain(|&b| b != halved);
@@ -464,8 +472,10 @@ fn params<T: Scalar>(
     let strategy = match o.strategy {
         Strategy::Auto => {
             // Not f64 blocks of 4 rows: their per-thread sums measured slower than the cache's.
+            // A given cache factor asks for the cache.
             let per = match chosen_per_thread {
                 Some(p) => p,
+                None if o.cache_factor.is_some() => false,
                 None => !(s == 8 && h == 4) && long_rows(&counts(Some(h))?, (h, w)),
             };
             if per {
