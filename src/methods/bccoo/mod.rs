@@ -412,15 +412,10 @@ fn params<T: Scalar>(
             // size; f32 the width, a taller block completing rows less often). Halving never
             // adds fill, only a column index per block at most (2 of an f32 4x4 block's 66 bytes,
             // of an f64 4-row block's up to 130).
-            let halved = if s == 8 {
-                (first.0 / 2, first.1)
+            let (large, halved) = if s == 8 {
+                (first.0 == 4, (first.0 / 2, first.1))
             } else {
-                (first.0, first.1 / 2)
-            };
-            let large = if s == 8 {
-                first.0 == 4
-            } else {
-                first.0 * first.1 == 16
+                (first.0 * first.1 == 16, (first.0, first.1 / 2))
             };
             let swap = o.strategy == Strategy::Auto
                 && o.cache_factor.is_none()

@@ -147,6 +147,17 @@ fn pinned<T: Scalar>(plan: &SpmvPlan<T>, o: &BccooOptions) -> BccooOptions {
     }
 }
 
+/// A candidate this adapter cannot hold (an option out of its range, workgroup memory, a
+/// binding size): the tuners skip it.
+fn unfit(e: &crate::Error) -> bool {
+    matches!(
+        e,
+        crate::Error::InvalidParameter { .. }
+            | crate::Error::TooLargeForAdapter { .. }
+            | crate::Error::DeviceLimit { .. }
+    )
+}
+
 /// A search's best plan, and every candidate's label and time per product (ms).
 type Searched<T> = (SpmvPlan<T>, Vec<(String, f64)>);
 
@@ -314,14 +325,9 @@ fn staged<T: Scalar>(
                 workgroup_size: wg,
                 ..opts.clone()
             };
-            // A candidate this adapter cannot hold (workgroup memory, binding size) is skipped.
             let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut formats) {
                 Ok(p) => p,
-                Err(
-                    crate::Error::InvalidParameter { .. }
-                    | crate::Error::TooLargeForAdapter { .. }
-                    | crate::Error::DeviceLimit { .. },
-                ) => return Ok(None),
+                Err(e) if unfit(&e) => return Ok(None),
                 Err(e) => return Err(e),
             };
             let (ms, best_ms) = match best {
@@ -594,12 +600,7 @@ fn guided<T: Scalar>(
         };
         let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut formats) {
             Ok(p) => p,
-            // A candidate this adapter cannot hold is skipped.
-            Err(
-                crate::Error::InvalidParameter { .. }
-                | crate::Error::TooLargeForAdapter { .. }
-                | crate::Error::DeviceLimit { .. },
-            ) => return Ok(false),
+            Err(e) if unfit(&e) => return Ok(false),
             Err(e) => return Err(e),
         };
         let t = SpmvPlan::time_together(&[&plan, best], gx, gy, GUIDED_ROUNDS, reps, false)?;
@@ -616,6 +617,13 @@ fn guided<T: Scalar>(
     let mut step = |change: Change| try_one(change, &mut best, &mut best_o, &mut candidates);
     let open_tile = given.tile.is_none();
     let open_size = given.block_height.is_none() || given.block_width.is_none();
+    let next_size = sizes.get(1).copied().filter(|_| open_size);
+    let size = |(h, w): (u32, u32)| {
+        move |o: &mut BccooOptions, _: &mut Option<u32>| {
+            o.block_height = Some(h);
+            o.block_width = Some(w);
+        }
+    };
     let single_entry = layout.block_height * layout.block_width == 1;
     let mut single = single_entry;
     // Blocks of several entries try the next block size by footprint first: the tile found
@@ -623,14 +631,9 @@ fn guided<T: Scalar>(
     // lost to 3x1 at tile 32 when tried after the tile; tried first, the timed choice moved
     // from 1.06 to 1.00 of the staged tuner's, f64 banded from 1.09 to 1.04). Single-entry
     // blocks try it last, as before (f64 power_law lost its tile-8 step to the budget when not).
-    if open_size && !single_entry {
-        if let Some(&(h, w)) = sizes.get(1) {
-            if step(&|o, _| {
-                o.block_height = Some(h);
-                o.block_width = Some(w);
-            })? {
-                single = h * w == 1;
-            }
+    if let Some((h, w)) = next_size.filter(|_| !single_entry) {
+        if step(&size((h, w)))? {
+            single = h * w == 1;
         }
     }
     if open_tile {
@@ -668,16 +671,10 @@ fn guided<T: Scalar>(
             }
         }
     }
-    if open_size && single_entry {
-        if let Some(&(h, w)) = sizes.get(1) {
-            let won = step(&|o, _| {
-                o.block_height = Some(h);
-                o.block_width = Some(w);
-            })?;
-            // Larger blocks hold more per load: a longer tile may pay again.
-            if won && h * w > 1 && open_tile {
-                step(&|o, _| o.tile = Some(o.tile.unwrap_or(16) * 2))?;
-            }
+    if let Some((h, w)) = next_size.filter(|_| single_entry) {
+        // Larger blocks hold more per load: a longer tile may pay again.
+        if step(&size((h, w)))? && h * w > 1 && open_tile {
+            step(&|o, _| o.tile = Some(o.tile.unwrap_or(16) * 2))?;
         }
     }
     // The other write strategy than the best's (the default already writes long rows per thread).
