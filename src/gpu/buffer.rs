@@ -37,11 +37,13 @@ impl<T: Scalar> GpuVector<T> {
         } else {
             wgpu::BufferUsages::empty()
         };
-        let buffer = gpu.storage_buffer(
-            "wgspmv vector",
-            bytemuck::cast_slice(data),
-            wgpu::BufferUsages::COPY_SRC | map,
-        )?;
+        let buffer = gpu
+            .storage_buffer(
+                "wgspmv vector",
+                bytemuck::cast_slice(data),
+                wgpu::BufferUsages::COPY_SRC | map,
+            )?
+            .into_inner();
         Ok(Self {
             buffer,
             len: data.len(),
@@ -106,7 +108,7 @@ impl<T: Scalar> GpuVector<T> {
                 .device()
                 .create_command_encoder(&Default::default());
             enc.copy_buffer_to_buffer(&self.buffer, 0, &buffer, 0, size);
-            self.gpu.queue().submit([enc.finish()]);
+            self.gpu.submit([enc.finish()]);
             buffer
         })?;
         Ok(Self {
@@ -146,7 +148,6 @@ impl<T: Scalar> GpuVector<T> {
         }
         if !data.is_empty() {
             self.gpu
-                .queue()
                 .write_buffer(&self.buffer, 0, bytemuck::cast_slice(data));
         }
         Ok(())
@@ -239,6 +240,8 @@ impl super::Gpu {
         mode: wgpu::MapMode,
         range: Range<u64>,
     ) -> Result<()> {
+        // A clear owed to a reused buffer must land before the host sees it.
+        self.flush_clears();
         let (tx, rx) = futures::channel::oneshot::channel();
         buffer.map_async(mode, range, move |r| {
             let _ = tx.send(r);
@@ -250,6 +253,7 @@ impl super::Gpu {
     /// Reads the ranges of several buffers in one round trip. Returns the bytes per request and
     /// range. On an error no buffer is left mapped, so the caller's buffers stay usable.
     pub(crate) fn read_ranges(&self, reqs: &[RangeRead]) -> Result<Vec<Vec<Vec<u8>>>> {
+        self.flush_clears();
         let mut staging_len = 0u64;
         let mut at = Vec::new();
         for r in reqs {
@@ -283,7 +287,7 @@ impl super::Gpu {
                     );
                 }
             }
-            self.queue().submit([enc.finish()]);
+            self.submit([enc.finish()]);
             Some(staging)
         } else {
             None
@@ -371,7 +375,7 @@ impl super::Gpu {
         }
         if !in_place {
             for (off, bytes) in writes {
-                self.queue().write_buffer(buffer, *off, bytes);
+                self.write_buffer(buffer, *off, bytes);
             }
             return Ok(());
         }
@@ -413,7 +417,7 @@ fn start_read(gpu: &super::Gpu, buffer: &wgpu::Buffer) -> Result<(wgpu::Buffer, 
     })?;
     let mut enc = gpu.device().create_command_encoder(&Default::default());
     enc.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
-    gpu.queue().submit([enc.finish()]);
+    gpu.submit([enc.finish()]);
     let (tx, rx) = futures::channel::oneshot::channel();
     staging.map_async(wgpu::MapMode::Read, .., move |r| {
         let _ = tx.send(r);

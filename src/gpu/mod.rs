@@ -2,11 +2,15 @@
 
 mod buffer;
 mod pipeline;
+mod pool;
 pub(crate) mod recorder;
 mod timing;
 
 pub use buffer::GpuVector;
 pub(crate) use buffer::RangeRead;
+pub(crate) use pool::Bind;
+pub(crate) use pool::DeviceBuffer;
+pub use pool::DEFAULT_POOL_BYTES;
 pub use timing::{Timer, Timing};
 
 use crate::{Error, Result};
@@ -176,6 +180,8 @@ pub(crate) struct GpuInner {
     pub compile_ns: AtomicU64,
     /// Distinguishes devices so that a vector from one is never bound on another.
     pub id: u64,
+    /// Working buffers of dropped plans, kept for the next ones.
+    pool: Arc<pool::Pool>,
 }
 
 /// A GPU device and queue with what `wgspmv` knows about them. Cheap to clone (shared).
@@ -381,6 +387,7 @@ impl Gpu {
                 pipelines: Mutex::default(),
                 compile_ns: AtomicU64::new(0),
                 id: next_id(),
+                pool: Arc::default(),
             }),
         }
     }
@@ -498,7 +505,7 @@ impl Gpu {
         label: &str,
         data: &[u8],
         extra: wgpu::BufferUsages,
-    ) -> Result<wgpu::Buffer> {
+    ) -> Result<DeviceBuffer> {
         let size = (data.len() as u64).max(16).next_multiple_of(4);
         let limit = self.info().limits.max_buffer_size;
         if size > limit {
@@ -522,17 +529,18 @@ impl Gpu {
                 drop(view);
                 buf.unmap();
             }
-            buf
+            DeviceBuffer::plain(buf)
         })
     }
 
-    /// Creates a zero-filled storage buffer of `bytes` (at least 16) for the GPU to write.
+    /// A zero-filled storage buffer of `bytes` (at least 16) for the GPU to write: from the
+    /// pool when a dropped plan left one of its size class (cleared before any later work).
     pub(crate) fn storage_zeroed(
         &self,
         label: &str,
         bytes: u64,
         extra: wgpu::BufferUsages,
-    ) -> Result<wgpu::Buffer> {
+    ) -> Result<DeviceBuffer> {
         let size = bytes.max(16).next_multiple_of(4);
         let limit = self.info().max_binding_bytes();
         if size > limit {
@@ -543,29 +551,25 @@ impl Gpu {
                 limit,
             });
         }
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC
+            | extra;
         self.scoped(&format!("allocating {label} ({size} bytes)"), || {
-            self.inner.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_DST
-                    | wgpu::BufferUsages::COPY_SRC
-                    | extra,
-                mapped_at_creation: false,
-            })
+            self.pooled_buffer(label, size, usage, true)
         })
     }
 
     /// Creates a small uniform buffer.
-    pub(crate) fn uniform_buffer(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
+    pub(crate) fn uniform_buffer(&self, label: &str, data: &[u8]) -> DeviceBuffer {
         use wgpu::util::DeviceExt;
-        self.inner
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        DeviceBuffer::plain(self.inner.device.create_buffer_init(
+            &wgpu::util::BufferInitDescriptor {
                 label: Some(label),
                 contents: data,
                 usage: wgpu::BufferUsages::UNIFORM,
-            })
+            },
+        ))
     }
 }
 

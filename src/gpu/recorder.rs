@@ -1,6 +1,7 @@
 //! Recording one-off GPU work (a setup, a validation, a value update) into a single compute
 //! pass: kernels bound by position, each dispatched over a 2-D grid of workgroups.
 
+use super::pool::Bind;
 use super::Gpu;
 use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::Result;
@@ -29,11 +30,11 @@ impl<'a> Recorder<'a> {
         &mut self,
         kernel: Kernel,
         overrides: Vec<(&'static str, u32)>,
-        buffers: &[&wgpu::Buffer],
+        buffers: &[&dyn Bind],
         groups: u32,
     ) -> Result<()> {
         let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
-        let resources: Vec<_> = buffers.iter().map(|b| b.as_entire_binding()).collect();
+        let resources: Vec<_> = buffers.iter().map(|b| b.binding()).collect();
         self.dispatch_pipeline(&pipeline, kernel.name, resources, groups);
         Ok(())
     }
@@ -75,7 +76,7 @@ impl Recorder<'_> {
     pub(crate) fn passes(
         &mut self,
         kernel: Kernel,
-        buffers: &[&wgpu::Buffer],
+        buffers: &[&dyn Bind],
         passes: &[(u32, u32)],
     ) -> Result<()> {
         for &(pass, groups) in passes.iter().filter(|p| p.1 > 0) {
@@ -115,7 +116,7 @@ pub(crate) fn submit_copies_and_pass(
             let mut r = Recorder::new(gpu, &mut enc, label);
             f(&mut r)?;
         }
-        gpu.queue().submit([enc.finish()]);
+        gpu.submit([enc.finish()]);
         Ok(())
     })?
 }
@@ -135,17 +136,12 @@ struct ScanParams {
 impl Recorder<'_> {
     /// Exclusive scan of the first `n` entries of `data` in place; `block_sums` holds at least
     /// `n / SCAN_BLOCK` entries, rounded up.
-    pub(crate) fn scan(
-        &mut self,
-        data: &wgpu::Buffer,
-        block_sums: &wgpu::Buffer,
-        n: u32,
-    ) -> Result<()> {
+    pub(crate) fn scan(&mut self, data: &dyn Bind, block_sums: &dyn Bind, n: u32) -> Result<()> {
         let blocks = n.div_ceil(SCAN_BLOCK);
         let params = self
             .gpu
             .uniform_buffer("scan params", bytemuck::bytes_of(&ScanParams { n, blocks }));
-        let buffers = [data, block_sums, &params];
+        let buffers: [&dyn Bind; 3] = [data, block_sums, &params];
         self.dispatch(crate::kernel::SCAN_U32_REDUCE, vec![], &buffers, blocks)?;
         self.dispatch(crate::kernel::SCAN_U32_DOWN, vec![], &buffers, blocks)
     }

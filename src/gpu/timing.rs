@@ -156,7 +156,7 @@ impl Gpu {
                     record(&mut pass);
                 }
             }
-            self.queue().submit([enc.finish()]);
+            self.submit([enc.finish()]);
         })?;
         self.wait()?;
         Ok(start.elapsed().as_secs_f64())
@@ -213,7 +213,7 @@ impl Gpu {
             let mut enc = device.create_command_encoder(&Default::default());
             record(&mut enc, &query_set);
             enc.resolve_query_set(&query_set, 0..2, &resolve, 0);
-            self.queue().submit([enc.finish()]);
+            self.submit([enc.finish()]);
             resolve
         })?;
         let t: Vec<u64> = self.read_buffer(&resolve, 2)?;

@@ -103,9 +103,9 @@ impl UploadedCsr {
         });
         Ok(Some(Self {
             shape: a.shape(),
-            row_ptr: row_ptr?,
-            col_idx: col_idx?,
-            values: values?,
+            row_ptr: row_ptr?.into_inner(),
+            col_idx: col_idx?.into_inner(),
+            values: values?.into_inner(),
             checked: Checked { longest_row },
         }))
     }
@@ -247,7 +247,8 @@ impl GpuCsr<'_> {
             "csr check",
             "validating a CSR matrix on the GPU",
             |r| {
-                let buffers = [self.row_ptr, col_idx, &starts, &found, &params];
+                let buffers: [&dyn crate::gpu::Bind; 5] =
+                    [self.row_ptr, col_idx, &starts, &found, &params];
                 let groups = |n: u32| n.div_ceil(256);
                 r.passes(
                     crate::kernel::CSR_CHECK,

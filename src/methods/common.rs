@@ -19,7 +19,7 @@ pub(crate) struct ChunkUniform {
 
 impl ChunkUniform {
     /// The uniform buffer of a chunk of `rows`, the rows a stage writes.
-    pub(crate) fn buffer(gpu: &Gpu, rows: Range<usize>) -> Arc<wgpu::Buffer> {
+    pub(crate) fn buffer(gpu: &Gpu, rows: Range<usize>) -> Arc<crate::gpu::DeviceBuffer> {
         let params = Self {
             row_begin: rows.start as u32,
             nrows: rows.len() as u32,
@@ -218,7 +218,7 @@ pub(crate) fn upload_buffer<P: bytemuck::Pod>(
     gpu: &Gpu,
     label: &str,
     data: &[P],
-) -> Result<Arc<wgpu::Buffer>> {
+) -> Result<Arc<crate::gpu::DeviceBuffer>> {
     // (COPY_SRC: a plan's arrays can be read back, e.g. to compare builds.)
     Ok(Arc::new(gpu.storage_buffer(
         label,
@@ -258,7 +258,7 @@ pub(crate) fn copy_from_caller<const N: usize>(
     gpu: &Gpu,
     from: &[(&'static str, &wgpu::Buffer); N],
     bytes: &[u64; N],
-) -> Result<[Arc<wgpu::Buffer>; N]> {
+) -> Result<[Arc<crate::gpu::DeviceBuffer>; N]> {
     let mut owned = Vec::with_capacity(N);
     for ((label, _), &n) in from.iter().zip(bytes) {
         owned.push(Arc::new(gpu.storage_zeroed(
@@ -278,7 +278,7 @@ pub(crate) fn copy_from_caller<const N: usize>(
                 enc.copy_buffer_to_buffer(src, 0, dst, 0, n);
             }
         }
-        gpu.queue().submit([enc.finish()]);
+        gpu.submit([enc.finish()]);
     })?;
     Ok(owned.try_into().expect("one buffer per array"))
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub(crate) enum Binding {
     /// A buffer the plan owns (matrix arrays, per-chunk parameters).
-    Owned(Arc<wgpu::Buffer>),
+    Owned(Arc<crate::gpu::DeviceBuffer>),
     /// The caller's input vector.
     X,
     /// The caller's output vector.
@@ -33,7 +33,7 @@ pub(crate) enum Grid {
     Direct([u32; 2]),
     /// Read by the GPU from `(buffer, byte offset)`, where an earlier GPU pass wrote it
     /// (`dispatch_workgroups_indirect`).
-    Indirect(Arc<wgpu::Buffer>, u64),
+    Indirect(Arc<crate::gpu::DeviceBuffer>, u64),
 }
 
 /// One dispatch: a pipeline, its bindings in slot order, and a grid.
@@ -104,7 +104,7 @@ impl<T: Scalar> SpmvPlan<T> {
         parameters: String,
     ) -> Self {
         // A buffer bound in several slots or stages counts once.
-        let mut owned: Vec<&Arc<wgpu::Buffer>> = stages
+        let mut owned: Vec<&Arc<crate::gpu::DeviceBuffer>> = stages
             .iter()
             .flat_map(|s| &s.bindings)
             .filter_map(|b| match b {
@@ -303,12 +303,32 @@ impl<T: Scalar> SpmvPlan<T> {
         y: &mut GpuVector<T>,
     ) -> Result<()> {
         self.check(x, y)?;
+        self.keep_out_of_pool();
         Self::record_stages(
             &self.stages,
             self.bind(&self.stages, x, y, alpha, beta),
             encoder,
         );
         Ok(())
+    }
+
+    /// Keeps the plan's buffers from being lent to another plan once it is dropped: work recorded
+    /// into a caller's encoder may run after that. Also flushes the clears owed to reused buffers,
+    /// which must run before the caller's work.
+    pub(crate) fn keep_out_of_pool(&self) {
+        let stages = self.stages.iter();
+        for stage in stages.chain(self.host.iter().flat_map(|h| &h.stages)) {
+            for b in &stage.bindings {
+                if let Binding::Owned(buf) = b {
+                    buf.keep_out_of_pool();
+                }
+            }
+            if let Grid::Indirect(buf, _) = &stage.grid {
+                buf.keep_out_of_pool();
+            }
+        }
+        self.values.keep_out_of_pool();
+        self.gpu.flush_clears();
     }
 
     fn record_stages(
@@ -360,7 +380,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 .device()
                 .create_command_encoder(&Default::default());
             Self::record_stages(stages, self.bind(stages, x, y, alpha, beta), &mut enc);
-            self.gpu.queue().submit([enc.finish()]);
+            self.gpu.submit([enc.finish()]);
         })?;
         match &self.host {
             Some(h) => h.stage.finish(&self.gpu, alpha, beta, y),
@@ -389,7 +409,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 self.bind(&self.stages, x, y, alpha, beta),
                 &mut enc,
             );
-            self.gpu.queue().submit([enc.finish()])
+            self.gpu.submit([enc.finish()])
         })
     }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// `len` values of CSR entries `src..src + len`, at element `dst` of `buffer`.
 #[derive(Clone, Debug)]
 pub(crate) struct ValueRun {
-    pub buffer: Arc<wgpu::Buffer>,
+    pub buffer: Arc<crate::gpu::DeviceBuffer>,
     pub dst: u64,
     pub src: u64,
     pub len: u64,
@@ -29,13 +29,13 @@ pub(crate) struct ValueRun {
 /// A buffer of the format filled by a gather: element `i` is CSR entry `sources[i]`, or 0 where
 /// that is [`NONE`] (padding).
 pub(crate) struct GatherPart {
-    pub buffer: Arc<wgpu::Buffer>,
+    pub buffer: Arc<crate::gpu::DeviceBuffer>,
     /// `sources` and the CSR entries they read: given at construction, or made by `make` at the
     /// first update (a format whose map lives on the GPU).
     sources: std::sync::OnceLock<Sources>,
     make: Option<SourceMaker>,
     /// `sources` on the GPU, uploaded at the first update.
-    pub on_gpu: std::sync::OnceLock<Arc<wgpu::Buffer>>,
+    pub on_gpu: std::sync::OnceLock<Arc<crate::gpu::DeviceBuffer>>,
 }
 
 /// What a gather reads: `count` elements' sources (on the host unless the format was built on
@@ -75,7 +75,7 @@ fn with_range(sources: Vec<u32>) -> Sources {
 }
 
 impl GatherPart {
-    pub(crate) fn new(buffer: Arc<wgpu::Buffer>, sources: Vec<u32>) -> Arc<Self> {
+    pub(crate) fn new(buffer: Arc<crate::gpu::DeviceBuffer>, sources: Vec<u32>) -> Arc<Self> {
         Arc::new(Self {
             buffer,
             sources: std::sync::OnceLock::from(with_range(sources)),
@@ -87,8 +87,8 @@ impl GatherPart {
     /// A part whose `count` sources a GPU build wrote into `sources`, reading CSR entries
     /// `range`.
     pub(crate) fn on_gpu(
-        buffer: Arc<wgpu::Buffer>,
-        sources: Arc<wgpu::Buffer>,
+        buffer: Arc<crate::gpu::DeviceBuffer>,
+        sources: Arc<crate::gpu::DeviceBuffer>,
         count: usize,
         range: std::ops::Range<u64>,
     ) -> Arc<Self> {
@@ -106,7 +106,7 @@ impl GatherPart {
 
     /// A part whose sources are made at the first update, so a plan that never updates never
     /// pays for them.
-    pub(crate) fn lazy(buffer: Arc<wgpu::Buffer>, make: SourceMaker) -> Arc<Self> {
+    pub(crate) fn lazy(buffer: Arc<crate::gpu::DeviceBuffer>, make: SourceMaker) -> Arc<Self> {
         Arc::new(Self {
             buffer,
             sources: Default::default(),
@@ -139,6 +139,27 @@ pub(crate) enum ValueLayout {
     Guarded(Vec<Arc<GatherPart>>, Arc<ZeroGuard>),
     /// No update in place (the format reorders the values, say); the reason, for the error.
     Fixed(&'static str),
+}
+
+impl ValueLayout {
+    /// See [`SpmvPlan::keep_out_of_pool`].
+    pub(crate) fn keep_out_of_pool(&self) {
+        let (parts, runs): (&[Arc<GatherPart>], &[ValueRun]) = match self {
+            ValueLayout::Runs(runs) => (&[], runs),
+            ValueLayout::Gather(parts, runs) => (parts, runs),
+            ValueLayout::Guarded(parts, _) => (parts, &[]),
+            ValueLayout::Fixed(_) => (&[], &[]),
+        };
+        for r in runs {
+            r.buffer.keep_out_of_pool();
+        }
+        for p in parts {
+            p.buffer.keep_out_of_pool();
+            if let Some(b) = p.on_gpu.get() {
+                b.keep_out_of_pool();
+            }
+        }
+    }
 }
 
 /// The stored zeros a format's zero pass was built for: an update must keep exactly these
@@ -251,7 +272,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 .create_command_encoder(&Default::default());
             self.record_gathers(&mut encoder, parts, &staged)?;
             self.gpu.scoped("submitting a value update", || {
-                self.gpu.queue().submit([encoder.finish()]);
+                self.gpu.submit([encoder.finish()]);
             })?;
         }
         self.gpu.scoped("updating values", || {
@@ -259,7 +280,6 @@ impl<T: Scalar> SpmvPlan<T> {
                 let src = &values[r.src as usize..(r.src + r.len) as usize];
                 if !src.is_empty() {
                     self.gpu
-                        .queue()
                         .write_buffer(&r.buffer, r.dst * s, bytemuck::cast_slice(src));
                 }
             }
@@ -286,11 +306,14 @@ impl<T: Scalar> SpmvPlan<T> {
                 for &e in &guard.entries {
                     words[e as usize / 32] |= 1 << (e % 32);
                 }
-                let b = self.gpu.storage_buffer(
-                    "stored-zero bits",
-                    bytemuck::cast_slice(&words),
-                    wgpu::BufferUsages::empty(),
-                )?;
+                let b = self
+                    .gpu
+                    .storage_buffer(
+                        "stored-zero bits",
+                        bytemuck::cast_slice(&words),
+                        wgpu::BufferUsages::empty(),
+                    )?
+                    .into_inner();
                 guard.bits_on_gpu.get_or_init(|| b)
             }
         };
@@ -326,7 +349,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 resources,
                 count.div_ceil(wg),
             );
-            self.gpu.queue().submit([check.finish()]);
+            self.gpu.submit([check.finish()]);
         })?;
         Ok(self.gpu.read_buffer::<u32>(&changed, 1)?[0] == 0)
     }
@@ -419,6 +442,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 why: "the new values' zeros are checked against the plan's stored zeros first, which reads 4 bytes back; use update_values_from_buffer",
             });
         }
+        self.keep_out_of_pool();
         self.record_update(encoder, values, offset)
     }
 
@@ -435,7 +459,7 @@ impl<T: Scalar> SpmvPlan<T> {
         self.check_values_buffer(values, offset)?;
         if let Some(parts) = self.gather_parts() {
             let staged = self.storage_values(encoder, values, offset)?;
-            self.record_gathers(encoder, parts, staged.as_ref().unwrap_or(values))?;
+            self.record_gathers(encoder, parts, staged.as_deref().unwrap_or(values))?;
         }
         self.gpu.scoped("recording a value update", || {
             for r in runs.iter().filter(|r| r.len > 0) {
@@ -458,7 +482,7 @@ impl<T: Scalar> SpmvPlan<T> {
         encoder: &mut wgpu::CommandEncoder,
         values: &wgpu::Buffer,
         offset: u64,
-    ) -> Result<Option<wgpu::Buffer>> {
+    ) -> Result<Option<crate::gpu::DeviceBuffer>> {
         if offset == 0 && values.usage().contains(wgpu::BufferUsages::STORAGE) {
             return Ok(None);
         }
@@ -466,6 +490,8 @@ impl<T: Scalar> SpmvPlan<T> {
         let staged = self
             .gpu
             .storage_zeroed("new values", bytes, wgpu::BufferUsages::empty())?;
+        // Dropped before the encoder is submitted.
+        staged.keep_out_of_pool();
         self.gpu.scoped("recording a value copy", || {
             encoder.copy_buffer_to_buffer(values, offset, &staged, 0, bytes)
         })?;
@@ -508,17 +534,17 @@ impl<T: Scalar> SpmvPlan<T> {
                 .device()
                 .create_command_encoder(&Default::default());
             let staged = self.storage_values(&mut check, values, offset)?;
-            let source = staged.as_ref().unwrap_or(values);
+            let source = staged.as_deref().unwrap_or(values);
             if !self.zeros_hold_on_gpu(check, guard, source)? {
                 return Err(ZeroGuard::refusal(self.report.method));
             }
             // Gathered from the checked copy (or the caller's own buffer).
             self.record_gathers(&mut encoder, self.gather_parts().unwrap_or(&[]), source)?;
         } else {
-            self.record_update_values(&mut encoder, values, offset)?;
+            self.record_update(&mut encoder, values, offset)?;
         }
         self.gpu.scoped("submitting a value update", || {
-            self.gpu.queue().submit([encoder.finish()]);
+            self.gpu.submit([encoder.finish()]);
         })
     }
 

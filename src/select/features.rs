@@ -279,7 +279,7 @@ impl Features {
             "csr features",
             "computing Auto's features on the GPU",
             |r| {
-                let buffers = [a.row_ptr, col_idx, &out, &params];
+                let buffers: [&dyn crate::gpu::Bind; 4] = [a.row_ptr, col_idx, &out, &params];
                 let kernel = crate::kernel::CSR_FEATURES;
                 r.passes(
                     kernel,

@@ -6,6 +6,7 @@ mod common;
 
 mod auto;
 mod bccoo;
+mod buffer_pool;
 mod cli;
 mod cmrs;
 mod csr_io;

@@ -14,6 +14,7 @@
 
 use super::{assemble, check_values_fit, finish, kernels, params};
 use crate::gpu::recorder::{submit_copies_and_pass, Recorder, SCAN_BLOCK};
+use crate::gpu::Bind;
 use crate::gpu::{Gpu, RangeRead};
 use crate::matrix::{check_u32, GpuCsr};
 use crate::methods::common::bad;
@@ -90,7 +91,7 @@ fn pass(
     kernel: crate::kernel::Kernel,
     pass: u32,
     val_words: u32,
-    buffers: &[&wgpu::Buffer],
+    buffers: &[&dyn Bind],
     count: u64,
 ) -> Result<()> {
     if count == 0 {
@@ -137,7 +138,8 @@ pub(crate) fn prepare<T: Scalar>(
     let read_stats = || gpu.read_buffer::<u32>(&stats, STATS_WORDS as usize);
     // Arrays not sized yet (or not used by a pass) are bound as small stand-ins.
     let stand_in = || words("stand-in", 4);
-    let (rp, ci, va) = (a.row_ptr, a.col_idx, a.values);
+    // Bound whole (the caller's), beside the plan's buffers bound at their asked-for sizes.
+    let (rp, ci, va): (&dyn Bind, &dyn Bind, &dyn Bind) = (a.row_ptr, a.col_idx, a.values);
 
     // 1. Blocks of every size, the largest column, stored zeros.
     let mut bp = BuildParams {
@@ -311,7 +313,7 @@ pub(crate) fn prepare<T: Scalar>(
             pass(r, kernels::BCCOO_BUILD_STATS, 1, vw, &stats_b, words)?;
         }
         let t = kernels::BCCOO_BUILD_TILES;
-        let tiles_b = [
+        let tiles_b: [&dyn Bind; 8] = [
             &*flags,
             &cols,
             &aux_head,
@@ -359,7 +361,7 @@ pub(crate) fn prepare<T: Scalar>(
     let u = uniform(&bp);
     submit(gpu, &[(&aux_head, &aux, head * 4)], |r| {
         let t = kernels::BCCOO_BUILD_TILES;
-        let tiles_b = [
+        let tiles_b: [&dyn Bind; 8] = [
             &*flags,
             &cols,
             &aux,

@@ -176,7 +176,7 @@ pub struct BccooReport {
     pub block_sizes: Vec<(u32, u32)>,
     /// Set when the parameters were chosen by timing.
     pub tuning: Option<tune::TuneReport>,
-    state: Arc<wgpu::Buffer>,
+    state: Arc<crate::gpu::DeviceBuffer>,
 }
 
 impl BccooReport {
@@ -613,7 +613,7 @@ pub(crate) struct FormatOnGpu {
     pub columns: Binding,
     pub escape_base: u32,
     /// The value planes.
-    pub values: Arc<wgpu::Buffer>,
+    pub values: Arc<crate::gpu::DeviceBuffer>,
     /// Thread rows, then group info, the carry list and thread escapes from their bases.
     pub aux: Binding,
     pub group_info_base: u32,

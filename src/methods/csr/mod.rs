@@ -240,7 +240,8 @@ pub(crate) fn gpu_stages<T: Scalar>(
     phases.analysis();
     let share = opts.caller_buffers == CallerBuffers::Share;
     let [row_ptr, col_idx, values] = if share {
-        a.buffers().map(|(_, b)| Arc::new(b.clone()))
+        a.buffers()
+            .map(|(_, b)| Arc::new(crate::gpu::DeviceBuffer::plain(b.clone())))
     } else {
         copy_from_caller(gpu, &a.buffers(), &bytes)?
     };

@@ -84,7 +84,7 @@ pub(crate) fn gpu_stages<T: Scalar>(
     gpu: &Gpu,
     (nrows, nnz): (usize, usize),
     row_ptr: &wgpu::Buffer,
-    [col_idx, values]: [Arc<wgpu::Buffer>; 2],
+    [col_idx, values]: [Arc<crate::gpu::DeviceBuffer>; 2],
     long_row: u64,
 ) -> Result<Vec<Stage>> {
     let (pieces_pipeline, finish_pipeline, piece) = pass_pipelines::<T>(gpu)?;
@@ -118,7 +118,7 @@ pub(crate) fn gpu_stages<T: Scalar>(
             .max(1),
     };
     let params = gpu.uniform_buffer("long-row build", bytemuck::bytes_of(&params));
-    let buffers = [
+    let buffers: [&dyn crate::gpu::Bind; 6] = [
         row_ptr,
         &longs_before,
         &pieces_before,

@@ -150,7 +150,8 @@ pub(crate) fn prepare<T: Scalar>(
             enc.copy_buffer_to_buffer(a.values, 0, &values, 0, val_bytes);
             {
                 let mut r = Recorder::new(gpu, &mut enc, "speculative analyse");
-                let buffers = [&*ptr_and_tiles, &dirty, &counts, &runs, &params];
+                let buffers: [&dyn crate::gpu::Bind; 5] =
+                    [&*ptr_and_tiles, &dirty, &counts, &runs, &params];
                 let groups = |n: u64| n.div_ceil(256) as u32;
                 r.passes(
                     super::kernels::SPECULATIVE_ANALYSE,
@@ -162,7 +163,7 @@ pub(crate) fn prepare<T: Scalar>(
                     ],
                 )?;
             }
-            gpu.queue().submit([enc.finish()]);
+            gpu.submit([enc.finish()]);
             Ok(())
         },
     )??;
@@ -197,7 +198,7 @@ pub(crate) fn prepare<T: Scalar>(
                     long * 8,
                 );
             }
-            gpu.queue().submit([enc.finish()]);
+            gpu.submit([enc.finish()]);
         })?;
         Ok(FinishRuns {
             runs: Binding::Owned(Arc::new(sorted)),

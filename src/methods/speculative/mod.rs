@@ -209,9 +209,9 @@ struct Part {
     row_ptr: Vec<u32>,
     teams: u64,
     needs_check: bool,
-    sync: Arc<wgpu::Buffer>,
-    spec: Arc<wgpu::Buffer>,
-    shadow: Arc<wgpu::Buffer>,
+    sync: Arc<crate::gpu::DeviceBuffer>,
+    spec: Arc<crate::gpu::DeviceBuffer>,
+    shadow: Arc<crate::gpu::DeviceBuffer>,
 }
 
 /// The kernel's parameters, from the options or chosen for the scalar type and matrix, and
@@ -849,8 +849,7 @@ impl<T: Scalar> HostStage<T> for HostCheck<T> {
         if out.is_err() {
             // The next product must not inherit this one's dirty records.
             for p in self.parts.iter().filter(|p| p.needs_check) {
-                gpu.queue()
-                    .write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
+                gpu.write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
             }
         }
         out
@@ -1015,8 +1014,7 @@ impl<T: Scalar> HostCheck<T> {
         self.store(gpu, &y.buffer, &writes, &mut bytes_written)?;
         for (p, &c) in parts.iter().zip(&counts) {
             if c > 0 {
-                gpu.queue()
-                    .write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
+                gpu.write_buffer(&p.spec, 0, bytemuck::bytes_of(&0u32));
                 bytes_written += 4;
             }
         }

@@ -158,12 +158,12 @@ pub(crate) fn run<T: Scalar>(
         wgpu::BufferUsages::INDIRECT,
     )?);
     let schedule = Arc::new(gpu.scoped("allocating the suraa schedule", || {
-        gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        crate::gpu::DeviceBuffer::plain(gpu.device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("suraa schedule"),
             size: std::mem::size_of::<Schedule>() as u64,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
-        })
+        }))
     })?);
 
     // Key width: lengths never exceed the columns (nor the nonzeros), columns need bits(ncols - 1).
@@ -183,7 +183,7 @@ pub(crate) fn run<T: Scalar>(
             pad: 0,
         }),
     );
-    let radix_params: Vec<wgpu::Buffer> = (0..passes)
+    let radix_params: Vec<crate::gpu::DeviceBuffer> = (0..passes)
         .map(|pass| {
             gpu.uniform_buffer(
                 "suraa radix params",
@@ -304,7 +304,7 @@ pub(crate) fn run<T: Scalar>(
             0,
             std::mem::size_of::<Schedule>() as u64,
         );
-        gpu.queue().submit([enc.finish()]);
+        gpu.submit([enc.finish()]);
         Ok(())
     })??;
     let (perm, inv) = if passes % 2 == 0 {

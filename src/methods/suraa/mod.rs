@@ -275,7 +275,7 @@ fn build<T: Scalar>(
         let overrides = [&[("WG_SIZE", wg)], more].concat();
         gpu.pipeline(&Variant::new(k, T::WGSL, lanes, overrides))
     };
-    let owned = |b: &Arc<wgpu::Buffer>| Binding::Owned(b.clone());
+    let owned = |b: &Arc<crate::gpu::DeviceBuffer>| Binding::Owned(b.clone());
     let main = Stage {
         pipeline: pipeline(kernels::SURAA, &[("LANES", team), ("DYNAMIC_ITEMS", items)])?,
         bindings: vec![
@@ -386,28 +386,31 @@ fn build<T: Scalar>(
 fn upload_csr<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Result<[wgpu::Buffer; 3]> {
     let none = wgpu::BufferUsages::empty();
     Ok([
-        gpu.storage_buffer("row_ptr", bytemuck::cast_slice(a.row_ptr()), none)?,
-        gpu.storage_buffer("col_idx", bytemuck::cast_slice(a.col_idx()), none)?,
-        gpu.storage_buffer("values", bytemuck::cast_slice(a.values()), none)?,
+        gpu.storage_buffer("row_ptr", bytemuck::cast_slice(a.row_ptr()), none)?
+            .into_inner(),
+        gpu.storage_buffer("col_idx", bytemuck::cast_slice(a.col_idx()), none)?
+            .into_inner(),
+        gpu.storage_buffer("values", bytemuck::cast_slice(a.values()), none)?
+            .into_inner(),
     ])
 }
 
 /// The setup's results on the GPU: the matrix in sorted row order and the schedule.
 pub(crate) struct Built {
-    pub row_ptr: Arc<wgpu::Buffer>,
-    pub col_idx: Arc<wgpu::Buffer>,
-    pub vals: Arc<wgpu::Buffer>,
-    pub perm: Arc<wgpu::Buffer>,
+    pub row_ptr: Arc<crate::gpu::DeviceBuffer>,
+    pub col_idx: Arc<crate::gpu::DeviceBuffer>,
+    pub vals: Arc<crate::gpu::DeviceBuffer>,
+    pub perm: Arc<crate::gpu::DeviceBuffer>,
     /// Original row -> sorted position.
-    pub inv: Arc<wgpu::Buffer>,
+    pub inv: Arc<crate::gpu::DeviceBuffer>,
     /// The scalar kernel's sums in sorted order ([`ScalarWrites::Gather`]; one entry otherwise).
-    pub sorted_sums: Arc<wgpu::Buffer>,
-    pub dynamic_ptr: Arc<wgpu::Buffer>,
-    pub partials: Arc<wgpu::Buffer>,
-    pub schedule: Arc<wgpu::Buffer>,
-    pub indirect: Arc<wgpu::Buffer>,
+    pub sorted_sums: Arc<crate::gpu::DeviceBuffer>,
+    pub dynamic_ptr: Arc<crate::gpu::DeviceBuffer>,
+    pub partials: Arc<crate::gpu::DeviceBuffer>,
+    pub schedule: Arc<crate::gpu::DeviceBuffer>,
+    pub indirect: Arc<crate::gpu::DeviceBuffer>,
     /// Where the GPU setup wrote the schedule (the uniform `schedule` cannot be read back).
-    pub schedule_storage: Option<Arc<wgpu::Buffer>>,
+    pub schedule_storage: Option<Arc<crate::gpu::DeviceBuffer>>,
     /// The schedule of a host setup.
     pub schedule_value: Schedule,
 }
