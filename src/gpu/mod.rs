@@ -435,7 +435,9 @@ impl Gpu {
         let internal = dev.push_error_scope(wgpu::ErrorFilter::Internal);
         let oom = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let val = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let started = std::time::Instant::now();
         let out = f();
+        log::trace!("{during}: {:?}", started.elapsed());
         let v = pollster::block_on(val.pop());
         let o = pollster::block_on(oom.pop());
         let i = pollster::block_on(internal.pop());
@@ -555,9 +557,7 @@ impl Gpu {
             | wgpu::BufferUsages::COPY_DST
             | wgpu::BufferUsages::COPY_SRC
             | extra;
-        self.scoped(&format!("allocating {label} ({size} bytes)"), || {
-            self.pooled_buffer(label, size, usage, true)
-        })
+        self.pooled_buffer(label, size, usage)
     }
 
     /// Creates a small uniform buffer.

@@ -192,15 +192,16 @@ impl Pool {
 }
 
 impl Gpu {
-    /// A storage buffer of at least `size` bytes with `usage` (a size class from the pool, or a
-    /// new one), zeroed before any later GPU work of this library when `zeroed`.
+    /// A zeroed buffer of `size` bytes (a multiple of 4) with `usage`, bound at that size: an
+    /// idle one of its size class from the pool (cleared before any later GPU work of this
+    /// library), or a new one (zeroed by wgpu). Out of memory with idle buffers kept, those are
+    /// released and the allocation tried once more.
     pub(crate) fn pooled_buffer(
         &self,
         label: &str,
         size: u64,
         usage: wgpu::BufferUsages,
-        zeroed: bool,
-    ) -> DeviceBuffer {
+    ) -> crate::Result<DeviceBuffer> {
         let pool = &self.inner.pool;
         let class = size_class(size);
         // Rounded up past the limit: exactly what was asked instead.
@@ -211,25 +212,37 @@ impl Gpu {
         };
         let buffer = match pool.take(usage, class) {
             Some(reused) => {
-                if zeroed {
-                    pool.clears.lock().unwrap().push((reused.clone(), size));
-                }
+                pool.clears.lock().unwrap().push((reused.clone(), size));
                 reused
             }
-            // New buffers come zeroed from wgpu.
-            None => self.inner.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: class,
-                usage,
-                mapped_at_creation: false,
-            }),
+            None => {
+                let during = format!("allocating {label} ({size} bytes)");
+                let create = || {
+                    self.scoped(&during, || {
+                        self.inner.device.create_buffer(&wgpu::BufferDescriptor {
+                            label: Some(label),
+                            size: class,
+                            usage,
+                            mapped_at_creation: false,
+                        })
+                    })
+                };
+                match create() {
+                    Err(crate::Error::OutOfMemory { .. }) if self.buffer_pool_bytes() > 0 => {
+                        self.release_buffer_pool();
+                        self.wait()?;
+                        create()?
+                    }
+                    other => other?,
+                }
+            }
         };
-        DeviceBuffer {
+        Ok(DeviceBuffer {
             buffer,
             len: size,
             pool: Some(Arc::downgrade(pool)),
             returnable: AtomicBool::new(true),
-        }
+        })
     }
 
     /// Submits `commands` after the clears owed to reused buffers. Every submission of this

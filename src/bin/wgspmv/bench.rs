@@ -123,11 +123,19 @@ pub struct Args {
     #[arg(long)]
     warm_setup: bool,
     /// With `--from-gpu-csr` or `--warm-setup`: the untimed first plan is dropped before the
-    /// timed one is built (`reused`: the timed plan may get the memory it freed, as a plan
-    /// rebuilt for a new pattern does) or kept alive until after it (`fresh`: every buffer of
-    /// the timed plan is memory the process did not hold, as the first plan of a process).
+    /// timed one is built (`reused`: the timed plan takes the buffers it left in the device's
+    /// pool, as a plan rebuilt for a new pattern does) or kept alive until after it (`fresh`:
+    /// every buffer of the timed plan is memory the process did not hold, as the first plan of
+    /// a process). Either way the pool is emptied before the first plan, so that what earlier
+    /// matrices left neither serves nor is evicted during the timed setup.
     #[arg(long, default_value = "fresh", value_parser = ["fresh", "reused"])]
     setup_memory: String,
+}
+
+/// Empties the device's buffer pool and waits for the memory to go back to the driver.
+fn empty_pool(gpu: &Gpu) -> wgspmv::Result<()> {
+    gpu.release_buffer_pool();
+    gpu.wait()
 }
 
 /// Waits for `first`'s setup; returns it to be kept alive while the timed setup runs, or drops
@@ -670,6 +678,7 @@ fn bench_matrix<T: Scalar>(
                     // Timed warm, as a host setup's GPU steps are: the first plan of a kind
                     // compiles its pipelines (once per device). It is dropped after the timed
                     // one (so that freeing its memory is not timed) or, asked, before it.
+                    empty_pool(gpu)?;
                     let first = gpu.prepare_gpu_csr::<T>(&desc, v.method, &v.opts)?;
                     let kept = release_first(gpu, first, keep_first)?;
                     let plan = gpu.prepare_gpu_csr(&desc, v.method, &v.opts)?;
@@ -677,6 +686,7 @@ fn bench_matrix<T: Scalar>(
                     plan
                 }
                 None if args.warm_setup => {
+                    empty_pool(gpu)?;
                     let first = gpu.prepare_with(a, v.method, &v.opts)?;
                     let kept = release_first(gpu, first, keep_first)?;
                     let plan = gpu.prepare_with(a, v.method, &v.opts)?;
