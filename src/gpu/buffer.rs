@@ -234,7 +234,7 @@ impl super::Gpu {
     }
 
     /// Maps `buffer` (or `range` of it) and waits for the mapping.
-    fn map_and_wait(
+    pub(crate) fn map_and_wait(
         &self,
         buffer: &wgpu::Buffer,
         mode: wgpu::MapMode,

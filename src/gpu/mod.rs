@@ -502,6 +502,9 @@ impl Gpu {
     }
 
     /// Creates a storage buffer holding `data` (at least 16 bytes, so that empty arrays bind).
+    /// Large arrays go through a staging buffer kept in the pool and into a pooled buffer: a
+    /// repeated upload then writes memory the process already holds (fresh mapped memory is what
+    /// made uploads slow, docs/setup.md).
     pub(crate) fn storage_buffer(
         &self,
         label: &str,
@@ -518,11 +521,15 @@ impl Gpu {
                 limit,
             });
         }
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | extra;
+        if data.len() as u64 >= pool::STAGED_UPLOAD_BYTES {
+            return self.upload_staged(label, data, usage);
+        }
         self.scoped(&format!("allocating {label} ({size} bytes)"), || {
             let buf = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | extra,
+                usage,
                 mapped_at_creation: !data.is_empty(),
             });
             if !data.is_empty() {
@@ -557,7 +564,7 @@ impl Gpu {
             | wgpu::BufferUsages::COPY_DST
             | wgpu::BufferUsages::COPY_SRC
             | extra;
-        self.pooled_buffer(label, size, usage)
+        self.pooled_buffer(label, size, usage, true)
     }
 
     /// Creates a small uniform buffer.

@@ -5,14 +5,20 @@
 //!
 //! A pooled buffer may be larger than asked for (its size class); [`DeviceBuffer::size`] and
 //! [`DeviceBuffer::as_entire_binding`] are the size asked for, so shaders' `arrayLength` and
-//! read-backs see exactly that. A reused buffer promised zeroed is cleared on the GPU before any
-//! later work of this library: the clear is queued and submitted first by [`Gpu::submit`] (and
-//! flushed when a plan is made, before any caller can record it).
+//! read-backs see exactly that. A reused buffer is cleared on the GPU before any later work that
+//! could see it: the clear is queued and submitted ahead of the next [`Gpu::submit`], and flushed
+//! before a queue write, a host mapping, or a plan recorded into a caller's encoder. Buffers a
+//! caller's encoder may use after the plan is gone are never lent (see
+//! [`DeviceBuffer::keep_out_of_pool`]).
 
 use super::Gpu;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+
+/// Uploads at least this large go through a pooled staging buffer (smaller ones are mapped at
+/// creation, which costs less than a map's round trip).
+pub(crate) const STAGED_UPLOAD_BYTES: u64 = 4 << 20;
 
 /// Idle bytes a device keeps by default (see [`Gpu::set_buffer_pool_bytes`]).
 pub const DEFAULT_POOL_BYTES: u64 = 1 << 30;
@@ -192,15 +198,17 @@ impl Pool {
 }
 
 impl Gpu {
-    /// A zeroed buffer of `size` bytes (a multiple of 4) with `usage`, bound at that size: an
-    /// idle one of its size class from the pool (cleared before any later GPU work of this
-    /// library), or a new one (zeroed by wgpu). Out of memory with idle buffers kept, those are
+    /// A buffer of `size` bytes (a multiple of 4) with `usage`, bound at that size: an idle one
+    /// of its size class from the pool, or a new one. `zeroed`: a reused one is cleared before
+    /// any later GPU work of this library (new ones come zeroed from wgpu); otherwise it holds
+    /// stale data until the caller overwrites it. Out of memory with idle buffers kept, those are
     /// released and the allocation tried once more.
     pub(crate) fn pooled_buffer(
         &self,
         label: &str,
         size: u64,
         usage: wgpu::BufferUsages,
+        zeroed: bool,
     ) -> crate::Result<DeviceBuffer> {
         let pool = &self.inner.pool;
         let class = size_class(size);
@@ -212,7 +220,9 @@ impl Gpu {
         };
         let buffer = match pool.take(usage, class) {
             Some(reused) => {
-                pool.clears.lock().unwrap().push((reused.clone(), size));
+                if zeroed {
+                    pool.clears.lock().unwrap().push((reused.clone(), size));
+                }
                 reused
             }
             None => {
@@ -243,6 +253,67 @@ impl Gpu {
             pool: Some(Arc::downgrade(pool)),
             returnable: AtomicBool::new(true),
         })
+    }
+
+    /// `data` in a pooled buffer of `usage` (with `COPY_DST`), written through a pooled staging
+    /// buffer and copied on the GPU (submitted, not waited for).
+    pub(crate) fn upload_staged(
+        &self,
+        label: &str,
+        data: &[u8],
+        usage: wgpu::BufferUsages,
+    ) -> crate::Result<DeviceBuffer> {
+        let size = (data.len() as u64).next_multiple_of(4);
+        let staging_usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+        let class = size_class(size);
+        let staging = match self.inner.pool.take(staging_usage, class) {
+            Some(reused) => {
+                // Waits for the copy that last read it.
+                self.map_and_wait(&reused, wgpu::MapMode::Write, 0..size)?;
+                reused
+            }
+            None => self.scoped(&format!("allocating staging for {label}"), || {
+                self.inner.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wgspmv staging"),
+                    size: class,
+                    usage: staging_usage,
+                    mapped_at_creation: true,
+                })
+            })?,
+        };
+        // Back to the pool (or freed) however this ends; a buffer is not lent while mapped.
+        let staging = DeviceBuffer {
+            buffer: staging,
+            len: size,
+            pool: Some(Arc::downgrade(&self.inner.pool)),
+            returnable: AtomicBool::new(true),
+        };
+        {
+            let mut view = match staging.slice(0..size).get_mapped_range_mut() {
+                Ok(view) => view,
+                Err(e) => {
+                    // Still mapped: never lent again.
+                    staging.keep_out_of_pool();
+                    return Err(crate::Error::Map(e.to_string()));
+                }
+            };
+            let (head, tail) = (data.len(), size as usize);
+            super::copy_in_parallel(view.slice(..head), data);
+            view.slice(head..tail).fill(0);
+        }
+        staging.unmap();
+        let dst = self.pooled_buffer(label, size, usage, false)?;
+        self.scoped(&format!("uploading {label}"), || {
+            let mut enc =
+                self.inner
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("staged upload"),
+                    });
+            enc.copy_buffer_to_buffer(&staging, 0, &dst, 0, size);
+            self.submit([enc.finish()]);
+        })?;
+        Ok(dst)
     }
 
     /// Submits `commands` after the clears owed to reused buffers. Every submission of this

@@ -72,12 +72,12 @@ pub(crate) struct Checked {
 
 /// A host CSR uploaded as it is, for the methods whose format the GPU builds faster than the
 /// host (see [`BuildOn`](crate::BuildOn)). Dropped once the plan is built: the plan keeps its
-/// own copies.
+/// own copies (so the arrays go back to the buffer pool for the next upload).
 pub(crate) struct UploadedCsr {
     shape: (usize, usize, usize),
-    row_ptr: wgpu::Buffer,
-    col_idx: wgpu::Buffer,
-    values: wgpu::Buffer,
+    row_ptr: crate::gpu::DeviceBuffer,
+    col_idx: crate::gpu::DeviceBuffer,
+    values: crate::gpu::DeviceBuffer,
     /// What the GPU check would have learnt, from the host (the host CSR is valid by type).
     pub checked: Checked,
 }
@@ -103,9 +103,9 @@ impl UploadedCsr {
         });
         Ok(Some(Self {
             shape: a.shape(),
-            row_ptr: row_ptr?.into_inner(),
-            col_idx: col_idx?.into_inner(),
-            values: values?.into_inner(),
+            row_ptr: row_ptr?,
+            col_idx: col_idx?,
+            values: values?,
             checked: Checked { longest_row },
         }))
     }

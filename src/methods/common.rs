@@ -1,7 +1,7 @@
 //! Plan-building pieces every GPU method shares: row chunking under the binding limit, the lane
 //! mode and workgroup size choices, uploads.
 
-use crate::gpu::Gpu;
+use crate::gpu::{DeviceBuffer, Gpu};
 use crate::kernel::LaneMode;
 use crate::methods::{LanePolicy, PlanOptions};
 use crate::plan::Binding;
@@ -19,7 +19,7 @@ pub(crate) struct ChunkUniform {
 
 impl ChunkUniform {
     /// The uniform buffer of a chunk of `rows`, the rows a stage writes.
-    pub(crate) fn buffer(gpu: &Gpu, rows: Range<usize>) -> Arc<crate::gpu::DeviceBuffer> {
+    pub(crate) fn buffer(gpu: &Gpu, rows: Range<usize>) -> Arc<DeviceBuffer> {
         let params = Self {
             row_begin: rows.start as u32,
             nrows: rows.len() as u32,
@@ -218,7 +218,7 @@ pub(crate) fn upload_buffer<P: bytemuck::Pod>(
     gpu: &Gpu,
     label: &str,
     data: &[P],
-) -> Result<Arc<crate::gpu::DeviceBuffer>> {
+) -> Result<Arc<DeviceBuffer>> {
     // (COPY_SRC: a plan's arrays can be read back, e.g. to compare builds.)
     Ok(Arc::new(gpu.storage_buffer(
         label,
@@ -258,7 +258,7 @@ pub(crate) fn copy_from_caller<const N: usize>(
     gpu: &Gpu,
     from: &[(&'static str, &wgpu::Buffer); N],
     bytes: &[u64; N],
-) -> Result<[Arc<crate::gpu::DeviceBuffer>; N]> {
+) -> Result<[Arc<DeviceBuffer>; N]> {
     let mut owned = Vec::with_capacity(N);
     for ((label, _), &n) in from.iter().zip(bytes) {
         owned.push(Arc::new(gpu.storage_zeroed(

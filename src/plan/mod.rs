@@ -8,7 +8,7 @@ pub(crate) mod values;
 pub(crate) use report::Phases;
 pub use report::{Candidate, Choice, Report, SetupSplit};
 
-use crate::gpu::{Gpu, GpuVector, Timing};
+use crate::gpu::{DeviceBuffer, Gpu, GpuVector, Timing};
 use crate::{Error, Result, Scalar};
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub(crate) enum Binding {
     /// A buffer the plan owns (matrix arrays, per-chunk parameters).
-    Owned(Arc<crate::gpu::DeviceBuffer>),
+    Owned(Arc<DeviceBuffer>),
     /// The caller's input vector.
     X,
     /// The caller's output vector.
@@ -33,7 +33,7 @@ pub(crate) enum Grid {
     Direct([u32; 2]),
     /// Read by the GPU from `(buffer, byte offset)`, where an earlier GPU pass wrote it
     /// (`dispatch_workgroups_indirect`).
-    Indirect(Arc<crate::gpu::DeviceBuffer>, u64),
+    Indirect(Arc<DeviceBuffer>, u64),
 }
 
 /// One dispatch: a pipeline, its bindings in slot order, and a grid.
@@ -104,7 +104,7 @@ impl<T: Scalar> SpmvPlan<T> {
         parameters: String,
     ) -> Self {
         // A buffer bound in several slots or stages counts once.
-        let mut owned: Vec<&Arc<crate::gpu::DeviceBuffer>> = stages
+        let mut owned: Vec<&Arc<DeviceBuffer>> = stages
             .iter()
             .flat_map(|s| &s.bindings)
             .filter_map(|b| match b {

@@ -14,13 +14,14 @@
 
 use super::SpmvPlan;
 use crate::gpu::recorder::Recorder;
+use crate::gpu::DeviceBuffer;
 use crate::{Error, Result, Scalar};
 use std::sync::Arc;
 
 /// `len` values of CSR entries `src..src + len`, at element `dst` of `buffer`.
 #[derive(Clone, Debug)]
 pub(crate) struct ValueRun {
-    pub buffer: Arc<crate::gpu::DeviceBuffer>,
+    pub buffer: Arc<DeviceBuffer>,
     pub dst: u64,
     pub src: u64,
     pub len: u64,
@@ -29,13 +30,13 @@ pub(crate) struct ValueRun {
 /// A buffer of the format filled by a gather: element `i` is CSR entry `sources[i]`, or 0 where
 /// that is [`NONE`] (padding).
 pub(crate) struct GatherPart {
-    pub buffer: Arc<crate::gpu::DeviceBuffer>,
+    pub buffer: Arc<DeviceBuffer>,
     /// `sources` and the CSR entries they read: given at construction, or made by `make` at the
     /// first update (a format whose map lives on the GPU).
     sources: std::sync::OnceLock<Sources>,
     make: Option<SourceMaker>,
     /// `sources` on the GPU, uploaded at the first update.
-    pub on_gpu: std::sync::OnceLock<Arc<crate::gpu::DeviceBuffer>>,
+    pub on_gpu: std::sync::OnceLock<Arc<DeviceBuffer>>,
 }
 
 /// What a gather reads: `count` elements' sources (on the host unless the format was built on
@@ -75,7 +76,7 @@ fn with_range(sources: Vec<u32>) -> Sources {
 }
 
 impl GatherPart {
-    pub(crate) fn new(buffer: Arc<crate::gpu::DeviceBuffer>, sources: Vec<u32>) -> Arc<Self> {
+    pub(crate) fn new(buffer: Arc<DeviceBuffer>, sources: Vec<u32>) -> Arc<Self> {
         Arc::new(Self {
             buffer,
             sources: std::sync::OnceLock::from(with_range(sources)),
@@ -87,8 +88,8 @@ impl GatherPart {
     /// A part whose `count` sources a GPU build wrote into `sources`, reading CSR entries
     /// `range`.
     pub(crate) fn on_gpu(
-        buffer: Arc<crate::gpu::DeviceBuffer>,
-        sources: Arc<crate::gpu::DeviceBuffer>,
+        buffer: Arc<DeviceBuffer>,
+        sources: Arc<DeviceBuffer>,
         count: usize,
         range: std::ops::Range<u64>,
     ) -> Arc<Self> {
@@ -106,7 +107,7 @@ impl GatherPart {
 
     /// A part whose sources are made at the first update, so a plan that never updates never
     /// pays for them.
-    pub(crate) fn lazy(buffer: Arc<crate::gpu::DeviceBuffer>, make: SourceMaker) -> Arc<Self> {
+    pub(crate) fn lazy(buffer: Arc<DeviceBuffer>, make: SourceMaker) -> Arc<Self> {
         Arc::new(Self {
             buffer,
             sources: Default::default(),
@@ -482,7 +483,7 @@ impl<T: Scalar> SpmvPlan<T> {
         encoder: &mut wgpu::CommandEncoder,
         values: &wgpu::Buffer,
         offset: u64,
-    ) -> Result<Option<crate::gpu::DeviceBuffer>> {
+    ) -> Result<Option<DeviceBuffer>> {
         if offset == 0 && values.usage().contains(wgpu::BufferUsages::STORAGE) {
             return Ok(None);
         }

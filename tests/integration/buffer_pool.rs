@@ -177,3 +177,36 @@ fn the_pool_keeps_at_most_its_limit() {
     gpu.release_buffer_pool();
     assert_eq!(gpu.buffer_pool_bytes(), 0);
 }
+
+#[test]
+fn large_uploads_through_reused_staging_arrive_whole() {
+    let Some(gpu) = own_device() else { return };
+    // Arrays above the staged-upload size (4 MiB), uploaded from the host again and again: the
+    // later uploads write through the staging and into the buffers the earlier ones left.
+    let a: CsrMatrix<f32> = SuiteClass::Banded.generate(1_500_000, 4).cast();
+    let b = a
+        .with_values(a.values().iter().map(|v| 0.5 - v).collect())
+        .unwrap();
+    assert!(a.nnz() * 4 > 4 << 20, "{} entries", a.nnz());
+    let x: Vec<f32> = random_vector(a.ncols(), 1)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
+    for method in [Method::CsrVector, Method::Cmrs, Method::Bccoo] {
+        gpu.set_buffer_pool_bytes(0);
+        let want_a = product_bits(&gpu, &prepare(&gpu, &a, method, false), &x);
+        let want_b = product_bits(&gpu, &prepare(&gpu, &b, method, false), &x);
+        gpu.set_buffer_pool_bytes(wgspmv::gpu::DEFAULT_POOL_BYTES);
+        for (m, want) in [(&a, &want_a), (&b, &want_b), (&a, &want_a)] {
+            let plan = prepare(&gpu, m, method, false);
+            assert!(product_bits(&gpu, &plan, &x) == *want, "{method}");
+        }
+        assert!(gpu.buffer_pool_bytes() > 0, "{method}: nothing was pooled");
+    }
+    // Vectors take the same path.
+    let long: Vec<f32> = (0..1_500_000).map(|i| i as f32 * 0.25 - 7.0).collect();
+    for _ in 0..3 {
+        let v = GpuVector::from_slice(&gpu, &long).unwrap();
+        assert!(v.read().unwrap() == long);
+    }
+}

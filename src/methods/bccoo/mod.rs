@@ -27,7 +27,7 @@ pub use format::{BccooLayout, BccooMatrix, ColumnCoding, Footprint};
 pub mod kernels;
 pub use kernels::KERNELS;
 
-use crate::gpu::{Gpu, GpuInfo};
+use crate::gpu::{DeviceBuffer, Gpu, GpuInfo};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, upload, upload_buffer, workgroup_size,
@@ -176,7 +176,7 @@ pub struct BccooReport {
     pub block_sizes: Vec<(u32, u32)>,
     /// Set when the parameters were chosen by timing.
     pub tuning: Option<tune::TuneReport>,
-    state: Arc<crate::gpu::DeviceBuffer>,
+    state: Arc<DeviceBuffer>,
 }
 
 impl BccooReport {
@@ -613,7 +613,7 @@ pub(crate) struct FormatOnGpu {
     pub columns: Binding,
     pub escape_base: u32,
     /// The value planes.
-    pub values: Arc<crate::gpu::DeviceBuffer>,
+    pub values: Arc<DeviceBuffer>,
     /// Thread rows, then group info, the carry list and thread escapes from their bases.
     pub aux: Binding,
     pub group_info_base: u32,

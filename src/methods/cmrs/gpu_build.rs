@@ -8,6 +8,7 @@
 
 use super::{Choice, RowLayout};
 use crate::gpu::recorder::submit_pass;
+use crate::gpu::Bind;
 use crate::gpu::Gpu;
 use crate::matrix::{Checked, GpuCsr};
 use crate::methods::common::chunk_limit;
@@ -146,7 +147,7 @@ pub(crate) fn prepare<T: Scalar>(
         sort: choice.layout.sort_by_column as u32,
     };
     let params = gpu.uniform_buffer("cmrs build", bytemuck::bytes_of(&params));
-    let buffers: [&dyn crate::gpu::Bind; 9] = [
+    let buffers: [&dyn Bind; 9] = [
         a.row_ptr,
         a.col_idx,
         a.values,
@@ -243,7 +244,7 @@ fn prepare_padded<T: Scalar>(
         gpu.uniform_buffer("cmrs-padded build", bytemuck::bytes_of(&p))
     };
     let val_words = ("VAL_WORDS", (s / 4) as u32);
-    let record = |buffers: &[&dyn crate::gpu::Bind], passes: &[(u32, u64)], scan: bool| {
+    let record = |buffers: &[&dyn Bind], passes: &[(u32, u64)], scan: bool| {
         submit_pass(
             gpu,
             "cmrs-padded build",

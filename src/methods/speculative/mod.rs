@@ -17,7 +17,7 @@ pub use tiles::{Speculation, TileGeometry};
 pub mod kernels;
 pub use kernels::KERNELS;
 
-use crate::gpu::{Gpu, GpuVector, RangeRead};
+use crate::gpu::{DeviceBuffer, Gpu, GpuVector, RangeRead};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
@@ -209,9 +209,9 @@ struct Part {
     row_ptr: Vec<u32>,
     teams: u64,
     needs_check: bool,
-    sync: Arc<crate::gpu::DeviceBuffer>,
-    spec: Arc<crate::gpu::DeviceBuffer>,
-    shadow: Arc<crate::gpu::DeviceBuffer>,
+    sync: Arc<DeviceBuffer>,
+    spec: Arc<DeviceBuffer>,
+    shadow: Arc<DeviceBuffer>,
 }
 
 /// The kernel's parameters, from the options or chosen for the scalar type and matrix, and

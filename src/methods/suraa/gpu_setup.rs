@@ -16,6 +16,7 @@
 use super::setup::Schedule;
 use super::{Built, ScalarWrites, SetupParams, INDIRECT_BYTES};
 use crate::gpu::recorder::{pipeline_of, Recorder};
+use crate::gpu::DeviceBuffer;
 use crate::gpu::Gpu;
 use crate::plan::SpmvPlan;
 use crate::{Error, Result, Scalar};
@@ -158,7 +159,7 @@ pub(crate) fn run<T: Scalar>(
         wgpu::BufferUsages::INDIRECT,
     )?);
     let schedule = Arc::new(gpu.scoped("allocating the suraa schedule", || {
-        crate::gpu::DeviceBuffer::plain(gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        DeviceBuffer::plain(gpu.device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("suraa schedule"),
             size: std::mem::size_of::<Schedule>() as u64,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
@@ -183,7 +184,7 @@ pub(crate) fn run<T: Scalar>(
             pad: 0,
         }),
     );
-    let radix_params: Vec<crate::gpu::DeviceBuffer> = (0..passes)
+    let radix_params: Vec<DeviceBuffer> = (0..passes)
         .map(|pass| {
             gpu.uniform_buffer(
                 "suraa radix params",

@@ -20,7 +20,7 @@ pub use setup::{Schedule, SetupParams};
 pub mod kernels;
 pub use kernels::KERNELS;
 
-use crate::gpu::Gpu;
+use crate::gpu::{DeviceBuffer, Gpu};
 use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::methods::common::{bad, check_workgroup_memory, lane_mode, team_width, workgroup_size};
 use crate::methods::{Method, PlanOptions};
@@ -275,7 +275,7 @@ fn build<T: Scalar>(
         let overrides = [&[("WG_SIZE", wg)], more].concat();
         gpu.pipeline(&Variant::new(k, T::WGSL, lanes, overrides))
     };
-    let owned = |b: &Arc<crate::gpu::DeviceBuffer>| Binding::Owned(b.clone());
+    let owned = |b: &Arc<DeviceBuffer>| Binding::Owned(b.clone());
     let main = Stage {
         pipeline: pipeline(kernels::SURAA, &[("LANES", team), ("DYNAMIC_ITEMS", items)])?,
         bindings: vec![
@@ -397,20 +397,20 @@ fn upload_csr<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Result<[wgpu::Buffer; 3
 
 /// The setup's results on the GPU: the matrix in sorted row order and the schedule.
 pub(crate) struct Built {
-    pub row_ptr: Arc<crate::gpu::DeviceBuffer>,
-    pub col_idx: Arc<crate::gpu::DeviceBuffer>,
-    pub vals: Arc<crate::gpu::DeviceBuffer>,
-    pub perm: Arc<crate::gpu::DeviceBuffer>,
+    pub row_ptr: Arc<DeviceBuffer>,
+    pub col_idx: Arc<DeviceBuffer>,
+    pub vals: Arc<DeviceBuffer>,
+    pub perm: Arc<DeviceBuffer>,
     /// Original row -> sorted position.
-    pub inv: Arc<crate::gpu::DeviceBuffer>,
+    pub inv: Arc<DeviceBuffer>,
     /// The scalar kernel's sums in sorted order ([`ScalarWrites::Gather`]; one entry otherwise).
-    pub sorted_sums: Arc<crate::gpu::DeviceBuffer>,
-    pub dynamic_ptr: Arc<crate::gpu::DeviceBuffer>,
-    pub partials: Arc<crate::gpu::DeviceBuffer>,
-    pub schedule: Arc<crate::gpu::DeviceBuffer>,
-    pub indirect: Arc<crate::gpu::DeviceBuffer>,
+    pub sorted_sums: Arc<DeviceBuffer>,
+    pub dynamic_ptr: Arc<DeviceBuffer>,
+    pub partials: Arc<DeviceBuffer>,
+    pub schedule: Arc<DeviceBuffer>,
+    pub indirect: Arc<DeviceBuffer>,
     /// Where the GPU setup wrote the schedule (the uniform `schedule` cannot be read back).
-    pub schedule_storage: Option<Arc<crate::gpu::DeviceBuffer>>,
+    pub schedule_storage: Option<Arc<DeviceBuffer>>,
     /// The schedule of a host setup.
     pub schedule_value: Schedule,
 }
