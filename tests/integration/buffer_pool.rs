@@ -181,7 +181,7 @@ fn the_pool_keeps_at_most_its_limit() {
 #[test]
 fn large_uploads_through_reused_staging_arrive_whole() {
     let Some(gpu) = own_device() else { return };
-    // Arrays above the staged-upload size (4 MiB), uploaded from the host again and again: the
+    // Arrays above the staged-upload size (1 MiB; these are above 4 MiB), uploaded from the host again and again: the
     // later uploads write through the staging and into the buffers the earlier ones left.
     let a: CsrMatrix<f32> = SuiteClass::Banded.generate(1_500_000, 4).cast();
     let b = a
