@@ -6,7 +6,6 @@
 //! Each test opens a device of its own, so that no other test's plans share its pool.
 
 use crate::common;
-use wgpu::util::DeviceExt;
 use wgspmv::testing::suite::{random_vector, SuiteClass};
 use wgspmv::{CsrMatrix, Gpu, GpuCsr, GpuVector, Method, PlanOptions, SpmvPlan};
 
@@ -19,29 +18,18 @@ fn own_device() -> Option<Gpu> {
     own
 }
 
-fn caller_buffers(gpu: &Gpu, a: &CsrMatrix<f32>) -> [wgpu::Buffer; 3] {
-    let make = |label: &str, contents: &[u8]| {
-        gpu.device()
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            })
-    };
-    [
-        make("row_ptr", bytemuck::cast_slice(a.row_ptr())),
-        make("col_idx", bytemuck::cast_slice(a.col_idx())),
-        make("values", bytemuck::cast_slice(a.values())),
-    ]
-}
-
 /// A plan of `method` for `a`, from the host CSR or from buffers of the caller's.
 fn prepare(gpu: &Gpu, a: &CsrMatrix<f32>, method: Method, on_gpu: bool) -> SpmvPlan<f32> {
     let opts = PlanOptions::default();
     if !on_gpu {
         return gpu.prepare_with(a, method, &opts).unwrap();
     }
-    let b = caller_buffers(gpu, a);
+    let b = crate::gpu_csr::caller_buffers(
+        gpu,
+        a.row_ptr(),
+        a.col_idx(),
+        bytemuck::cast_slice(a.values()),
+    );
     let desc = GpuCsr {
         nrows: a.nrows(),
         ncols: a.ncols(),

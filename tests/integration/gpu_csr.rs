@@ -20,7 +20,12 @@ const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_DST);
 
 /// The arrays in buffers of the caller's own, as an app that assembled them on the GPU has them.
-fn caller_buffers(gpu: &Gpu, ptr: &[u32], cols: &[u32], vals: &[u8]) -> [wgpu::Buffer; 3] {
+pub(crate) fn caller_buffers(
+    gpu: &Gpu,
+    ptr: &[u32],
+    cols: &[u32],
+    vals: &[u8],
+) -> [wgpu::Buffer; 3] {
     let make = |label: &str, contents: &[u8]| {
         gpu.device()
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
