@@ -16,9 +16,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-/// Uploads at least this large go through a pooled staging buffer (smaller ones are mapped at
-/// creation, which costs less than a map's round trip; a 2.4 MB vector mapped at creation took
-/// 0.4–1.4 ms on the H100).
+/// Uploads at least this large go through a pooled staging buffer; smaller ones are mapped at
+/// creation, which costs less than a map's round trip (docs/setup.md measures both).
 pub(crate) const STAGED_UPLOAD_BYTES: u64 = 1 << 20;
 
 /// Idle bytes a device keeps by default (see [`Gpu::set_buffer_pool_bytes`]).

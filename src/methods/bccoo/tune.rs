@@ -674,13 +674,12 @@ fn guided<T: Scalar>(
     if let Some((h, w)) = next_size.filter(|_| single_entry) {
         // The same block turned the other way when the first orientation loses: pairs in a row
         // and pairs in a column suit different structures, and their footprints are often close
-        // (short rows: 1x2 was next by footprint and 41% slower, 2x1 the staged tuner's choice).
+        // (docs/bccoo.md: short rows).
         let turned = sizes
             .get(2)
             .copied()
             .filter(|&s| s == (w, h) && h != w && open_size);
-        // At the caller's slices: those found for single entries need not suit blocks (short
-        // rows: 2x1 lost at the 2 slices found for 1x1; the staged tuner's 2x1 has one).
+        // At the caller's slices: those found for single entries need not suit blocks.
         let blocks = |(h, w): (u32, u32)| {
             let slices = given.slices;
             move |o: &mut BccooOptions, _: &mut Option<u32>| {
