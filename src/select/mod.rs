@@ -468,7 +468,25 @@ fn decide<T: Scalar>(
         .unwrap_or(DEFAULT_TIMED_CANDIDATES)
         .max(1);
     // Two untimed products each, then the rounds' samples.
-    let timed = timed_candidates(&choice.candidates, k);
+    let mut timed = timed_candidates(&choice.candidates, k);
+    // Where the family of blocks is tuned, it is tuned as `bccoo`, whose search covers the
+    // slice counts `bccoo-plus` takes and one slice besides (docs/auto.md: short rows).
+    let plain = choice
+        .candidates
+        .iter()
+        .position(|c| c.method == Method::Bccoo);
+    for i in timed.iter_mut() {
+        let c = &choice.candidates[*i];
+        if c.method != Method::BccooPlus {
+            continue;
+        }
+        if let Some(p) = plain {
+            let tuned = |c: &Candidate| candidate_options(c, expected, opts, true).bccoo.tune;
+            if tuned(c) && tuned(&choice.candidates[p]) {
+                *i = p;
+            }
+        }
+    }
     let per_candidate = budget / timed.len() as f64 - 2.0;
     let reps = ((per_candidate / TIMING_ROUNDS as f64).floor() as u32).max(1);
     let x: Vec<T> = calibration::test_vector(a.ncols(), 17)
