@@ -389,12 +389,15 @@ impl<T: Scalar> SpmvPlan<T> {
             let sources = match part.on_gpu.get() {
                 Some(b) => b.clone(),
                 None => {
-                    let b = Arc::new(self.gpu.storage_buffer(
+                    let b = self.gpu.storage_buffer(
                         "gather sources",
                         bytemuck::cast_slice(host),
                         wgpu::BufferUsages::empty(),
-                    )?);
-                    part.on_gpu.get_or_init(|| b).clone()
+                    )?;
+                    // Made after the plan's buffers were kept out of the pool, and recorded
+                    // into the caller's encoder as they were.
+                    b.keep_out_of_pool();
+                    part.on_gpu.get_or_init(|| Arc::new(b)).clone()
                 }
             };
             // The part's range of the new values, bound from an aligned offset.
