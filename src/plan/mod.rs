@@ -77,6 +77,8 @@ pub struct SpmvPlan<T> {
     values: values::ValueLayout,
     /// Bind groups of recent calls, so that a solver's repeated products create none.
     bound: std::sync::Mutex<Vec<(BindKey, Arc<Vec<wgpu::BindGroup>>)>>,
+    /// Set once the plan's buffers are kept out of the pool (the first recording).
+    kept_out: std::sync::Once,
     _t: PhantomData<T>,
 }
 
@@ -132,6 +134,7 @@ impl<T: Scalar> SpmvPlan<T> {
             report,
             values: Default::default(),
             bound: Default::default(),
+            kept_out: std::sync::Once::new(),
             _t: PhantomData,
         }
     }
@@ -314,8 +317,12 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Keeps the plan's buffers from being lent to another plan once it is dropped: work recorded
     /// into a caller's encoder may run after that. Also flushes the clears owed to reused buffers,
-    /// which must run before the caller's work.
+    /// which must run before the caller's work. Once per plan: its buffers are set at build.
     pub(crate) fn keep_out_of_pool(&self) {
+        self.kept_out.call_once(|| self.mark_kept_out());
+    }
+
+    fn mark_kept_out(&self) {
         let stages = self.stages.iter();
         for stage in stages.chain(self.host.iter().flat_map(|h| &h.stages)) {
             for b in &stage.bindings {

@@ -618,10 +618,12 @@ fn guided<T: Scalar>(
     let open_tile = given.tile.is_none();
     let open_size = given.block_height.is_none() || given.block_width.is_none();
     let next_size = sizes.get(1).copied().filter(|_| open_size);
-    let size = |(h, w): (u32, u32)| {
+    // A block size, with the slices found so far (`None`) or with `Some(slices)`.
+    let size = |(h, w): (u32, u32), slices: Option<Option<u32>>| {
         move |o: &mut BccooOptions, _: &mut Option<u32>| {
             o.block_height = Some(h);
             o.block_width = Some(w);
+            o.slices = slices.unwrap_or(o.slices);
         }
     };
     let single_entry = layout.block_height * layout.block_width == 1;
@@ -632,7 +634,7 @@ fn guided<T: Scalar>(
     // from 1.06 to 1.00 of the staged tuner's, f64 banded from 1.09 to 1.04). Single-entry
     // blocks try it last, as before (f64 power_law lost its tile-8 step to the budget when not).
     if let Some((h, w)) = next_size.filter(|_| !single_entry) {
-        if step(&size((h, w)))? {
+        if step(&size((h, w), None))? {
             single = h * w == 1;
         }
     }
@@ -680,17 +682,10 @@ fn guided<T: Scalar>(
             .copied()
             .filter(|&s| s == (w, h) && h != w && open_size);
         // At the caller's slices: those found for single entries need not suit blocks.
-        let blocks = |(h, w): (u32, u32)| {
-            let slices = given.slices;
-            move |o: &mut BccooOptions, _: &mut Option<u32>| {
-                o.block_height = Some(h);
-                o.block_width = Some(w);
-                o.slices = slices;
-            }
-        };
-        let won = step(&blocks((h, w)))?
+        let at_given = Some(given.slices);
+        let won = step(&size((h, w), at_given))?
             || match turned {
-                Some(t) => step(&blocks(t))?,
+                Some(t) => step(&size(t, at_given))?,
                 None => false,
             };
         // Larger blocks hold more per load: a longer tile may pay again.
