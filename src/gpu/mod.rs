@@ -550,6 +550,28 @@ impl Gpu {
         bytes: u64,
         extra: wgpu::BufferUsages,
     ) -> Result<DeviceBuffer> {
+        self.storage_for_gpu(label, bytes, extra, true)
+    }
+
+    /// [`Gpu::storage_zeroed`] for a buffer whose first `bytes` a copy recorded next overwrites:
+    /// a reused one is not cleared first (only a padded tail would need it).
+    pub(crate) fn storage_overwritten(
+        &self,
+        label: &str,
+        bytes: u64,
+        extra: wgpu::BufferUsages,
+    ) -> Result<DeviceBuffer> {
+        let padded = bytes.max(16).next_multiple_of(4) != bytes;
+        self.storage_for_gpu(label, bytes, extra, padded)
+    }
+
+    fn storage_for_gpu(
+        &self,
+        label: &str,
+        bytes: u64,
+        extra: wgpu::BufferUsages,
+        zeroed: bool,
+    ) -> Result<DeviceBuffer> {
         let size = bytes.max(16).next_multiple_of(4);
         let limit = self.info().max_binding_bytes();
         if size > limit {
@@ -564,7 +586,7 @@ impl Gpu {
             | wgpu::BufferUsages::COPY_DST
             | wgpu::BufferUsages::COPY_SRC
             | extra;
-        self.pooled_buffer(label, size, usage, true)
+        self.pooled_buffer(label, size, usage, zeroed)
     }
 
     /// Creates a small uniform buffer.

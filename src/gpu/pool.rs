@@ -46,6 +46,15 @@ impl DeviceBuffer {
             returnable: AtomicBool::new(false),
         }
     }
+    /// A buffer of the pool's, `len` bytes of it asked for, returned to the pool on drop.
+    fn pooled(buffer: wgpu::Buffer, len: u64, pool: &Arc<Pool>) -> Self {
+        Self {
+            buffer,
+            len,
+            pool: Some(Arc::downgrade(pool)),
+            returnable: AtomicBool::new(true),
+        }
+    }
     /// Never returns this buffer to the pool: work recorded into a caller's encoder may use it
     /// after the plan is dropped, when the pool would have lent it to another.
     pub(crate) fn keep_out_of_pool(&self) {
@@ -247,12 +256,7 @@ impl Gpu {
                 }
             }
         };
-        Ok(DeviceBuffer {
-            buffer,
-            len: size,
-            pool: Some(Arc::downgrade(pool)),
-            returnable: AtomicBool::new(true),
-        })
+        Ok(DeviceBuffer::pooled(buffer, size, pool))
     }
 
     /// `data` in a pooled buffer of `usage` (with `COPY_DST`), written through a pooled staging
@@ -282,12 +286,7 @@ impl Gpu {
             })?,
         };
         // Back to the pool (or freed) however this ends; a buffer is not lent while mapped.
-        let staging = DeviceBuffer {
-            buffer: staging,
-            len: size,
-            pool: Some(Arc::downgrade(&self.inner.pool)),
-            returnable: AtomicBool::new(true),
-        };
+        let staging = DeviceBuffer::pooled(staging, size, &self.inner.pool);
         {
             let mut view = match staging.slice(0..size).get_mapped_range_mut() {
                 Ok(view) => view,

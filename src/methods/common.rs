@@ -261,7 +261,8 @@ pub(crate) fn copy_from_caller<const N: usize>(
 ) -> Result<[Arc<DeviceBuffer>; N]> {
     let mut owned = Vec::with_capacity(N);
     for ((label, _), &n) in from.iter().zip(bytes) {
-        owned.push(Arc::new(gpu.storage_zeroed(
+        // Overwritten by the copy below: no clear.
+        owned.push(Arc::new(gpu.storage_overwritten(
             label,
             n,
             wgpu::BufferUsages::empty(),

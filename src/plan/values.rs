@@ -491,9 +491,9 @@ impl<T: Scalar> SpmvPlan<T> {
             return Ok(None);
         }
         let bytes = self.nnz as u64 * std::mem::size_of::<T>() as u64;
-        let staged = self
-            .gpu
-            .storage_zeroed("new values", bytes, wgpu::BufferUsages::empty())?;
+        let staged =
+            self.gpu
+                .storage_overwritten("new values", bytes, wgpu::BufferUsages::empty())?;
         // Dropped before the encoder is submitted.
         staged.keep_out_of_pool();
         self.gpu.scoped("recording a value copy", || {

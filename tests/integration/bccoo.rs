@@ -267,20 +267,7 @@ fn default_strategy_follows_the_block_row_length() {
     // written per thread (f32 4x2, f64 2x4: 16-entry and 4-row f64 sums per thread measured slow).
     let t = (0..64).flat_map(|r| (0..1024).map(move |c| (r, c, 1.0 + ((r + c) % 5) as f64)));
     let dense = CsrMatrix::from_triplets(64, 1024, t.collect()).unwrap();
-    let plan = gpu.prepare(&dense.cast::<f32>(), Method::Bccoo).unwrap();
-    let r = plan.bccoo().unwrap();
-    assert_eq!((r.layout.block_height, r.layout.block_width), (4, 2));
-    assert_eq!(
-        (r.strategy, r.block_sizes[0]),
-        (Strategy::PerThread, (4, 2))
-    );
-    check_method(
-        &gpu,
-        &dense.cast::<f32>(),
-        Method::Bccoo,
-        &PlanOptions::default(),
-        "dense",
-    );
+    takes_halved_blocks_per_thread(&gpu, &dense.cast::<f32>(), (4, 2), "dense");
     // A given width is kept (f32 halves the width).
     let given = with(BccooOptions {
         block_width: Some(4),
@@ -291,20 +278,7 @@ fn default_strategy_follows_the_block_row_length() {
         .unwrap();
     assert_eq!(plan.bccoo().unwrap().layout.block_width, 4);
     if has_f64(&gpu) {
-        let plan = gpu.prepare(&dense, Method::Bccoo).unwrap();
-        let r = plan.bccoo().unwrap();
-        assert_eq!((r.layout.block_height, r.layout.block_width), (2, 4));
-        assert_eq!(
-            (r.strategy, r.block_sizes[0]),
-            (Strategy::PerThread, (2, 4))
-        );
-        check_method(
-            &gpu,
-            &dense,
-            Method::Bccoo,
-            &PlanOptions::default(),
-            "f64 dense",
-        );
+        takes_halved_blocks_per_thread(&gpu, &dense, (2, 4), "f64 dense");
     }
 }
 
@@ -819,4 +793,22 @@ fn bccoo_plus_slices_follow_the_profiles_cache() {
             &format!("cache of {cache_kib} KiB"),
         );
     }
+}
+
+/// `a`'s default `bccoo` plan takes `blocks` (the halved size, also first by footprint) and writes
+/// per thread, and multiplies right.
+fn takes_halved_blocks_per_thread<T: wgspmv::Scalar>(
+    gpu: &wgspmv::Gpu,
+    a: &CsrMatrix<T>,
+    blocks: (u32, u32),
+    label: &str,
+) {
+    let plan = gpu.prepare(a, Method::Bccoo).unwrap();
+    let r = plan.bccoo().unwrap();
+    assert_eq!((r.layout.block_height, r.layout.block_width), blocks);
+    assert_eq!(
+        (r.strategy, r.block_sizes[0]),
+        (Strategy::PerThread, blocks)
+    );
+    check_method(gpu, a, Method::Bccoo, &PlanOptions::default(), label);
 }
