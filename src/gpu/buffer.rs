@@ -107,10 +107,11 @@ impl<T: Scalar> GpuVector<T> {
                 .gpu
                 .device()
                 .create_command_encoder(&Default::default());
-            enc.copy_buffer_to_buffer(&self.buffer, 0, &buffer, 0, size);
+            self.gpu
+                .record_copy(&mut enc, &self.buffer, 0, &buffer, 0, size)?;
             self.gpu.submit([enc.finish()]);
-            buffer
-        })?;
+            Ok(buffer)
+        })??;
         Ok(Self {
             buffer,
             len: self.len,
@@ -216,17 +217,34 @@ impl super::Gpu {
         buffer: &wgpu::Buffer,
         len: usize,
     ) -> Result<Vec<P>> {
+        self.read_buffer_after(None, buffer, len)
+    }
+
+    /// [`Gpu::read_buffer`], its copy recorded after the work in `before` and submitted with it:
+    /// one submission where there would be two.
+    pub(crate) fn read_buffer_after<P: bytemuck::Pod>(
+        &self,
+        before: Option<wgpu::CommandEncoder>,
+        buffer: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Vec<P>> {
         if len == 0 {
+            if let Some(enc) = before {
+                self.scoped("submitting work", || self.submit([enc.finish()]))?;
+            }
             return Ok(Vec::new());
         }
         let bytes = ((len * std::mem::size_of::<P>()) as u64)
             .next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
             .min(buffer.size());
-        let got = self.read_ranges(&[RangeRead {
-            buffer,
-            ranges: std::iter::once(0..bytes).collect(),
-            in_place: false,
-        }])?;
+        let got = self.read_ranges_after(
+            before,
+            &[RangeRead {
+                buffer,
+                ranges: std::iter::once(0..bytes).collect(),
+                in_place: false,
+            }],
+        )?;
         // Collect rather than cast in place: the bytes need not be aligned for P.
         Ok(bytemuck::pod_collect_to_vec(
             &got[0][0][..len * std::mem::size_of::<P>()],
@@ -253,6 +271,16 @@ impl super::Gpu {
     /// Reads the ranges of several buffers in one round trip. Returns the bytes per request and
     /// range. On an error no buffer is left mapped, so the caller's buffers stay usable.
     pub(crate) fn read_ranges(&self, reqs: &[RangeRead]) -> Result<Vec<Vec<Vec<u8>>>> {
+        self.read_ranges_after(None, reqs)
+    }
+
+    /// [`Gpu::read_ranges`], the copies recorded after the work in `before` and submitted with
+    /// it.
+    pub(crate) fn read_ranges_after(
+        &self,
+        before: Option<wgpu::CommandEncoder>,
+        reqs: &[RangeRead],
+    ) -> Result<Vec<Vec<Vec<u8>>>> {
         self.flush_clears();
         let mut staging_len = 0u64;
         let mut at = Vec::new();
@@ -275,10 +303,14 @@ impl super::Gpu {
                     mapped_at_creation: false,
                 })
             })?;
-            let mut enc = self.device().create_command_encoder(&Default::default());
+            let mut enc = before.unwrap_or_else(|| {
+                self.device()
+                    .create_command_encoder(&Default::default())
+            });
             for (r, offs) in reqs.iter().zip(&at) {
                 for (range, &o) in r.ranges.iter().zip(offs) {
-                    enc.copy_buffer_to_buffer(
+                    super::copy::record_command_copy(
+                        &mut enc,
                         r.buffer,
                         range.start,
                         &staging,
@@ -287,9 +319,12 @@ impl super::Gpu {
                     );
                 }
             }
-            self.submit([enc.finish()]);
+            self.scoped("submitting a read back", || self.submit([enc.finish()]))?;
             Some(staging)
         } else {
+            if let Some(enc) = before {
+                self.scoped("submitting work", || self.submit([enc.finish()]))?;
+            }
             None
         };
         let mut to_map: Vec<&wgpu::Buffer> = reqs
@@ -416,7 +451,7 @@ fn start_read(gpu: &super::Gpu, buffer: &wgpu::Buffer) -> Result<(wgpu::Buffer, 
         })
     })?;
     let mut enc = gpu.device().create_command_encoder(&Default::default());
-    enc.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+    super::copy::record_command_copy(&mut enc, buffer, 0, &staging, 0, size);
     gpu.submit([enc.finish()]);
     let (tx, rx) = futures::channel::oneshot::channel();
     staging.map_async(wgpu::MapMode::Read, .., move |r| {

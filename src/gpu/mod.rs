@@ -1,6 +1,7 @@
 //! The GPU context: adapter and device choice, features and limits, buffers, pipelines, timing.
 
 mod buffer;
+mod copy;
 mod pipeline;
 mod pool;
 pub(crate) mod recorder;

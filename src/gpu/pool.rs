@@ -309,7 +309,7 @@ impl Gpu {
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                         label: Some("staged upload"),
                     });
-            enc.copy_buffer_to_buffer(&staging, 0, &dst, 0, size);
+            super::copy::record_command_copy(&mut enc, &staging, 0, &dst, 0, size);
             self.submit([enc.finish()]);
         })?;
         Ok(dst)

@@ -109,8 +109,8 @@ pub(crate) fn submit_copies_and_pass(
         let mut enc = gpu
             .device()
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
-        for &(src, dst, bytes) in copies.iter().filter(|c| c.2 > 0) {
-            enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+        for &(src, dst, bytes) in copies {
+            gpu.record_copy(&mut enc, src, 0, dst, 0, bytes)?;
         }
         {
             let mut r = Recorder::new(gpu, &mut enc, label);

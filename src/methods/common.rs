@@ -268,19 +268,18 @@ pub(crate) fn copy_from_caller<const N: usize>(
             wgpu::BufferUsages::empty(),
         )?));
     }
-    gpu.scoped("copying the caller's CSR arrays", || {
+    gpu.scoped("copying the caller's CSR arrays", || -> Result<()> {
         let mut enc = gpu
             .device()
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("copy from the caller"),
             });
         for (((_, src), dst), &n) in from.iter().zip(&owned).zip(bytes) {
-            if n > 0 {
-                enc.copy_buffer_to_buffer(src, 0, dst, 0, n);
-            }
+            gpu.record_copy(&mut enc, src, 0, dst, 0, n)?;
         }
         gpu.submit([enc.finish()]);
-    })?;
+        Ok(())
+    })??;
     Ok(owned.try_into().expect("one buffer per array"))
 }
 

@@ -465,17 +465,20 @@ impl<T: Scalar> SpmvPlan<T> {
             let staged = self.storage_values(encoder, values, offset)?;
             self.record_gathers(encoder, parts, staged.as_deref().unwrap_or(values))?;
         }
-        self.gpu.scoped("recording a value update", || {
-            for r in runs.iter().filter(|r| r.len > 0) {
-                encoder.copy_buffer_to_buffer(
-                    values,
-                    offset + r.src * s,
-                    &r.buffer,
-                    r.dst * s,
-                    r.len * s,
-                );
-            }
-        })
+        self.gpu
+            .scoped("recording a value update", || -> Result<()> {
+                for r in runs.iter() {
+                    self.gpu.record_copy(
+                        encoder,
+                        values,
+                        offset + r.src * s,
+                        &r.buffer,
+                        r.dst * s,
+                        r.len * s,
+                    )?;
+                }
+                Ok(())
+            })?
     }
 
     /// The new values as a storage buffer a kernel can read from its start: `None` for the
@@ -497,8 +500,9 @@ impl<T: Scalar> SpmvPlan<T> {
         // Dropped before the encoder is submitted.
         staged.keep_out_of_pool();
         self.gpu.scoped("recording a value copy", || {
-            encoder.copy_buffer_to_buffer(values, offset, &staged, 0, bytes)
-        })?;
+            self.gpu
+                .record_copy(encoder, values, offset, &staged, 0, bytes)
+        })??;
         Ok(Some(staged))
     }
 

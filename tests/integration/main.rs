@@ -9,6 +9,7 @@ mod bccoo;
 mod buffer_pool;
 mod cli;
 mod cmrs;
+mod copies;
 mod csr_io;
 mod gpu_csr;
 mod gpu_methods;

@@ -145,9 +145,9 @@ pub(crate) fn prepare<T: Scalar>(
                     label: Some("speculative from GPU buffers"),
                 });
             let [ptr_bytes, col_bytes, val_bytes] = a.bytes::<T>();
-            enc.copy_buffer_to_buffer(a.row_ptr, 0, &ptr_and_tiles, 0, ptr_bytes);
-            enc.copy_buffer_to_buffer(a.col_idx, 0, &cols, 0, col_bytes);
-            enc.copy_buffer_to_buffer(a.values, 0, &values, 0, val_bytes);
+            gpu.record_copy(&mut enc, a.row_ptr, 0, &ptr_and_tiles, 0, ptr_bytes)?;
+            gpu.record_copy(&mut enc, a.col_idx, 0, &cols, 0, col_bytes)?;
+            gpu.record_copy(&mut enc, a.values, 0, &values, 0, val_bytes)?;
             {
                 let mut r = Recorder::new(gpu, &mut enc, "speculative analyse");
                 let buffers: [&dyn crate::gpu::Bind; 5] =
@@ -180,26 +180,24 @@ pub(crate) fn prepare<T: Scalar>(
     let finish_runs = || -> Result<FinishRuns> {
         let (short, long) = (c.short_runs as u64, c.long_runs as u64);
         let sorted = gpu.storage_zeroed("speculative runs", (short + long).max(1) * 8, none)?;
-        gpu.scoped("sorting speculative's runs", || {
+        gpu.scoped("sorting speculative's runs", || -> Result<()> {
             let mut enc = gpu
                 .device()
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                     label: Some("speculative runs"),
                 });
-            if short > 0 {
-                enc.copy_buffer_to_buffer(&runs, 0, &sorted, 0, short * 8);
-            }
-            if long > 0 {
-                enc.copy_buffer_to_buffer(
-                    &runs,
-                    (capacity - long) * 8,
-                    &sorted,
-                    short * 8,
-                    long * 8,
-                );
-            }
+            gpu.record_copy(&mut enc, &runs, 0, &sorted, 0, short * 8)?;
+            gpu.record_copy(
+                &mut enc,
+                &runs,
+                (capacity - long) * 8,
+                &sorted,
+                short * 8,
+                long * 8,
+            )?;
             gpu.submit([enc.finish()]);
-        })?;
+            Ok(())
+        })??;
         Ok(FinishRuns {
             runs: Binding::Owned(Arc::new(sorted)),
             short: short as u32,

@@ -298,13 +298,14 @@ pub(crate) fn run<T: Scalar>(
                 blocks,
             )?;
         }
-        enc.copy_buffer_to_buffer(
+        gpu.record_copy(
+            &mut enc,
             &schedule_out,
             0,
             &schedule,
             0,
             std::mem::size_of::<Schedule>() as u64,
-        );
+        )?;
         gpu.submit([enc.finish()]);
         Ok(())
     })??;
