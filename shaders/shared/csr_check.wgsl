@@ -5,7 +5,9 @@
 // report names the first bad row whatever order the invocations ran in.
 // PASS 0, one invocation per row pointer i (0..=nrows): row_ptr[0] and row_ptr[nrows] are noted,
 //   a pointer below its predecessor is a finding, each non-empty row marks its first entry in
-//   `starts` (a bit per entry), and the longest row is kept.
+//   `starts` (a bit per entry), and the longest row is kept. Both are gathered in the workgroup
+//   first: one atomic per row on a few words of device memory made the pass slow where rows are
+//   many and short.
 // PASS 1, one invocation per entry: a column out of range, or a column not above the entry
 //   before it where no row starts, is a finding.
 // PASS 2, one invocation: the details of the first findings (the values around them, the row of
@@ -27,6 +29,12 @@ struct CheckParams {
 
 override PASS: u32 = 0u;
 
+// PASS 0's workgroup: its longest row, and the words of `starts` from the one holding its first
+// row's first entry (rows starting beyond them mark `starts` directly).
+const WINDOW: u32 = 256u;
+var<workgroup> wg_longest: atomic<u32>;
+var<workgroup> wg_starts: array<atomic<u32>, WINDOW>;
+
 const NONE: u32 = 0xFFFFFFFFu;
 const FIRST_DECREASE: u32 = 0u;
 const FIRST_COL_OUT: u32 = 1u;
@@ -44,28 +52,45 @@ const BAD_ENTRY_PREV: u32 = 10u;
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let i = linear_group(wid, nwg) * 256u + lid;
+    let first = linear_group(wid, nwg) * 256u;
+    let i = first + lid;
     if (PASS == 0u) {
-        if (i > params.nrows) {
-            return;
+        // No early return: every invocation reaches the barrier.
+        let base = row_ptr[min(first, params.nrows)] / 32u;
+        if (i <= params.nrows) {
+            let p = row_ptr[i];
+            if (i == 0u) {
+                atomicStore(&found[PTR_FIRST], p);
+            }
+            if (i == params.nrows) {
+                atomicStore(&found[PTR_LAST], p);
+            } else {
+                let e = row_ptr[i + 1u];
+                if (e < p) {
+                    atomicMin(&found[FIRST_DECREASE], i + 1u);
+                } else {
+                    if (e > p && p < params.nnz) {
+                        let w = p / 32u;
+                        if (w >= base && w - base < WINDOW) {
+                            atomicOr(&wg_starts[w - base], 1u << (p % 32u));
+                        } else {
+                            atomicOr(&starts[w], 1u << (p % 32u));
+                        }
+                    }
+                    atomicMax(&wg_longest, e - p);
+                }
+            }
         }
-        let p = row_ptr[i];
-        if (i == 0u) {
-            atomicStore(&found[PTR_FIRST], p);
+        workgroupBarrier();
+        if (lid == 0u) {
+            atomicMax(&found[LONGEST_ROW], atomicLoad(&wg_longest));
         }
-        if (i == params.nrows) {
-            atomicStore(&found[PTR_LAST], p);
-            return;
+        // One word per invocation (WINDOW is the workgroup's size); a word the neighbouring
+        // workgroups share is merged by the atomic.
+        let bits = atomicLoad(&wg_starts[lid]);
+        if (bits != 0u) {
+            atomicOr(&starts[base + lid], bits);
         }
-        let e = row_ptr[i + 1u];
-        if (e < p) {
-            atomicMin(&found[FIRST_DECREASE], i + 1u);
-            return;
-        }
-        if (e > p && p < params.nnz) {
-            atomicOr(&starts[p / 32u], 1u << (p % 32u));
-        }
-        atomicMax(&found[LONGEST_ROW], e - p);
     } else if (PASS == 1u) {
         if (i >= params.nnz) {
             return;

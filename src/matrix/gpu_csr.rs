@@ -2,7 +2,7 @@
 //! described by [`GpuCsr`], validated on the GPU, and prepared by [`Gpu::prepare_gpu_csr`]
 //! without the host reading the matrix back where the method can build its format there.
 
-use crate::gpu::recorder::submit_pass;
+use crate::gpu::recorder::Recorder;
 use crate::gpu::Gpu;
 use crate::{CsrMatrix, Error, Result, Scalar};
 
@@ -242,23 +242,25 @@ impl GpuCsr<'_> {
             &placeholder
         };
         let allocated = start.elapsed();
-        submit_pass(
-            gpu,
-            "csr check",
-            "validating a CSR matrix on the GPU",
-            |r| {
-                let buffers: [&dyn crate::gpu::Bind; 5] =
-                    [self.row_ptr, col_idx, &starts, &found, &params];
-                let groups = |n: u32| n.div_ceil(256);
-                r.passes(
-                    crate::kernel::CSR_CHECK,
-                    &buffers,
-                    &[(0, groups(nrows + 1)), (1, groups(nnz)), (2, 1)],
-                )
-            },
-        )?;
+        // The passes and the findings' read back in one submission.
+        let mut enc = gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("csr check"),
+            });
+        gpu.scoped("validating a CSR matrix on the GPU", || {
+            let mut r = Recorder::new(gpu, &mut enc, "csr check");
+            let buffers: [&dyn crate::gpu::Bind; 5] =
+                [self.row_ptr, col_idx, &starts, &found, &params];
+            let groups = |n: u32| n.div_ceil(256);
+            r.passes(
+                crate::kernel::CSR_CHECK,
+                &buffers,
+                &[(0, groups(nrows + 1)), (1, groups(nnz)), (2, 1)],
+            )
+        })??;
         let submitted = start.elapsed();
-        let f: Findings = gpu.read_buffer(&found, 1)?[0];
+        let f: Findings = gpu.read_buffer_after(Some(enc), &found, 1)?[0];
         log::debug!(
             "GPU CSR check: allocated {:?}, submitted {:?}, read back {:?}",
             allocated,
