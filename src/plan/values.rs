@@ -271,7 +271,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 .gpu
                 .device()
                 .create_command_encoder(&Default::default());
-            self.record_gathers(&mut encoder, parts, &staged)?;
+            self.record_gathers(&mut encoder, parts, &staged, None)?;
             self.gpu.scoped("submitting a value update", || {
                 self.gpu.submit([encoder.finish()]);
             })?;
@@ -287,18 +287,18 @@ impl<T: Scalar> SpmvPlan<T> {
         })
     }
 
-    /// Whether `values` (the new values, a storage buffer read from its start) are zero at
-    /// exactly `guard`'s entries: `check` (holding any copy into `values`) plus the check
-    /// kernel, submitted, and its flag read back.
-    fn zeros_hold_on_gpu(
+    /// Records into `encoder` the check of whether `values` (the new values, a storage buffer
+    /// read from its start) are zero at exactly `guard`'s entries. Returns its flag (a word, set
+    /// where they are not), `None` for a matrix without entries.
+    fn record_zero_check(
         &self,
-        mut check: wgpu::CommandEncoder,
+        encoder: &mut wgpu::CommandEncoder,
         guard: &ZeroGuard,
         values: &wgpu::Buffer,
-    ) -> Result<bool> {
+    ) -> Result<Option<DeviceBuffer>> {
         let count = self.nnz as u32;
         if count == 0 {
-            return Ok(true);
+            return Ok(None);
         }
         let bits = match guard.bits_on_gpu.get() {
             Some(b) => b,
@@ -344,15 +344,14 @@ impl<T: Scalar> SpmvPlan<T> {
                 changed.as_entire_binding(),
                 params.as_entire_binding(),
             ];
-            Recorder::new(&self.gpu, &mut check, "zero check").dispatch_pipeline(
+            Recorder::new(&self.gpu, encoder, "zero check").dispatch_pipeline(
                 &pipeline,
                 "zero check",
                 resources,
                 count.div_ceil(wg),
             );
-            self.gpu.submit([check.finish()]);
         })?;
-        Ok(self.gpu.read_buffer::<u32>(&changed, 1)?[0] == 0)
+        Ok(Some(changed))
     }
 
     /// The buffers a gather refills, if the format has any.
@@ -364,13 +363,15 @@ impl<T: Scalar> SpmvPlan<T> {
     }
 
     /// Records the gathers of `parts` from `values` (every new value in CSR order, a storage
-    /// buffer of this plan's device).
+    /// buffer of this plan's device), which write nothing where the word `refused` is set.
     fn record_gathers(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         parts: &[Arc<GatherPart>],
         values: &wgpu::Buffer,
+        refused: Option<&wgpu::Buffer>,
     ) -> Result<()> {
+        let refused = refused.unwrap_or_else(|| self.gpu.zero_word());
         let s = std::mem::size_of::<T>() as u64;
         let wg = 256u32;
         let pipeline = self.gpu.pipeline(&crate::kernel::Variant::new(
@@ -418,6 +419,7 @@ impl<T: Scalar> SpmvPlan<T> {
                     values,
                     part.buffer.as_entire_binding(),
                     uniform.as_entire_binding(),
+                    refused.as_entire_binding(),
                 ];
                 Recorder::new(&self.gpu, encoder, "gather").dispatch_pipeline(
                     &pipeline,
@@ -463,7 +465,7 @@ impl<T: Scalar> SpmvPlan<T> {
         self.check_values_buffer(values, offset)?;
         if let Some(parts) = self.gather_parts() {
             let staged = self.storage_values(encoder, values, offset)?;
-            self.record_gathers(encoder, parts, staged.as_deref().unwrap_or(values))?;
+            self.record_gathers(encoder, parts, staged.as_deref().unwrap_or(values), None)?;
         }
         self.gpu
             .scoped("recording a value update", || -> Result<()> {
@@ -528,32 +530,36 @@ impl<T: Scalar> SpmvPlan<T> {
     }
 
     /// [`record_update_values`](Self::record_update_values), submitted. For `bccoo` the new
-    /// values' zeros are checked on the GPU first (a 4-byte read back), and an update that
-    /// changes them is refused, leaving the plan as it was.
+    /// values' zeros are checked on the GPU in the same submission (its flag, 4 bytes, read
+    /// back), and an update that changes them is refused, leaving the plan as it was.
     pub fn update_values_from_buffer(&self, values: &wgpu::Buffer, offset: u64) -> Result<()> {
         let mut encoder = self
             .gpu
             .device()
             .create_command_encoder(&Default::default());
-        if let ValueLayout::Guarded(_, guard) = &self.values {
-            self.check_values_buffer(values, offset)?;
-            let mut check = self
-                .gpu
-                .device()
-                .create_command_encoder(&Default::default());
-            let staged = self.storage_values(&mut check, values, offset)?;
-            let source = staged.as_deref().unwrap_or(values);
-            if !self.zeros_hold_on_gpu(check, guard, source)? {
-                return Err(ZeroGuard::refusal(self.report.method));
-            }
-            // Gathered from the checked copy (or the caller's own buffer).
-            self.record_gathers(&mut encoder, self.gather_parts().unwrap_or(&[]), source)?;
-        } else {
+        let ValueLayout::Guarded(_, guard) = &self.values else {
             self.record_update(&mut encoder, values, offset)?;
+            return self.gpu.scoped("submitting a value update", || {
+                self.gpu.submit([encoder.finish()]);
+            });
+        };
+        self.check_values_buffer(values, offset)?;
+        let staged = self.storage_values(&mut encoder, values, offset)?;
+        let source = staged.as_deref().unwrap_or(values);
+        let refused = self.record_zero_check(&mut encoder, guard, source)?;
+        // Gathered from the checked copy (or the caller's own buffer); a refusal found by the
+        // check skips the gathers on the GPU.
+        let parts = self.gather_parts().unwrap_or(&[]);
+        self.record_gathers(&mut encoder, parts, source, refused.as_deref())?;
+        let Some(refused) = refused else {
+            return self.gpu.scoped("submitting a value update", || {
+                self.gpu.submit([encoder.finish()]);
+            });
+        };
+        if self.gpu.read_buffer_after::<u32>(Some(encoder), &refused, 1)?[0] != 0 {
+            return Err(ZeroGuard::refusal(self.report.method));
         }
-        self.gpu.scoped("submitting a value update", || {
-            self.gpu.submit([encoder.finish()]);
-        })
+        Ok(())
     }
 
     /// Tells the plan where its format keeps the values (methods call this from `prepare`).
