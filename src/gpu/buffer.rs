@@ -303,20 +303,18 @@ impl super::Gpu {
                     mapped_at_creation: false,
                 })
             })?;
-            let mut enc = before.unwrap_or_else(|| {
-                self.device()
-                    .create_command_encoder(&Default::default())
-            });
+            let mut enc =
+                before.unwrap_or_else(|| self.device().create_command_encoder(&Default::default()));
             for (r, offs) in reqs.iter().zip(&at) {
                 for (range, &o) in r.ranges.iter().zip(offs) {
-                    super::copy::record_command_copy(
+                    self.record_copy(
                         &mut enc,
                         r.buffer,
                         range.start,
                         &staging,
                         o,
                         range.end - range.start,
-                    );
+                    )?;
                 }
             }
             self.scoped("submitting a read back", || self.submit([enc.finish()]))?;
@@ -451,7 +449,7 @@ fn start_read(gpu: &super::Gpu, buffer: &wgpu::Buffer) -> Result<(wgpu::Buffer, 
         })
     })?;
     let mut enc = gpu.device().create_command_encoder(&Default::default());
-    super::copy::record_command_copy(&mut enc, buffer, 0, &staging, 0, size);
+    gpu.record_copy(&mut enc, buffer, 0, &staging, 0, size)?;
     gpu.submit([enc.finish()]);
     let (tx, rx) = futures::channel::oneshot::channel();
     staging.map_async(wgpu::MapMode::Read, .., move |r| {

@@ -15,6 +15,14 @@ const COPY_WG: u32 = 256;
 /// The copy kernel's unit: one `vec4<u32>`.
 const WORD4: u64 = 16;
 
+/// Where a copy reads and writes.
+struct Ends<'a> {
+    src: &'a wgpu::Buffer,
+    src_offset: u64,
+    dst: &'a wgpu::Buffer,
+    dst_offset: u64,
+}
+
 impl Gpu {
     /// Records into `enc` a copy of `bytes` bytes from `src` at `src_offset` to `dst` at
     /// `dst_offset` (the copy command's rules: offsets and size multiples of 4, `COPY_SRC` on
@@ -33,43 +41,39 @@ impl Gpu {
         if bytes == 0 {
             return Ok(());
         }
-        let bulk = if self.kernel_copies(src, src_offset, dst, dst_offset, bytes) {
-            self.record_kernel_copy(enc, src, src_offset, dst, dst_offset, bytes / WORD4 * WORD4)?
+        let ends = Ends {
+            src,
+            src_offset,
+            dst,
+            dst_offset,
+        };
+        let bulk = if self.kernel_copies(&ends, bytes) {
+            self.record_kernel_copy(enc, &ends, bytes / WORD4 * WORD4)?
         } else {
             0
         };
-        record_command_copy(
-            enc,
-            src,
-            src_offset + bulk,
-            dst,
-            dst_offset + bulk,
-            bytes - bulk,
-        );
+        record_command_copy(enc, &ends, bulk, bytes - bulk);
         Ok(())
     }
 
-    /// Whether [`Gpu::record_copy`] runs the copy kernel for this copy.
-    fn kernel_copies(
-        &self,
-        src: &wgpu::Buffer,
-        src_offset: u64,
-        dst: &wgpu::Buffer,
-        dst_offset: u64,
-        bytes: u64,
-    ) -> bool {
-        let storage = wgpu::BufferUsages::STORAGE;
-        let align = self
-            .info()
+    /// The alignment of a storage binding's offset on this adapter.
+    fn binding_alignment(&self) -> u64 {
+        self.info()
             .limits
             .min_storage_buffer_offset_alignment
-            .max(1) as u64;
+            .max(1) as u64
+    }
+
+    /// Whether [`Gpu::record_copy`] runs the copy kernel for this copy.
+    fn kernel_copies(&self, e: &Ends, bytes: u64) -> bool {
+        let storage = wgpu::BufferUsages::STORAGE;
+        let align = self.binding_alignment();
         bytes >= KERNEL_COPY_BYTES
-            && src != dst
-            && src.usage().contains(storage)
-            && dst.usage().contains(storage)
-            && src_offset.is_multiple_of(align)
-            && dst_offset.is_multiple_of(align)
+            && e.src != e.dst
+            && e.src.usage().contains(storage)
+            && e.dst.usage().contains(storage)
+            && e.src_offset.is_multiple_of(align)
+            && e.dst_offset.is_multiple_of(align)
     }
 
     /// The copy kernel over `bytes` (a multiple of 16) in ranges each within one binding;
@@ -77,10 +81,7 @@ impl Gpu {
     fn record_kernel_copy(
         &self,
         enc: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        src_offset: u64,
-        dst: &wgpu::Buffer,
-        dst_offset: u64,
+        e: &Ends,
         bytes: u64,
     ) -> Result<u64> {
         let pipeline = self.pipeline(&Variant::new(
@@ -89,13 +90,8 @@ impl Gpu {
             LaneMode::Workgroup,
             vec![("WG_SIZE", COPY_WG)],
         ))?;
-        let align = self
-            .info()
-            .limits
-            .min_storage_buffer_offset_alignment
-            .max(1) as u64;
         // Whole workgroups of 16-byte words, starting where the adapter can bind.
-        let unit = (COPY_WG as u64 * WORD4).max(align);
+        let unit = (COPY_WG as u64 * WORD4).max(self.binding_alignment());
         let most = (self.info().max_binding_bytes() / unit * unit).max(unit);
         let layout = pipeline.get_bind_group_layout(0);
         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -119,11 +115,11 @@ impl Gpu {
                 entries: &[
                     wgpu::BindGroupEntry {
                         binding: 0,
-                        resource: range(src, src_offset),
+                        resource: range(e.src, e.src_offset),
                     },
                     wgpu::BindGroupEntry {
                         binding: 1,
-                        resource: range(dst, dst_offset),
+                        resource: range(e.dst, e.dst_offset),
                     },
                 ],
             });
@@ -137,16 +133,10 @@ impl Gpu {
     }
 }
 
-/// The copy command, split so that the middle part starts and ends on 16-byte boundaries where
-/// both offsets allow it.
-pub(crate) fn record_command_copy(
-    enc: &mut wgpu::CommandEncoder,
-    src: &wgpu::Buffer,
-    src_offset: u64,
-    dst: &wgpu::Buffer,
-    dst_offset: u64,
-    bytes: u64,
-) {
+/// The copy command over `bytes` from `skip` bytes into `e`'s ends, split so that the middle
+/// part starts and ends on 16-byte boundaries where both offsets allow it.
+fn record_command_copy(enc: &mut wgpu::CommandEncoder, e: &Ends, skip: u64, bytes: u64) {
+    let (src_offset, dst_offset) = (e.src_offset + skip, e.dst_offset + skip);
     let mut parts = [(0, bytes), (0, 0), (0, 0)];
     if src_offset % WORD4 == dst_offset % WORD4 {
         let head = ((WORD4 - src_offset % WORD4) % WORD4).min(bytes);
@@ -158,6 +148,6 @@ pub(crate) fn record_command_copy(
         ];
     }
     for (at, len) in parts.into_iter().filter(|&(_, len)| len > 0) {
-        enc.copy_buffer_to_buffer(src, src_offset + at, dst, dst_offset + at, len);
+        enc.copy_buffer_to_buffer(e.src, src_offset + at, e.dst, dst_offset + at, len);
     }
 }

@@ -309,9 +309,10 @@ impl Gpu {
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                         label: Some("staged upload"),
                     });
-            super::copy::record_command_copy(&mut enc, &staging, 0, &dst, 0, size);
+            self.record_copy(&mut enc, &staging, 0, &dst, 0, size)?;
             self.submit([enc.finish()]);
-        })?;
+            Ok(())
+        })??;
         Ok(dst)
     }
 

@@ -556,7 +556,11 @@ impl<T: Scalar> SpmvPlan<T> {
                 self.gpu.submit([encoder.finish()]);
             });
         };
-        if self.gpu.read_buffer_after::<u32>(Some(encoder), &refused, 1)?[0] != 0 {
+        if self
+            .gpu
+            .read_buffer_after::<u32>(Some(encoder), &refused, 1)?[0]
+            != 0
+        {
             return Err(ZeroGuard::refusal(self.report.method));
         }
         Ok(())
