@@ -395,7 +395,7 @@ impl Gpu {
             Method::Cmrs | Method::CmrsPadded => {
                 cmrs::gpu_build::prepare(self, a, checked, method, opts)?
             }
-            Method::Suraa => suraa::prepare_gpu(self, a, method, opts)?,
+            Method::Suraa => suraa::prepare_gpu(self, a, checked, method, opts)?,
             Method::Speculative => speculative::gpu_build::prepare(self, a, method, opts)?,
             Method::Bccoo | Method::BccooPlus => bccoo::gpu_build::prepare(self, a, method, opts)?,
             _ => None,

@@ -97,6 +97,7 @@ pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
 pub(crate) fn run<T: Scalar>(
     gpu: &Gpu,
     (nrows, ncols, nnz): (usize, usize, usize),
+    longest_row: usize,
     p: &SetupParams,
     writes: ScalarWrites,
     [row_ptr, col_idx, vals]: [&wgpu::Buffer; 3],
@@ -167,8 +168,9 @@ pub(crate) fn run<T: Scalar>(
         }))
     })?);
 
-    // Key width: lengths never exceed the columns (nor the nonzeros), columns need bits(ncols - 1).
-    let npr_bits = bits(ncols.min(nnz) as u64);
+    // Key width: lengths never exceed the longest row, columns need bits(ncols - 1). Each byte
+    // of key is a pass of the sort.
+    let npr_bits = bits(longest_row.min(ncols).min(nnz) as u64);
     let col_bits = bits(ncols.saturating_sub(1) as u64);
     let passes = if m > 1 {
         (npr_bits + col_bits).div_ceil(8)

@@ -14,6 +14,7 @@
 pub mod gpu_setup;
 pub mod setup;
 
+use crate::matrix::Checked;
 use crate::GpuCsr;
 pub use setup::{Schedule, SetupParams};
 
@@ -149,19 +150,20 @@ pub(crate) fn prepare<T: Scalar>(
 pub(crate) fn prepare_gpu<T: Scalar>(
     gpu: &Gpu,
     a: &GpuCsr,
+    checked: Checked,
     method: Method,
     opts: &PlanOptions,
 ) -> Result<Option<SpmvPlan<T>>> {
     if opts.suraa.setup == SetupOn::Host {
         return Ok(None);
     }
-    build(gpu, Source::Gpu(a), method, opts).map(Some)
+    build(gpu, Source::Gpu(a, checked), method, opts).map(Some)
 }
 
-/// Where the CSR arrays are.
+/// Where the CSR arrays are (on the GPU, with what their validation found).
 enum Source<'a, T> {
     Host(&'a CsrMatrix<T>),
-    Gpu(&'a GpuCsr<'a>),
+    Gpu(&'a GpuCsr<'a>, Checked),
 }
 
 fn build<T: Scalar>(
@@ -172,7 +174,7 @@ fn build<T: Scalar>(
 ) -> Result<SpmvPlan<T>> {
     let shape @ (nrows, _, nnz) = match &src {
         Source::Host(a) => a.shape(),
-        Source::Gpu(a) => (a.nrows, a.ncols, a.nnz),
+        Source::Gpu(a, _) => (a.nrows, a.ncols, a.nnz),
     };
     let o = &opts.suraa;
     let lanes = lane_mode(gpu, opts.lanes)?;
@@ -236,22 +238,26 @@ fn build<T: Scalar>(
     // The setup's cost is timed from an idle GPU with the CSR arrays uploaded (every method
     // uploads them) and the setup kernels compiled (once per device) to its results on the GPU:
     // for the host setup that includes uploading the rearranged matrix in their place.
-    let on_gpu = |csr: [&wgpu::Buffer; 3]| -> Result<_> {
+    // (`longest`: entries of the longest row, which bounds the sort keys' width.)
+    let on_gpu = |csr: [&wgpu::Buffer; 3], longest: usize| -> Result<_> {
         gpu_setup::compile::<T>(gpu)?;
         gpu.wait()?;
         let start = Instant::now();
-        let (b, alloc) = gpu_setup::run::<T>(gpu, shape, &params, o.scalar_writes, csr)?;
+        let (b, alloc) = gpu_setup::run::<T>(gpu, shape, longest, &params, o.scalar_writes, csr)?;
         gpu.wait()?;
         Ok((b, start.elapsed(), alloc, true))
     };
     let mut phases = Phases::start(gpu);
     let gpu_setup = o.setup == SetupOn::Gpu || o.setup == SetupOn::Auto && nrows >= HOST_SETUP_ROWS;
     let (b, setup_time, setup_alloc_time, on_gpu) = match src {
-        Source::Gpu(a) => on_gpu([a.row_ptr, a.col_idx, a.values])?,
+        Source::Gpu(a, checked) => on_gpu(
+            [a.row_ptr, a.col_idx, a.values],
+            checked.longest_row as usize,
+        )?,
         Source::Host(a) if gpu_setup => {
             let csr = upload_csr(gpu, a)?;
             phases.upload();
-            on_gpu(csr.each_ref())?
+            on_gpu(csr.each_ref(), a.longest_row())?
         }
         Source::Host(a) => {
             gpu.wait()?;
