@@ -60,7 +60,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         return;
     }
-    // PASS 1: strip g (the grid has exactly one workgroup per strip).
+    // PASS 1: strip g. A grid split over two dimensions has workgroups past the last strip: they
+    // would read beyond the row pointers (stale data in a larger buffer) and write entries there.
+    if (g >= params.strips) {
+        return;
+    }
     let r0 = g * params.height;
     let rows = min(params.height, params.nrows - r0);
     load_strip(r0, rows, lid);

@@ -109,7 +109,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         return;
     }
-    // PASS 3: strip g (the grid has exactly one workgroup per strip).
+    // PASS 3: strip g (workgroups past the last strip, in a grid split over two dimensions, return).
+    if (g >= params.strips) {
+        return;
+    }
     let r0 = g * params.height;
     let rows = min(params.height, params.nrows - r0);
     load_strip(r0, rows, lid);

@@ -778,3 +778,46 @@ fn auto_from_gpu_buffers_counts_the_hosts_features() {
         }
     }
 }
+
+/// More strips than one grid dimension holds: the strip builders' grid has workgroups past the
+/// last strip, which must not touch the format even where the caller's row-pointer buffer goes
+/// on past the matrix (here with pointers that would place real entries in the wrong row).
+#[test]
+fn strip_builds_past_one_grid_dimension_ignore_data_beyond_the_matrix() {
+    let Some(gpu) = gpu() else { return };
+    let max = gpu.info().limits.max_compute_workgroups_per_dimension as usize;
+    // Strips of two single-entry rows: just over one dimension's worth, so that the second
+    // dimension adds almost as many workgroups past the end.
+    let nrows = 2 * (max + 3);
+    let ncols = 257;
+    let row_ptr: Vec<u32> = (0..=nrows as u32).collect();
+    let cols: Vec<u32> = (0..nrows).map(|r| ((r * 7) % ncols) as u32).collect();
+    let vals: Vec<f32> = (0..nrows).map(|r| 1.0 + (r % 5) as f32).collect();
+    let a = CsrMatrix::try_new(nrows, ncols, row_ptr.clone(), cols.clone(), vals.clone()).unwrap();
+    // Beyond the matrix, increasing pointers offset by one: read as strips, they would put
+    // entry e in row-in-strip 0 where it is in 1, and the other way round.
+    let mut padded = row_ptr;
+    padded.extend(1..=2 * max as u32 + 64);
+    let b = caller_buffers(&gpu, &padded, &cols, bytemuck::cast_slice(&vals));
+    let desc = described(a.shape(), &b);
+    let x: Vec<f32> = (0..ncols).map(|i| 0.5 + (i % 3) as f32).collect();
+    let expected = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+    for m in [Method::Cmrs, Method::CmrsPadded] {
+        let opts = PlanOptions {
+            cmrs: CmrsOptions {
+                height: Some(2),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let plan = gpu.prepare_gpu_csr::<f32>(&desc, m, &opts).unwrap();
+        assert!(plan.report().built_on_gpu, "{m}: [{}]", plan.report());
+        let y = product(&gpu, &plan, &x);
+        let wrong = y
+            .iter()
+            .zip(&expected)
+            .filter(|(g, e)| (**g as f64 - **e).abs() > 1e-6 * e.abs().max(1.0))
+            .count();
+        assert_eq!(wrong, 0, "{m}: {wrong} rows differ [{}]", plan.report());
+    }
+}
