@@ -537,11 +537,14 @@ impl<T: Scalar> SpmvPlan<T> {
             .gpu
             .device()
             .create_command_encoder(&Default::default());
+        let submit = |encoder: wgpu::CommandEncoder| {
+            self.gpu.scoped("submitting a value update", || {
+                self.gpu.submit([encoder.finish()]);
+            })
+        };
         let ValueLayout::Guarded(_, guard) = &self.values else {
             self.record_update(&mut encoder, values, offset)?;
-            return self.gpu.scoped("submitting a value update", || {
-                self.gpu.submit([encoder.finish()]);
-            });
+            return submit(encoder);
         };
         self.check_values_buffer(values, offset)?;
         let staged = self.storage_values(&mut encoder, values, offset)?;
@@ -552,9 +555,7 @@ impl<T: Scalar> SpmvPlan<T> {
         let parts = self.gather_parts().unwrap_or(&[]);
         self.record_gathers(&mut encoder, parts, source, refused.as_deref())?;
         let Some(refused) = refused else {
-            return self.gpu.scoped("submitting a value update", || {
-                self.gpu.submit([encoder.finish()]);
-            });
+            return submit(encoder);
         };
         if self
             .gpu
