@@ -24,7 +24,8 @@ fn collect(dir: &Path, root: &Path, out: &mut Vec<String>) {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    // Read at run time: a build script compiled for another checkout may be reused.
+    let root = Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("shaders");
     println!("cargo:rerun-if-changed=shaders");
     let mut rows = Vec::new();
     collect(&root, &root, &mut rows);
