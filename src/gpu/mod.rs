@@ -6,6 +6,8 @@ mod pipeline;
 mod pool;
 pub(crate) mod recorder;
 mod timing;
+mod warm;
+pub(crate) use warm::WarmUp;
 
 pub use buffer::GpuVector;
 pub(crate) use buffer::RangeRead;
@@ -185,6 +187,8 @@ pub(crate) struct GpuInner {
     pool: Arc<pool::Pool>,
     /// One zero word, bound read-only where a kernel's optional input is absent.
     zero_word: std::sync::OnceLock<wgpu::Buffer>,
+    /// The warm-up probe's fastest time on this device, ms per copy (`Gpu::warm_up`).
+    fastest_probe_ms: Mutex<Option<f64>>,
 }
 
 /// A GPU device and queue with what `wgspmv` knows about them. Cheap to clone (shared).
@@ -392,6 +396,7 @@ impl Gpu {
                 id: next_id(),
                 pool: Arc::default(),
                 zero_word: std::sync::OnceLock::new(),
+                fastest_probe_ms: Mutex::default(),
             }),
         }
     }

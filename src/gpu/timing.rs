@@ -98,13 +98,15 @@ impl Gpu {
             reps.push(((0.003 / once) as u32).clamp(1, max_reps.max(1)));
         }
         // A discrete GPU idle while the host built a plan runs at low clocks for a while, longer
-        // than the samples last: keep it busy with the first recording first, in batches of
-        // about 5 ms of GPU time (by timestamps where the adapter has them: the wall clock of
-        // one call is mostly submission for a short product).
+        // than the samples last: keep it busy with the first recording first, until a copy
+        // kernel timed between its batches shows the clocks up (`warm_up`); without timestamps,
+        // in batches of about 5 ms until it stops getting faster.
         if let Some(first) = records.first_mut() {
             let gpu_once = self.sample(1, first)?.0 / 1e3;
-            let per_batch = ((0.005 / gpu_once.max(1e-7)) as u32).clamp(1, 5000);
-            self.settle(per_batch, first, SETTLE_S, SETTLE_S, SETTLE_MAX_S)?;
+            if self.warm_up(*first, gpu_once * 1e3)?.is_none() {
+                let per_batch = ((0.005 / gpu_once.max(1e-7)) as u32).clamp(1, 5000);
+                self.settle(per_batch, first, SETTLE_S, SETTLE_S, SETTLE_MAX_S)?;
+            }
         }
         let mut best = vec![f64::INFINITY; records.len()];
         for _ in 0..rounds.max(1) {
@@ -113,6 +115,82 @@ impl Gpu {
             }
         }
         Ok(best)
+    }
+
+    /// Times recordings against one another in one submission, so that the GPU never waits on
+    /// the host between samples (a discrete GPU lowers its clocks within such gaps): `warm`
+    /// calls of the first recording, then `rounds` turns of `reps[i]` calls of each, every turn
+    /// its own pass between two timestamps. Returns, per recording, ms per call in each round;
+    /// `None` where the adapter has no timestamp queries or its driver reads them as zero.
+    pub(crate) fn time_back_to_back(
+        &self,
+        records: &mut [&mut dyn FnMut(&mut wgpu::ComputePass<'_>)],
+        warm: u32,
+        rounds: u32,
+        reps: &[u32],
+    ) -> Result<Option<Vec<Vec<f64>>>> {
+        let n = records.len();
+        if n == 0 || !self.info().has(wgpu::Features::TIMESTAMP_QUERY) {
+            return Ok((n == 0).then(Vec::new));
+        }
+        // Two queries per pass, within what one query set holds.
+        let most = wgpu::QUERY_SET_MAX_QUERIES / (2 * n as u32);
+        let rounds = rounds.clamp(1, most.max(1));
+        let count = 2 * rounds * n as u32;
+        let reps: Vec<u32> = (0..n)
+            .map(|i| reps.get(i).copied().unwrap_or(1).max(1))
+            .collect();
+        let device = self.device();
+        let (enc, resolve) = self.scoped("timed submission", || {
+            let query_set = device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("wgspmv back-to-back timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count,
+            });
+            let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgspmv timestamp resolve"),
+                size: 8 * count as u64,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let mut enc = device.create_command_encoder(&Default::default());
+            if warm > 0 {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                for _ in 0..warm {
+                    (records[0])(&mut pass);
+                }
+            }
+            let mut q = 0;
+            for _ in 0..rounds {
+                for (record, &reps) in records.iter_mut().zip(&reps) {
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("wgspmv timed"),
+                        timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                            query_set: &query_set,
+                            beginning_of_pass_write_index: Some(q),
+                            end_of_pass_write_index: Some(q + 1),
+                        }),
+                    });
+                    for _ in 0..reps {
+                        record(&mut pass);
+                    }
+                    q += 2;
+                }
+            }
+            enc.resolve_query_set(&query_set, 0..count, &resolve, 0);
+            (enc, resolve)
+        })?;
+        let ticks: Vec<u64> = self.read_buffer_after(Some(enc), &resolve, count as usize)?;
+        let period = self.queue().get_timestamp_period() as f64;
+        let mut ms = vec![Vec::with_capacity(rounds as usize); n];
+        for (k, pair) in ticks.chunks_exact(2).enumerate() {
+            let ns = pair[1].saturating_sub(pair[0]) as f64 * period;
+            if ns <= 0.0 {
+                return Ok(None);
+            }
+            ms[k % n].push(ns / 1e6 / reps[k % n] as f64);
+        }
+        Ok(Some(ms))
     }
 
     /// Keeps the GPU busy with batches of `per_batch` calls of `record` until no batch has been

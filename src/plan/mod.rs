@@ -458,6 +458,72 @@ impl<T: Scalar> SpmvPlan<T> {
         let Some(first) = plans.first() else {
             return Ok(Vec::new());
         };
+        let (on_device, device_ms) = Self::with_recordings(plans, x, y, |refs| {
+            first
+                .gpu
+                .time_round_robin(refs, rounds, max_reps, settle)
+        })?;
+        let mut ms = vec![0.0; plans.len()];
+        for (&i, t) in on_device.iter().zip(device_ms) {
+            ms[i] = t;
+        }
+        for (i, p) in plans.iter().enumerate() {
+            if p.finishes_on_host() {
+                ms[i] = p.time_runs(x, y, rounds.max(1) * max_reps.clamp(1, 3))?.ms;
+            }
+        }
+        Ok(ms)
+    }
+
+    /// Times plans of the same shape against one another in one submission
+    /// ([`Gpu::time_back_to_back`]: `warm` products of the first, then `rounds` turns of
+    /// `reps[i]` products of each): ms per product of every turn, per plan in the order given.
+    /// `None` where the adapter has no timestamp queries or a plan finishes on the host.
+    pub(crate) fn time_back_to_back(
+        plans: &[&SpmvPlan<T>],
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+        warm: u32,
+        rounds: u32,
+        reps: &[u32],
+    ) -> Result<Option<Vec<Vec<f64>>>> {
+        let Some(first) = plans.first() else {
+            return Ok(Some(Vec::new()));
+        };
+        if plans.iter().any(|p| p.finishes_on_host()) {
+            return Ok(None);
+        }
+        let (_, ms) = Self::with_recordings(plans, x, y, |refs| {
+            first.gpu.time_back_to_back(refs, warm, rounds, reps)
+        })?;
+        Ok(ms)
+    }
+
+    /// Runs this plan until the GPU's clocks are up ([`Gpu::warm_up`]); `once_ms`: about one
+    /// product's GPU time. `None` where the adapter cannot tell (nothing was run then).
+    pub(crate) fn warm_up(
+        &self,
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+        once_ms: f64,
+    ) -> Result<Option<crate::gpu::WarmUp>> {
+        if self.finishes_on_host() {
+            return Ok(None);
+        }
+        let (_, w) = Self::with_recordings(&[self], x, y, |refs| {
+            self.gpu.warm_up(&mut *refs[0], once_ms)
+        })?;
+        Ok(w)
+    }
+
+    /// Calls `time` with a recording of one product for each plan that runs wholly on the GPU;
+    /// returns those plans' indices and what `time` returned.
+    fn with_recordings<R>(
+        plans: &[&SpmvPlan<T>],
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+        time: impl FnOnce(&mut [&mut dyn FnMut(&mut wgpu::ComputePass<'_>)]) -> Result<R>,
+    ) -> Result<(Vec<usize>, R)> {
         for p in plans {
             p.check(x, y)?;
         }
@@ -480,19 +546,8 @@ impl<T: Scalar> SpmvPlan<T> {
             .collect();
         let mut refs: Vec<&mut dyn FnMut(&mut wgpu::ComputePass<'_>)> =
             records.iter_mut().map(|r| r.as_mut() as _).collect();
-        let device_ms = first
-            .gpu
-            .time_round_robin(&mut refs, rounds, max_reps, settle)?;
-        let mut ms = vec![0.0; plans.len()];
-        for (&i, t) in on_device.iter().zip(device_ms) {
-            ms[i] = t;
-        }
-        for (i, p) in plans.iter().enumerate() {
-            if p.finishes_on_host() {
-                ms[i] = p.time_runs(x, y, rounds.max(1) * max_reps.clamp(1, 3))?.ms;
-            }
-        }
-        Ok(ms)
+        let r = time(&mut refs)?;
+        Ok((on_device, r))
     }
 
     fn time_runs(&self, x: &GpuVector<T>, y: &mut GpuVector<T>, repeats: u32) -> Result<Timing> {

@@ -527,9 +527,10 @@ const GUIDED_SAMPLE_MS: f64 = 1.0;
 /// than [`SLICE_X_BYTES`] (2, 4, ... while each is faster, else the count that gives each slice
 /// about 2 MiB of `x`), for single-entry blocks the next block size by footprint (and a longer
 /// tile if it won), the other write strategy (per-thread or the cache), smaller workgroups while faster. A candidate
-/// replaces the best only when [`GUIDED_MARGIN`] faster. Each candidate is built and timed against the best so
-/// far (a few products per sample, in turns, so that a clock still ramping up slows both alike)
-/// and the loser dropped, so that the next build reuses its memory. What the search spends
+/// replaces the best only when [`GUIDED_MARGIN`] faster. First the untuned plan runs until the
+/// GPU's clocks are up ([`Gpu::warm_up`]); each candidate is built and timed against the best so
+/// far (about a millisecond of products per sample, in turns, in one submission) and the loser
+/// dropped, so that the next build reuses its memory. What the search spends
 /// beyond the untuned plan's own build, pipeline compiles left out, stays within about `budget`
 /// products of the untuned plan: a candidate is built only while most of it is left.
 #[allow(clippy::too_many_arguments)]
@@ -554,23 +555,47 @@ fn guided<T: Scalar>(
         ..opts.clone()
     };
     let first = build_candidate(gpu, a, uploaded, method, &po(given), &mut formats)?;
+    // The untuned plan's time sets the budget and the samples' length.
+    let once = SpmvPlan::time_together(&[&first], gx, gy, 1, 2, false)?[0].max(1e-6);
+    // Candidates compared at a GPU's idle clocks rank otherwise than settled (docs/bccoo.md):
+    // the untuned plan runs until the clocks are up, which the budget does not count.
+    if let Some(w) = first.warm_up(gx, gy, once)? {
+        log::debug!("guided search: warm-up {:.1} ms (warm at once: {})", w.ms, w.was_warm);
+    }
     // From here the clock runs, without the time spent compiling pipelines.
     let (start, compiled) = (Instant::now(), gpu.compile_ns());
     let spent_ms = || {
         let ns = start.elapsed().as_nanos() as u64;
         ns.saturating_sub(gpu.compile_ns() - compiled) as f64 / 1e6
     };
-    // The untuned plan's time sets the budget and the samples' length.
-    let once = SpmvPlan::time_together(&[&first], gx, gy, 1, 2, false)?[0].max(1e-6);
-    let reps = ((GUIDED_SAMPLE_MS / once).ceil() as u32).clamp(2, 200);
-    let ms0 = SpmvPlan::time_together(&[&first], gx, gy, 2, reps, false)?[0].max(1e-6);
+    let reps_for = |ms: f64| ((GUIDED_SAMPLE_MS / ms).ceil() as u32).clamp(2, 200);
+    let mut reps = reps_for(once);
+    let label = |p: &SpmvPlan<T>| p.bccoo().map_or(String::new(), |r| r.summary());
+    // Plans timed against one another in turns, each keeping its fastest: in one submission
+    // where the adapter has timestamps (the GPU does not idle between the samples).
+    let compare = |plans: &[&SpmvPlan<T>], gy: &mut GpuVector<T>, reps: u32| {
+        let reps = vec![reps; plans.len()];
+        match SpmvPlan::time_back_to_back(plans, gx, gy, 0, GUIDED_ROUNDS, &reps)? {
+            Some(series) => {
+                for (p, s) in plans.iter().zip(&series) {
+                    log::debug!("guided search: {}: {s:.4?}", label(p));
+                }
+                Ok(series
+                    .iter()
+                    .map(|s| s.iter().copied().fold(f64::INFINITY, f64::min))
+                    .collect())
+            }
+            None => SpmvPlan::time_together(plans, gx, gy, GUIDED_ROUNDS, reps[0], false),
+        }
+    };
+    let ms0 = compare(&[&first], gy, reps)?[0].max(1e-6);
+    reps = reps_for(ms0);
     let budget_ms = budget as f64 * ms0;
     // The next candidate is built while this much of the budget is left (a build costs about
     // as much as the untuned one did, which the budget does not count).
     let reserve = 0.3 * budget_ms;
     let r = first.bccoo().expect("a bccoo plan has a bccoo report");
     let (layout, sizes) = (r.layout, r.block_sizes.clone());
-    let label = |p: &SpmvPlan<T>| p.bccoo().map_or(String::new(), |r| r.summary());
     let mut candidates = vec![(label(&first), ms0)];
     let mut best = first;
     // The best so far as options and workgroup size (`None`: the plan's default).
@@ -603,7 +628,7 @@ fn guided<T: Scalar>(
             Err(e) if unfit(&e) => return Ok(false),
             Err(e) => return Err(e),
         };
-        let t = SpmvPlan::time_together(&[&plan, best], gx, gy, GUIDED_ROUNDS, reps, false)?;
+        let t = compare(&[&plan, &*best], gy, reps)?;
         candidates.push((label(&plan), t[0]));
         // Kept only when clearly faster: unsettled samples of a few products err by a few
         // percent, and a change that wins by less is not worth the risk of a slower plan.

@@ -1,0 +1,262 @@
+//! Warming a GPU up before recordings are compared. From idle, a discrete GPU's clocks rise in
+//! steps over a few hundred milliseconds of load, and rankings taken on the way can differ from
+//! settled ones (a memory-bound kernel and a compute-bound one slow down unlike). A copy kernel
+//! timed in the same submissions tells where the clocks are: once it has run as fast as it ever
+//! has on this device, the GPU is warm, which a GPU kept busy shows within a millisecond.
+
+use super::Gpu;
+use crate::kernel::{LaneMode, Variant, COPY};
+use crate::Result;
+use std::time::Instant;
+
+/// Bytes the probe copies (each way): memory-bound, a few microseconds on a fast GPU.
+const PROBE_BYTES: u64 = 16 << 20;
+
+/// Invocations per workgroup of the probe's copy kernel (16 bytes each).
+const PROBE_WG: u32 = 256;
+
+/// Copies per probe sample, and samples per check.
+const PROBE_REPS: u32 = 16;
+const PROBE_ROUNDS: u32 = 4;
+
+/// The probe within this factor of the fastest it has run on this device: warm (its samples
+/// vary by about 5%; the H100's lower clock steps read 2–3× slower).
+const WARM_WITHIN: f64 = 1.2;
+
+/// GPU time of the busy work between two probes, ms.
+const CHUNK_MS: f64 = 8.0;
+
+/// Warm once the probe has not got 3% faster for this long where no fastest is known yet
+/// (longer than one step of the clocks: 100–250 ms on the H100; docs/bccoo.md), ms.
+const QUIET_MS: f64 = 300.0;
+
+/// The most a warm-up runs, ms.
+const MOST_MS: f64 = 1500.0;
+
+/// How long a warm-up may look (tests shorten it).
+struct Settings {
+    probe_bytes: u64,
+    quiet_ms: f64,
+    most_ms: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            probe_bytes: PROBE_BYTES,
+            quiet_ms: QUIET_MS,
+            most_ms: MOST_MS,
+        }
+    }
+}
+
+/// What a warm-up did.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct WarmUp {
+    /// Wall-clock milliseconds it took.
+    pub ms: f64,
+    /// Whether the GPU was found warm at once.
+    pub was_warm: bool,
+}
+
+impl Gpu {
+    /// Keeps the GPU busy with `busy` (about `busy_ms` of GPU time per call) until a copy
+    /// kernel timed between its calls runs as fast as the fastest seen on this device, or, the
+    /// first time, until it stops getting faster. `None` where nothing can tell: no timestamp
+    /// queries (nothing was run then).
+    /// A software adapter has no clocks to raise: `None` there too.
+    pub(crate) fn warm_up(
+        &self,
+        busy: &mut dyn FnMut(&mut wgpu::ComputePass<'_>),
+        busy_ms: f64,
+    ) -> Result<Option<WarmUp>> {
+        if self.info().device_type == wgpu::DeviceType::Cpu {
+            return Ok(None);
+        }
+        self.warm_up_within(busy, busy_ms, &Settings::default())
+    }
+
+    fn warm_up_within(
+        &self,
+        busy: &mut dyn FnMut(&mut wgpu::ComputePass<'_>),
+        busy_ms: f64,
+        settings: &Settings,
+    ) -> Result<Option<WarmUp>> {
+        let start = Instant::now();
+        if !self.info().has(wgpu::Features::TIMESTAMP_QUERY) {
+            return Ok(None);
+        }
+        let mut probe = self.probe_recording(settings.probe_bytes)?;
+        let fastest = *self.inner.fastest_probe_ms.lock().unwrap();
+        let warm = |ms: f64| fastest.is_some_and(|f| ms <= f * WARM_WITHIN);
+        let Some(first) = self.probe(&mut probe, &mut [], 0)? else {
+            return Ok(None);
+        };
+        let mut best = first;
+        let done = |best: f64| -> WarmUp {
+            let mut f = self.inner.fastest_probe_ms.lock().unwrap();
+            *f = Some(f.map_or(best, |f: f64| f.min(best)));
+            WarmUp {
+                ms: start.elapsed().as_secs_f64() * 1e3,
+                was_warm: false,
+            }
+        };
+        if warm(first) {
+            return Ok(Some(WarmUp {
+                was_warm: true,
+                ..done(best)
+            }));
+        }
+        let per_chunk = ((CHUNK_MS / busy_ms.max(1e-4)).ceil() as u32).clamp(1, 5000);
+        let mut improved = Instant::now();
+        loop {
+            let Some(ms) = self.probe(&mut probe, &mut [&mut *busy], per_chunk)? else {
+                return Ok(Some(done(best)));
+            };
+            if ms < best * 0.97 {
+                improved = Instant::now();
+            }
+            best = best.min(ms);
+            let quiet = improved.elapsed().as_secs_f64() * 1e3 >= settings.quiet_ms;
+            let long = start.elapsed().as_secs_f64() * 1e3 >= settings.most_ms;
+            // With the fastest known, a plateau of the clocks is not the top: only reaching it
+            // ends the warm-up before the limit. Kept below it that long (another process on
+            // the GPU, a hot one), the device's record becomes what it runs now (a record
+            // set too slow is lowered by the next warm-up that beats it).
+            let end = match fastest {
+                Some(_) if warm(ms) => true,
+                Some(_) if long => {
+                    *self.inner.fastest_probe_ms.lock().unwrap() = Some(best);
+                    true
+                }
+                Some(_) => false,
+                None => quiet || long,
+            };
+            if end {
+                log::debug!(
+                    "warm-up: probe {first:.4} -> {ms:.4} ms (fastest before {fastest:?}) in {:.1} ms",
+                    start.elapsed().as_secs_f64() * 1e3
+                );
+                return Ok(Some(done(best)));
+            }
+        }
+    }
+
+    /// `calls` calls of `busy` (if given), then the probe's samples, in one submission; the
+    /// probe's fastest sample, ms per copy.
+    fn probe(
+        &self,
+        probe: &mut dyn FnMut(&mut wgpu::ComputePass<'_>),
+        busy: &mut [&mut dyn FnMut(&mut wgpu::ComputePass<'_>)],
+        calls: u32,
+    ) -> Result<Option<f64>> {
+        let mut records: Vec<&mut dyn FnMut(&mut wgpu::ComputePass<'_>)> = Vec::new();
+        let warm = match busy.first_mut() {
+            Some(b) => {
+                records.push(&mut **b);
+                calls
+            }
+            None => 0,
+        };
+        let with_busy = !records.is_empty();
+        records.push(probe);
+        let reps = [if with_busy { 1 } else { PROBE_REPS }, PROBE_REPS];
+        let reps = if with_busy { &reps[..] } else { &reps[1..] };
+        let Some(ms) = self.time_back_to_back(&mut records, warm, PROBE_ROUNDS, reps)? else {
+            return Ok(None);
+        };
+        let probe_ms = ms.last().expect("the probe was timed");
+        Ok(Some(probe_ms.iter().copied().fold(f64::INFINITY, f64::min)))
+    }
+
+    /// A recording of one probe copy (buffers from the pool, returned when it is dropped).
+    fn probe_recording(
+        &self,
+        bytes: u64,
+    ) -> Result<impl FnMut(&mut wgpu::ComputePass<'_>) + 'static> {
+        let bytes = bytes.min(self.info().max_binding_bytes()).max(16) / 16 * 16;
+        let pipeline = self.pipeline(&Variant::new(
+            COPY,
+            "u32",
+            LaneMode::Workgroup,
+            vec![("WG_SIZE", PROBE_WG)],
+        ))?;
+        let src = self.storage_zeroed("warm-up probe source", bytes, wgpu::BufferUsages::empty())?;
+        let dst = self.storage_zeroed("warm-up probe target", bytes, wgpu::BufferUsages::empty())?;
+        let bind_group = self.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("warm-up probe"),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: src.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: dst.as_entire_binding(),
+                },
+            ],
+        });
+        let [x, y] = self.grid((bytes / 16).div_ceil(PROBE_WG as u64) as u32);
+        Ok(move |pass: &mut wgpu::ComputePass<'_>| {
+            // The buffers live as long as the recording.
+            let _ = (&src, &dst);
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The decision, on whatever adapter the tests have (lavapipe in CI): a device whose probe
+    /// ran as fast before is warm at once; one that never reaches its recorded fastest probe
+    /// keeps the busy work running until the probe stops getting faster, then records what it
+    /// reached.
+    #[test]
+    fn warm_at_once_or_busy_until_the_probe_settles() {
+        let Ok(gpu) = Gpu::new() else {
+            eprintln!("no adapter: skipped");
+            return;
+        };
+        if !gpu.info().has(wgpu::Features::TIMESTAMP_QUERY) {
+            eprintln!("no timestamp queries: skipped");
+            return;
+        }
+        let settings = Settings {
+            probe_bytes: 1 << 16,
+            quiet_ms: 40.0,
+            most_ms: 150.0,
+        };
+        let mut calls = 0u32;
+        let mut busy = |_: &mut wgpu::ComputePass<'_>| calls += 1;
+        // Nothing recorded yet: it runs until quiet and records the probe's fastest.
+        let w = gpu.warm_up_within(&mut busy, 1.0, &settings).unwrap();
+        let w = w.expect("timestamps tell");
+        assert!(!w.was_warm);
+        assert!(w.ms >= settings.quiet_ms, "{w:?}");
+        let fastest = gpu.inner.fastest_probe_ms.lock().unwrap().expect("recorded");
+        assert!(fastest > 0.0 && fastest.is_finite());
+        assert!(calls > 0);
+        // A device recorded slower than it runs now is warm: no busy work.
+        *gpu.inner.fastest_probe_ms.lock().unwrap() = Some(1e9);
+        calls = 0;
+        let mut busy = |_: &mut wgpu::ComputePass<'_>| calls += 1;
+        let w = gpu.warm_up_within(&mut busy, 1.0, &settings).unwrap().unwrap();
+        assert!(w.was_warm, "{w:?}");
+        assert_eq!(calls, 0);
+        // One recorded faster than it can run: busy to the limit, then the record is what it
+        // runs now.
+        *gpu.inner.fastest_probe_ms.lock().unwrap() = Some(1e-12);
+        let mut calls = 0u32;
+        let mut busy = |_: &mut wgpu::ComputePass<'_>| calls += 1;
+        let w = gpu.warm_up_within(&mut busy, 1.0, &settings).unwrap().unwrap();
+        assert!(!w.was_warm && w.ms >= settings.most_ms, "{w:?}");
+        assert!(calls > 0);
+        let now = gpu.inner.fastest_probe_ms.lock().unwrap().expect("recorded");
+        assert!(now > 1e-9, "{now}");
+    }
+}
