@@ -514,8 +514,9 @@ const SLICE_X_BYTES: u64 = 1 << 20;
 /// Rounds of the guided search's timing (each candidate keeps its fastest).
 const GUIDED_ROUNDS: u32 = 4;
 
-/// A guided candidate replaces the best only when its time is below this fraction of the best's.
-const GUIDED_MARGIN: f64 = 0.98;
+/// A guided candidate replaces the best only when its time is below this fraction of the best's
+/// (warm samples in one submission vary by about 0.5%).
+const GUIDED_MARGIN: f64 = 0.99;
 
 /// GPU time of one sample of the guided search's timing, about.
 const GUIDED_SAMPLE_MS: f64 = 1.0;
@@ -523,7 +524,7 @@ const GUIDED_SAMPLE_MS: f64 = 1.0;
 /// The guided search: the untuned plan, then one parameter at a time on top of the best so far,
 /// in the order and with the values the structure points at: for blocks of several entries the
 /// next block size by footprint; the tile (8 then 4 for single-entry blocks, whose gathers of
-/// `x` limit; 32 for larger blocks), vertical slices for single-entry blocks where `x` is larger
+/// `x` limit, 32 where 8 loses; 32 for larger blocks), vertical slices for single-entry blocks where `x` is larger
 /// than [`SLICE_X_BYTES`] (2, 4, ... while each is faster, else the count that gives each slice
 /// about 2 MiB of `x`), for single-entry blocks the next block size by footprint (and a longer
 /// tile if it won), the other write strategy (per-thread or the cache), smaller workgroups while faster. A candidate
@@ -649,6 +650,12 @@ fn guided<T: Scalar>(
             o.block_height = Some(h);
             o.block_width = Some(w);
             o.slices = slices.unwrap_or(o.slices);
+            // Blocks of several entries gather fewer `x` per entry than single entries, for
+            // which a tile of 4 can win: at least 8 (short rows, f32: 2x1 at tile 4 1.29x
+            // the 2x1 at tile 8, docs/bccoo.md).
+            if h * w > 1 && open_tile {
+                o.tile = o.tile.map(|t| t.max(8));
+            }
         }
     };
     let single_entry = layout.block_height * layout.block_width == 1;
@@ -665,8 +672,11 @@ fn guided<T: Scalar>(
     }
     if open_tile {
         if single {
+            // Shorter tiles where gathers of `x` limit; where they do not, a longer one.
             if step(&|o, _| o.tile = Some(8))? {
                 step(&|o, _| o.tile = Some(4))?;
+            } else {
+                step(&|o, _| o.tile = Some(32))?;
             }
         } else {
             step(&|o, _| o.tile = Some(32))?;
