@@ -68,12 +68,11 @@ impl Gpu {
     }
 
     /// Times several recordings against one another, ms per call in the order given: each is
-    /// sampled in turn, `rounds` times over, and keeps its fastest sample. A clock still ramping
-    /// up slows every one of them alike, after a short settling run (samples taken right after
-    /// the host built a plan read a discrete GPU at idle clocks; docs/auto.md); each sample is a
-    /// few milliseconds of GPU time, at most `max_reps` calls. Without `settle`, no settling run
-    /// and no samples beyond the rounds' (a search on a budget: the turns alone keep a ramping
-    /// clock fair between the recordings).
+    /// sampled in turn, `rounds` times over, and keeps its fastest sample. With `settle`, first
+    /// the GPU's clocks are brought up (samples taken right after the host built a plan read a
+    /// discrete GPU at idle clocks; docs/auto.md) and each sample is a few milliseconds of GPU
+    /// time, at most `max_reps` calls; without, exactly `max_reps` calls per sample and nothing
+    /// before them.
     pub(crate) fn time_round_robin(
         &self,
         records: &mut [&mut dyn FnMut(&mut wgpu::ComputePass<'_>)],

@@ -181,8 +181,10 @@ impl Gpu {
             LaneMode::Workgroup,
             vec![("WG_SIZE", PROBE_WG)],
         ))?;
-        let src = self.storage_zeroed("warm-up probe source", bytes, wgpu::BufferUsages::empty())?;
-        let dst = self.storage_zeroed("warm-up probe target", bytes, wgpu::BufferUsages::empty())?;
+        let src =
+            self.storage_zeroed("warm-up probe source", bytes, wgpu::BufferUsages::empty())?;
+        let dst =
+            self.storage_zeroed("warm-up probe target", bytes, wgpu::BufferUsages::empty())?;
         let bind_group = self.device().create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("warm-up probe"),
             layout: &pipeline.get_bind_group_layout(0),
@@ -238,14 +240,22 @@ mod tests {
         let w = w.expect("timestamps tell");
         assert!(!w.was_warm);
         assert!(w.ms >= settings.quiet_ms, "{w:?}");
-        let fastest = gpu.inner.fastest_probe_ms.lock().unwrap().expect("recorded");
+        let fastest = gpu
+            .inner
+            .fastest_probe_ms
+            .lock()
+            .unwrap()
+            .expect("recorded");
         assert!(fastest > 0.0 && fastest.is_finite());
         assert!(calls > 0);
         // A device recorded slower than it runs now is warm: no busy work.
         *gpu.inner.fastest_probe_ms.lock().unwrap() = Some(1e9);
         calls = 0;
         let mut busy = |_: &mut wgpu::ComputePass<'_>| calls += 1;
-        let w = gpu.warm_up_within(&mut busy, 1.0, &settings).unwrap().unwrap();
+        let w = gpu
+            .warm_up_within(&mut busy, 1.0, &settings)
+            .unwrap()
+            .unwrap();
         assert!(w.was_warm, "{w:?}");
         assert_eq!(calls, 0);
         // One recorded faster than it can run: busy to the limit, then the record is what it
@@ -253,10 +263,49 @@ mod tests {
         *gpu.inner.fastest_probe_ms.lock().unwrap() = Some(1e-12);
         let mut calls = 0u32;
         let mut busy = |_: &mut wgpu::ComputePass<'_>| calls += 1;
-        let w = gpu.warm_up_within(&mut busy, 1.0, &settings).unwrap().unwrap();
+        let w = gpu
+            .warm_up_within(&mut busy, 1.0, &settings)
+            .unwrap()
+            .unwrap();
         assert!(!w.was_warm && w.ms >= settings.most_ms, "{w:?}");
         assert!(calls > 0);
-        let now = gpu.inner.fastest_probe_ms.lock().unwrap().expect("recorded");
+        let now = gpu
+            .inner
+            .fastest_probe_ms
+            .lock()
+            .unwrap()
+            .expect("recorded");
         assert!(now > 1e-9, "{now}");
+    }
+
+    /// Back-to-back timing: one series per recording, a time for each round, every one
+    /// positive; rounds beyond what one query set holds are clamped, not an error.
+    #[test]
+    fn back_to_back_series_per_recording_and_round() {
+        let Ok(gpu) = Gpu::new() else {
+            eprintln!("no adapter: skipped");
+            return;
+        };
+        let (mut a, mut b) = (
+            gpu.probe_recording(1 << 16).unwrap(),
+            gpu.probe_recording(1 << 17).unwrap(),
+        );
+        let mut records: Vec<&mut dyn FnMut(&mut wgpu::ComputePass<'_>)> = vec![&mut a, &mut b];
+        let Some(ms) = gpu.time_back_to_back(&mut records, 2, 3, &[1, 2]).unwrap() else {
+            eprintln!("no timestamps: skipped");
+            return;
+        };
+        assert_eq!(ms.len(), 2);
+        for series in &ms {
+            assert_eq!(series.len(), 3);
+            assert!(series.iter().all(|&t| t > 0.0 && t.is_finite()), "{ms:?}");
+        }
+        let most = (wgpu::QUERY_SET_MAX_QUERIES / 4) as usize;
+        let ms = gpu
+            .time_back_to_back(&mut records, 0, u32::MAX, &[1, 1])
+            .unwrap()
+            .expect("timestamps as before");
+        assert_eq!(ms[0].len(), most);
+        assert_eq!(ms[1].len(), most);
     }
 }

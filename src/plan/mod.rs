@@ -444,7 +444,7 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Times plans of the same shape against one another on the same vectors, ms per product
     /// in the order given ([`Gpu::time_round_robin`]: each keeps its fastest of `rounds`
-    /// samples of at most `max_reps` products; `settle`: after a settling run, else exactly
+    /// samples of at most `max_reps` products; `settle`: on a warmed-up GPU, else exactly
     /// `max_reps` per sample). A plan that finishes on the host is timed by whole `run` calls
     /// after the others.
     pub(crate) fn time_together(
@@ -459,9 +459,7 @@ impl<T: Scalar> SpmvPlan<T> {
             return Ok(Vec::new());
         };
         let (on_device, device_ms) = Self::with_recordings(plans, x, y, |refs| {
-            first
-                .gpu
-                .time_round_robin(refs, rounds, max_reps, settle)
+            first.gpu.time_round_robin(refs, rounds, max_reps, settle)
         })?;
         let mut ms = vec![0.0; plans.len()];
         for (&i, t) in on_device.iter().zip(device_ms) {

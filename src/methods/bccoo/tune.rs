@@ -561,7 +561,11 @@ fn guided<T: Scalar>(
     // Candidates compared at a GPU's idle clocks rank otherwise than settled (docs/bccoo.md):
     // the untuned plan runs until the clocks are up, which the budget does not count.
     if let Some(w) = first.warm_up(gx, gy, once)? {
-        log::debug!("guided search: warm-up {:.1} ms (warm at once: {})", w.ms, w.was_warm);
+        log::debug!(
+            "guided search: warm-up {:.1} ms (warm at once: {})",
+            w.ms,
+            w.was_warm
+        );
     }
     // From here the clock runs, without the time spent compiling pipelines.
     let (start, compiled) = (Instant::now(), gpu.compile_ns());
