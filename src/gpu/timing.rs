@@ -300,48 +300,50 @@ impl Gpu {
     /// Bandwidth of a device-to-device copy kernel over `bytes` bytes, in GB/s counting the read
     /// and the write (the physical ceiling for SpMV, measured like an SpMV).
     pub fn copy_bandwidth(&self, bytes: u64, repeats: u32) -> Result<f64> {
-        let limit = self.info().max_binding_bytes();
-        let bytes = bytes.min(limit).max(1 << 16) / 16 * 16;
-        let wg = 256u32;
+        let bytes = bytes.min(self.info().max_binding_bytes()).max(1 << 16) / 16 * 16;
+        let t = self.time_pass(repeats, self.copy_recording(bytes)?)?;
+        Ok(2.0 * bytes as f64 / (t.ms * 1e6))
+    }
+
+    /// A recording of one copy kernel over `bytes` (a multiple of 16 within one binding) between
+    /// two buffers from the pool, returned when the recording is dropped.
+    pub(crate) fn copy_recording(
+        &self,
+        bytes: u64,
+    ) -> Result<impl FnMut(&mut wgpu::ComputePass<'_>) + 'static> {
+        const WG: u32 = 256;
+        let bytes = bytes.min(self.info().max_binding_bytes()).max(16) / 16 * 16;
         let pipeline = self.pipeline(&crate::kernel::Variant::new(
             crate::kernel::COPY,
             "u32",
             crate::kernel::LaneMode::Workgroup,
-            vec![("WG_SIZE", wg)],
+            vec![("WG_SIZE", WG)],
         ))?;
-        let src = self.scoped("allocating copy buffers", || {
-            let mk = |label| {
-                self.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size: bytes,
-                    usage: wgpu::BufferUsages::STORAGE,
-                    mapped_at_creation: false,
-                })
-            };
-            (mk("copy source"), mk("copy destination"))
-        })?;
+        let none = wgpu::BufferUsages::empty();
+        let src = self.storage_zeroed("copy source", bytes, none)?;
+        let dst = self.storage_zeroed("copy target", bytes, none)?;
         let bind_group = self.device().create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("copy"),
             layout: &pipeline.get_bind_group_layout(0),
             entries: &[
                 wgpu::BindGroupEntry {
                     binding: 0,
-                    resource: src.0.as_entire_binding(),
+                    resource: src.as_entire_binding(),
                 },
                 wgpu::BindGroupEntry {
                     binding: 1,
-                    resource: src.1.as_entire_binding(),
+                    resource: dst.as_entire_binding(),
                 },
             ],
         });
-        let groups = (bytes / 16).div_ceil(wg as u64) as u32;
-        let dims = self.grid(groups);
-        let t = self.time_pass(repeats, |pass| {
+        let [x, y] = self.grid((bytes / 16).div_ceil(WG as u64) as u32);
+        Ok(move |pass: &mut wgpu::ComputePass<'_>| {
+            // The buffers live as long as the recording.
+            let _ = (&src, &dst);
             pass.set_pipeline(&pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(dims[0], dims[1], 1);
-        })?;
-        Ok(2.0 * bytes as f64 / (t.ms * 1e6))
+            pass.dispatch_workgroups(x, y, 1);
+        })
     }
 
     /// A 2-D grid of at least `groups` workgroups within the per-dimension limit.

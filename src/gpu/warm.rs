@@ -5,15 +5,11 @@
 //! has on this device, the GPU is warm, which a GPU kept busy shows within a millisecond.
 
 use super::Gpu;
-use crate::kernel::{LaneMode, Variant, COPY};
 use crate::Result;
 use std::time::Instant;
 
 /// Bytes the probe copies (each way): memory-bound, a few microseconds on a fast GPU.
 const PROBE_BYTES: u64 = 16 << 20;
-
-/// Invocations per workgroup of the probe's copy kernel (16 bytes each).
-const PROBE_WG: u32 = 256;
 
 /// Copies per probe sample, and samples per check.
 const PROBE_REPS: u32 = 16;
@@ -86,7 +82,7 @@ impl Gpu {
         if !self.info().has(wgpu::Features::TIMESTAMP_QUERY) {
             return Ok(None);
         }
-        let mut probe = self.probe_recording(settings.probe_bytes)?;
+        let mut probe = self.copy_recording(settings.probe_bytes)?;
         let fastest = *self.inner.fastest_probe_ms.lock().unwrap();
         let warm = |ms: f64| fastest.is_some_and(|f| ms <= f * WARM_WITHIN);
         let Some(first) = self.probe(&mut probe, &mut [], 0)? else {
@@ -168,46 +164,6 @@ impl Gpu {
         let probe_ms = ms.last().expect("the probe was timed");
         Ok(Some(probe_ms.iter().copied().fold(f64::INFINITY, f64::min)))
     }
-
-    /// A recording of one probe copy (buffers from the pool, returned when it is dropped).
-    fn probe_recording(
-        &self,
-        bytes: u64,
-    ) -> Result<impl FnMut(&mut wgpu::ComputePass<'_>) + 'static> {
-        let bytes = bytes.min(self.info().max_binding_bytes()).max(16) / 16 * 16;
-        let pipeline = self.pipeline(&Variant::new(
-            COPY,
-            "u32",
-            LaneMode::Workgroup,
-            vec![("WG_SIZE", PROBE_WG)],
-        ))?;
-        let src =
-            self.storage_zeroed("warm-up probe source", bytes, wgpu::BufferUsages::empty())?;
-        let dst =
-            self.storage_zeroed("warm-up probe target", bytes, wgpu::BufferUsages::empty())?;
-        let bind_group = self.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("warm-up probe"),
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: src.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: dst.as_entire_binding(),
-                },
-            ],
-        });
-        let [x, y] = self.grid((bytes / 16).div_ceil(PROBE_WG as u64) as u32);
-        Ok(move |pass: &mut wgpu::ComputePass<'_>| {
-            // The buffers live as long as the recording.
-            let _ = (&src, &dst);
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(x, y, 1);
-        })
-    }
 }
 
 #[cfg(test)]
@@ -287,8 +243,8 @@ mod tests {
             return;
         };
         let (mut a, mut b) = (
-            gpu.probe_recording(1 << 16).unwrap(),
-            gpu.probe_recording(1 << 17).unwrap(),
+            gpu.copy_recording(1 << 16).unwrap(),
+            gpu.copy_recording(1 << 17).unwrap(),
         );
         let mut records: Vec<&mut dyn FnMut(&mut wgpu::ComputePass<'_>)> = vec![&mut a, &mut b];
         let Some(ms) = gpu.time_back_to_back(&mut records, 2, 3, &[1, 2]).unwrap() else {
