@@ -524,8 +524,8 @@ const GUIDED_SAMPLE_MS: f64 = 1.0;
 /// The guided search: the untuned plan, then one parameter at a time on top of the best so far,
 /// in the order and with the values the structure points at: for blocks of several entries the
 /// next block size by footprint; the tile (8 then 4 for single-entry blocks, whose gathers of
-/// `x` limit, 32 where 8 loses; 32 for larger blocks), vertical slices for single-entry blocks where `x` is larger
-/// than [`SLICE_X_BYTES`] (2, 4, ... while each is faster, else the count that gives each slice
+/// `x` limit, 32 where 8 loses; 32 for larger blocks), vertical slices for single-entry blocks
+/// where `x` is larger than [`SLICE_X_BYTES`] (2, 4, ... while each is faster, else the count that gives each slice
 /// about 2 MiB of `x`), for single-entry blocks the next block size by footprint (and a longer
 /// tile if it won), the other write strategy (per-thread or the cache), smaller workgroups while faster. A candidate
 /// replaces the best only when [`GUIDED_MARGIN`] faster. First the untuned plan runs until the
@@ -635,8 +635,8 @@ fn guided<T: Scalar>(
         };
         let t = compare(&[&plan, &*best], gy, reps)?;
         candidates.push((label(&plan), t[0]));
-        // Kept only when clearly faster: unsettled samples of a few products err by a few
-        // percent, and a change that wins by less is not worth the risk of a slower plan.
+        // Kept only when faster by more than the samples' spread: a change that wins by less
+        // is not worth the risk of a slower plan.
         if t[0] >= GUIDED_MARGIN * t[1] {
             return Ok(false);
         }
@@ -654,9 +654,8 @@ fn guided<T: Scalar>(
             o.block_height = Some(h);
             o.block_width = Some(w);
             o.slices = slices.unwrap_or(o.slices);
-            // Blocks of several entries gather fewer `x` per entry than single entries, for
-            // which a tile of 4 can win: at least 8 (short rows, f32: 2x1 at tile 4 1.29x
-            // the 2x1 at tile 8, docs/bccoo.md).
+            // Blocks of several entries gather fewer `x` per entry than the single entries a
+            // tile of 4 can suit: at least 8 (docs/bccoo.md: short rows).
             if h * w > 1 && open_tile {
                 o.tile = o.tile.map(|t| t.max(8));
             }
