@@ -15,15 +15,15 @@ const PROBE_BYTES: u64 = 16 << 20;
 const PROBE_REPS: u32 = 16;
 const PROBE_ROUNDS: u32 = 4;
 
-/// The probe within this factor of the fastest it has run on this device: warm (its samples
-/// vary by about 5%; the H100's lower clock steps read 2–3× slower).
+/// The probe within this factor of the fastest it has run on this device: warm (above the
+/// probe's own spread, well below a lower clock step; docs/auto.md).
 const WARM_WITHIN: f64 = 1.2;
 
 /// GPU time of the busy work between two probes, ms.
 const CHUNK_MS: f64 = 8.0;
 
 /// Warm once the probe has not got 3% faster for this long where no fastest is known yet
-/// (longer than one step of the clocks: 100–250 ms on the H100; docs/bccoo.md), ms.
+/// (longer than one step of the clocks lasts; docs/auto.md), ms.
 const QUIET_MS: f64 = 300.0;
 
 /// The most a warm-up runs, ms.
@@ -85,7 +85,7 @@ impl Gpu {
         let mut probe = self.copy_recording(settings.probe_bytes)?;
         let fastest = *self.inner.fastest_probe_ms.lock().unwrap();
         let warm = |ms: f64| fastest.is_some_and(|f| ms <= f * WARM_WITHIN);
-        let Some(first) = self.probe(&mut probe, &mut [], 0)? else {
+        let Some(first) = self.probe(&mut probe, None, 0)? else {
             return Ok(None);
         };
         let mut best = first;
@@ -106,7 +106,7 @@ impl Gpu {
         let per_chunk = ((CHUNK_MS / busy_ms.max(1e-4)).ceil() as u32).clamp(1, 5000);
         let mut improved = Instant::now();
         loop {
-            let Some(ms) = self.probe(&mut probe, &mut [&mut *busy], per_chunk)? else {
+            let Some(ms) = self.probe(&mut probe, Some(&mut *busy), per_chunk)? else {
                 return Ok(Some(done(best)));
             };
             if ms < best * 0.97 {
@@ -138,27 +138,20 @@ impl Gpu {
         }
     }
 
-    /// `calls` calls of `busy` (if given), then the probe's samples, in one submission; the
-    /// probe's fastest sample, ms per copy.
+    /// `calls` calls of `busy` (if given; one more in each round), then the probe's samples, in
+    /// one submission; the probe's fastest sample, ms per copy.
     fn probe(
         &self,
         probe: &mut dyn FnMut(&mut wgpu::ComputePass<'_>),
-        busy: &mut [&mut dyn FnMut(&mut wgpu::ComputePass<'_>)],
+        busy: Option<&mut dyn FnMut(&mut wgpu::ComputePass<'_>)>,
         calls: u32,
     ) -> Result<Option<f64>> {
-        let mut records: Vec<&mut dyn FnMut(&mut wgpu::ComputePass<'_>)> = Vec::new();
-        let warm = match busy.first_mut() {
-            Some(b) => {
-                records.push(&mut **b);
-                calls
-            }
-            None => 0,
+        type Record<'r> = &'r mut dyn FnMut(&mut wgpu::ComputePass<'_>);
+        let (mut records, reps, warm): (Vec<Record>, _, _) = match busy {
+            Some(b) => (vec![b, probe], vec![1, PROBE_REPS], calls),
+            None => (vec![probe], vec![PROBE_REPS], 0),
         };
-        let with_busy = !records.is_empty();
-        records.push(probe);
-        let reps = [if with_busy { 1 } else { PROBE_REPS }, PROBE_REPS];
-        let reps = if with_busy { &reps[..] } else { &reps[1..] };
-        let Some(ms) = self.time_back_to_back(&mut records, warm, PROBE_ROUNDS, reps)? else {
+        let Some(ms) = self.time_back_to_back(&mut records, warm, PROBE_ROUNDS, &reps)? else {
             return Ok(None);
         };
         let probe_ms = ms.last().expect("the probe was timed");

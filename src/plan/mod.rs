@@ -474,14 +474,13 @@ impl<T: Scalar> SpmvPlan<T> {
     }
 
     /// Times plans of the same shape against one another in one submission
-    /// ([`Gpu::time_back_to_back`]: `warm` products of the first, then `rounds` turns of
-    /// `reps[i]` products of each): ms per product of every turn, per plan in the order given.
-    /// `None` where the adapter has no timestamp queries or a plan finishes on the host.
+    /// ([`Gpu::time_back_to_back`]: `rounds` turns of `reps[i]` products of each): ms per
+    /// product of every turn, per plan in the order given. `None` where the adapter has no
+    /// timestamp queries or a plan finishes on the host.
     pub(crate) fn time_back_to_back(
         plans: &[&SpmvPlan<T>],
         x: &GpuVector<T>,
         y: &mut GpuVector<T>,
-        warm: u32,
         rounds: u32,
         reps: &[u32],
     ) -> Result<Option<Vec<Vec<f64>>>> {
@@ -492,7 +491,7 @@ impl<T: Scalar> SpmvPlan<T> {
             return Ok(None);
         }
         let (_, ms) = Self::with_recordings(plans, x, y, |refs| {
-            first.gpu.time_back_to_back(refs, warm, rounds, reps)
+            first.gpu.time_back_to_back(refs, 0, rounds, reps)
         })?;
         Ok(ms)
     }

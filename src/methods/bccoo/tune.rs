@@ -580,7 +580,7 @@ fn guided<T: Scalar>(
     // where the adapter has timestamps (the GPU does not idle between the samples).
     let compare = |plans: &[&SpmvPlan<T>], gy: &mut GpuVector<T>, reps: u32| {
         let reps = vec![reps; plans.len()];
-        match SpmvPlan::time_back_to_back(plans, gx, gy, 0, GUIDED_ROUNDS, &reps)? {
+        match SpmvPlan::time_back_to_back(plans, gx, gy, GUIDED_ROUNDS, &reps)? {
             Some(series) => {
                 for (p, s) in plans.iter().zip(&series) {
                     log::debug!("guided search: {}: {s:.4?}", label(p));
