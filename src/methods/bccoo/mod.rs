@@ -316,26 +316,36 @@ const SLICE_OF_CACHE: f64 = 1.0 / 8.0;
 /// BCCOO+'s default slice count on `gpu` ([`slices_for_cache`] with the Auto profile's cache
 /// estimate: wgpu does not report cache sizes).
 fn default_slices(gpu: &Gpu, opts: &PlanOptions, ncols: usize, scalar_bytes: u64) -> u32 {
+    slices_for_cache(ncols, scalar_bytes, cache_estimate(gpu, opts))
+}
+
+/// The Auto profile's estimate of `gpu`'s last-level cache in bytes (wgpu reports none).
+fn cache_estimate(gpu: &Gpu, opts: &PlanOptions) -> f64 {
     let info = gpu.info();
-    let cache = crate::select::profile_for(gpu, &opts.auto)
+    crate::select::profile_for(gpu, &opts.auto)
         .unwrap_or_else(|_| crate::select::profile::builtin_for(info.vendor, info.device_type))
-        .cache_bytes;
-    slices_for_cache(ncols, scalar_bytes, cache)
+        .cache_bytes
 }
 
 /// Slices of `x` about [`SLICE_OF_CACHE`] of a cache of `cache_bytes` each (a profile without
 /// an estimate: the generic profile's 8 MiB), the nearest power of two in 2..=32, and none
 /// narrower than 256 columns where `x` has 512 or more.
 fn slices_for_cache(ncols: usize, scalar_bytes: u64, cache_bytes: f64) -> u32 {
+    let x_bytes = (ncols as u64 * scalar_bytes) as f64;
+    let by_cache = (x_bytes / slice_bytes(cache_bytes)).max(1.0).log2().round() as u32;
+    let most = (ncols / 256).clamp(2, 32) as u32;
+    (1u32 << by_cache.min(5)).clamp(2, most)
+}
+
+/// The bytes of `x` one vertical slice should hold on a cache of `cache_bytes` (without an
+/// estimate: the generic profile's 8 MiB).
+fn slice_bytes(cache_bytes: f64) -> f64 {
     let cache = if cache_bytes.is_finite() && cache_bytes > 0.0 {
         cache_bytes
     } else {
         8.0 * 1048576.0
     };
-    let x_bytes = (ncols as u64 * scalar_bytes) as f64;
-    let by_cache = (x_bytes / (cache * SLICE_OF_CACHE)).max(1.0).log2().round() as u32;
-    let most = (ncols / 256).clamp(2, 32) as u32;
-    (1u32 << by_cache.min(5)).clamp(2, most)
+    cache * SLICE_OF_CACHE
 }
 
 /// Block counts of every height (in [`format::BLOCK_HEIGHTS`] order) and width (in

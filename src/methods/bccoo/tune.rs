@@ -507,10 +507,6 @@ fn build_candidate<T: Scalar>(
     build_reusing(gpu, a, method, po, formats)
 }
 
-/// `x` larger than this is tried in vertical slices by the guided search (the paper's slice of
-/// `x`; it cannot know the cache either).
-const SLICE_X_BYTES: u64 = 1 << 20;
-
 /// Rounds of the guided search's timing (each candidate keeps its fastest).
 const GUIDED_ROUNDS: u32 = 4;
 
@@ -525,9 +521,10 @@ const GUIDED_SAMPLE_MS: f64 = 1.0;
 /// in the order and with the values the structure points at: for blocks of several entries the
 /// next block size by footprint; the tile (8 then 4 for single-entry blocks, whose gathers of
 /// `x` limit, 32 where 8 loses; 32 for larger blocks), vertical slices for single-entry blocks
-/// where `x` is larger than [`SLICE_X_BYTES`] (2, 4, ... while each is faster, else the count that gives each slice
-/// about 2 MiB of `x`), for single-entry blocks the next block size by footprint (and a longer
-/// tile if it won), the other write strategy (per-thread or the cache), smaller workgroups while faster. A candidate
+/// where `x` is larger than a slice's share of the cache (2, 4, ... while each is faster, else
+/// BCCOO+'s default count), for single-entry blocks the next block size by footprint (and a longer
+/// tile if it won), the other write strategy (per-thread or the cache), smaller workgroups while faster (a quarter
+/// where a half loses). A candidate
 /// replaces the best only when [`GUIDED_MARGIN`] faster. First the untuned plan runs until the
 /// GPU's clocks are up ([`Gpu::warm_up`]); each candidate is built and timed against the best so
 /// far (about a millisecond of products per sample, in turns, in one submission) and the loser
@@ -688,7 +685,9 @@ fn guided<T: Scalar>(
     // Slices for scattered columns (single-entry blocks); blocks of several entries found
     // columns close together.
     if given.slices.is_none() && (single || layout.slices > 1) {
-        let x_bytes = a.ncols() as u64 * std::mem::size_of::<T>() as u64;
+        let scalar_bytes = std::mem::size_of::<T>() as u64;
+        let x_bytes = a.ncols() as u64 * scalar_bytes;
+        let cache = super::cache_estimate(gpu, opts);
         // Slices narrower than 256 columns only add partial results.
         let most = (a.ncols() / 256).min(32) as u32;
         let mut s = layout.slices;
@@ -697,10 +696,11 @@ fn guided<T: Scalar>(
             while s > 2 && step(&|o, _| o.slices = Some(s / 2))? {
                 s /= 2;
             }
-        } else if x_bytes > SLICE_X_BYTES {
-            // Doubling while faster; where two lose to one, the count that gives each slice
-            // about 2 MiB of `x` (the first doubling can lose where more slices win).
-            let by_x = (x_bytes.div_ceil(2 * SLICE_X_BYTES).next_power_of_two() as u32).min(most);
+        } else if x_bytes as f64 > super::slice_bytes(cache) {
+            // Doubling while faster; where two lose to one, BCCOO+'s count for this cache (the
+            // first doubling can lose where more slices win). An `x` that one slice's share of
+            // the cache holds gains nothing from slices, only partial results to add.
+            let by_x = super::slices_for_cache(a.ncols(), scalar_bytes, cache).min(most);
             if 2 <= most && step(&|o, _| o.slices = Some(2))? {
                 s = 2;
                 while s * 2 <= most && step(&|o, _| o.slices = Some(s * 2))? {
@@ -743,11 +743,17 @@ fn guided<T: Scalar>(
             }
         })?;
     }
-    // Smaller workgroups, halving while faster (more of them resident where sums carry less).
+    // Smaller workgroups, halving while faster (more of them resident where sums carry less);
+    // where the first halving loses, the quarter once: residency need not change monotonically.
     if opts.workgroup_size.is_none() {
         let mut wg = layout.workgroup;
+        let mut halved = false;
         while wg > 128 && step(&|_, w| *w = Some(wg / 2))? {
             wg /= 2;
+            halved = true;
+        }
+        if !halved && wg >= 512 {
+            step(&|_, w| *w = Some(wg / 4))?;
         }
     }
     Ok((best, candidates))
