@@ -131,6 +131,14 @@ pub(crate) fn prepare<T: Scalar>(
     let s = std::mem::size_of::<T>() as u64;
     let vw = (s / 4) as u32;
     let mut phases = Phases::start(gpu);
+    // Where the build's time goes, for the debug log: sizing waits, allocations, recording.
+    let started = std::time::Instant::now();
+    let mark = |what: &str| {
+        log::debug!(
+            "bccoo gpu build: {what} at {:.3} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        )
+    };
     let none = wgpu::BufferUsages::empty();
     let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
     let uniform = |bp: &BuildParams| gpu.uniform_buffer("bccoo build", bytemuck::bytes_of(bp));
@@ -156,6 +164,7 @@ pub(crate) fn prepare<T: Scalar>(
         pass(r, stats_kernel, 0, vw, &b, nnz as u64)
     })?;
     let st = read_stats()?;
+    mark("block statistics read");
     // Stored zeros: listed for their pass, their entries read back for the update guard.
     let zeros = st[STAT_ZEROS];
     let (zero_stage, guard) = if zeros == 0 {
@@ -185,6 +194,7 @@ pub(crate) fn prepare<T: Scalar>(
         )?;
         (Some(stage), guard)
     };
+    mark("stored zeros listed");
     let counts: Vec<[u64; 3]> = (0..4)
         .map(|h| [0, 1, 2].map(|i| st[h * 3 + i] as u64))
         .collect();
@@ -246,6 +256,7 @@ pub(crate) fn prepare<T: Scalar>(
         )
     })?;
     let st = read_stats()?;
+    mark("block rows read");
     let (empty, nonempty_blocks) = (st[STAT_EMPTY_ROWS] as u64, st[STAT_OWNERS] as u64);
     let compact = slices > 1 && empty * COMPACT_EMPTY_ROWS > nonempty_blocks;
     let blocks = nonempty_blocks + if compact { 0 } else { empty };
@@ -290,6 +301,7 @@ pub(crate) fn prepare<T: Scalar>(
             .div_ceil(SCAN_BLOCK as u64),
     )?;
     let u = uniform(&bp);
+    mark("format buffers allocated");
     submit(gpu, &[], |r| {
         let (b, rw) = (kernels::BCCOO_BUILD_BLOCKS, kernels::BCCOO_BUILD_ROWS);
         let blocks_b = [
@@ -333,6 +345,7 @@ pub(crate) fn prepare<T: Scalar>(
         pass(r, t, 2, vw, &tiles_b, groups)
     })?;
     let st = read_stats()?;
+    mark("entries placed, tiles read");
     let (escapes, carries) = (st[STAT_ESCAPES] as u64, st[STAT_CARRIES] as u64);
 
     // 4. The column words, and the auxiliary array at its exact size.
@@ -378,6 +391,7 @@ pub(crate) fn prepare<T: Scalar>(
         Ok(())
     })?;
     phases.build();
+    mark("column words submitted");
 
     let hw = (h * w) as u64;
     let footprint = Footprint {
@@ -428,5 +442,6 @@ pub(crate) fn prepare<T: Scalar>(
         value_layout,
         zero_stage,
     )?;
+    mark("plan assembled");
     Ok(Some(finish(plan, phases)))
 }
