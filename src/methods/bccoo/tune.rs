@@ -523,8 +523,9 @@ const GUIDED_SAMPLE_MS: f64 = 1.0;
 /// `x` limit, 32 where 8 loses; 32 for larger blocks), vertical slices for single-entry blocks
 /// where `x` is larger than a slice's share of the cache (2, 4, ... while each is faster, else
 /// BCCOO+'s default count), for single-entry blocks the next block size by footprint (and a longer
-/// tile if it won), the other write strategy (per-thread or the cache), smaller workgroups while faster (a quarter
-/// where a half loses). A candidate
+/// tile if it won), the other write strategy (per-thread or the cache) and smaller workgroups
+/// while faster (a quarter where a half loses; before the strategy where the default writes
+/// per thread). A candidate
 /// replaces the best only when [`GUIDED_MARGIN`] faster. First the untuned plan runs until the
 /// GPU's clocks are up ([`Gpu::warm_up`]); each candidate is built and timed against the best so
 /// far (about a millisecond of products per sample, in turns, in one submission) and the loser
@@ -641,6 +642,7 @@ fn guided<T: Scalar>(
         *best_o = o;
         Ok(true)
     };
+    let writes_per_thread = best_o.0.strategy == Strategy::PerThread;
     let mut step = |change: Change| try_one(change, &mut best, &mut best_o, &mut candidates);
     let open_tile = given.tile.is_none();
     let open_size = given.block_height.is_none() || given.block_width.is_none();
@@ -732,29 +734,45 @@ fn guided<T: Scalar>(
         }
     }
     // The other write strategy than the best's (the default already writes long rows per thread).
-    if given.strategy == Strategy::Auto && given.cache_factor.is_none() {
-        step(&|o, _| {
-            if o.strategy == Strategy::PerThread {
-                o.strategy = Strategy::ResultCache;
-                o.cache_factor = None;
-            } else {
-                o.strategy = Strategy::PerThread;
-                o.cache_factor = Some(1);
-            }
-        })?;
-    }
+    let flip_strategy = given.strategy == Strategy::Auto && given.cache_factor.is_none();
+    let strategy_step = |step: &mut dyn FnMut(Change) -> Result<bool>| -> Result<()> {
+        if flip_strategy {
+            step(&|o, _| {
+                if o.strategy == Strategy::PerThread {
+                    o.strategy = Strategy::ResultCache;
+                    o.cache_factor = None;
+                } else {
+                    o.strategy = Strategy::PerThread;
+                    o.cache_factor = Some(1);
+                }
+            })?;
+        }
+        Ok(())
+    };
     // Smaller workgroups, halving while faster (more of them resident where sums carry less);
     // where the first halving loses, the quarter once: residency need not change monotonically.
-    if opts.workgroup_size.is_none() {
-        let mut wg = layout.workgroup;
-        let mut halved = false;
-        while wg > 128 && step(&|_, w| *w = Some(wg / 2))? {
-            wg /= 2;
-            halved = true;
+    let workgroup_step = |step: &mut dyn FnMut(Change) -> Result<bool>| -> Result<()> {
+        if opts.workgroup_size.is_none() {
+            let mut wg = layout.workgroup;
+            let mut halved = false;
+            while wg > 128 && step(&|_, w| *w = Some(wg / 2))? {
+                wg /= 2;
+                halved = true;
+            }
+            if !halved && wg >= 512 {
+                step(&|_, w| *w = Some(wg / 4))?;
+            }
         }
-        if !halved && wg >= 512 {
-            step(&|_, w| *w = Some(wg / 4))?;
-        }
+        Ok(())
+    };
+    // Where the default already writes per thread (long block rows) the other strategy has not
+    // won in the staged searches, smaller workgroups have: they go first while budget is left.
+    if writes_per_thread {
+        workgroup_step(&mut step)?;
+        strategy_step(&mut step)?;
+    } else {
+        strategy_step(&mut step)?;
+        workgroup_step(&mut step)?;
     }
     Ok((best, candidates))
 }
