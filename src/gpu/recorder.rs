@@ -7,10 +7,33 @@ use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::Result;
 use std::sync::Arc;
 
-/// Records dispatches into one compute pass, binding buffers by position.
+/// Records dispatches into one compute pass, binding buffers by position (or, timing each
+/// dispatch, into a pass per dispatch: [`PASS_TIMES_VAR`]).
 pub(crate) struct Recorder<'a> {
     gpu: &'a Gpu,
-    pass: wgpu::ComputePass<'static>,
+    pass: Option<wgpu::ComputePass<'static>>,
+    timed: Option<Timed<'a>>,
+}
+
+/// Set to 1, one-off GPU work recorded through [`submit_pass`] runs each dispatch in a pass of
+/// its own with a timestamp pair and logs the times (debug level, after waiting for them): where
+/// a setup's GPU time goes. Off, nothing is waited for or logged.
+pub(crate) const PASS_TIMES_VAR: &str = "WGSPMV_PASS_TIMES";
+
+/// Dispatches timed by [`Recorder`]: the encoder the passes are begun on, the query set and each
+/// timed dispatch's label.
+struct Timed<'a> {
+    enc: &'a mut wgpu::CommandEncoder,
+    queries: wgpu::QuerySet,
+    labels: Vec<String>,
+}
+
+/// Timestamp queries one timed recording holds (two per dispatch; later dispatches run untimed).
+const TIMED_QUERIES: u32 = 512;
+
+fn pass_times_wanted(gpu: &Gpu) -> bool {
+    gpu.info().has(wgpu::Features::TIMESTAMP_QUERY)
+        && std::env::var(PASS_TIMES_VAR).is_ok_and(|v| v == "1")
 }
 
 impl<'a> Recorder<'a> {
@@ -22,7 +45,29 @@ impl<'a> Recorder<'a> {
                 timestamp_writes: None,
             })
             .forget_lifetime();
-        Self { gpu, pass }
+        Self {
+            gpu,
+            pass: Some(pass),
+            timed: None,
+        }
+    }
+
+    /// A recorder that begins a timed pass on `enc` for each dispatch.
+    fn timed(gpu: &'a Gpu, enc: &'a mut wgpu::CommandEncoder) -> Self {
+        let queries = gpu.device().create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("wgspmv pass times"),
+            ty: wgpu::QueryType::Timestamp,
+            count: TIMED_QUERIES,
+        });
+        Self {
+            gpu,
+            pass: None,
+            timed: Some(Timed {
+                enc,
+                queries,
+                labels: Vec::new(),
+            }),
+        }
     }
 
     /// Dispatches `groups` workgroups of `kernel` with `buffers` at bindings 0, 1, ...
@@ -33,9 +78,14 @@ impl<'a> Recorder<'a> {
         buffers: &[&dyn Bind],
         groups: u32,
     ) -> Result<()> {
+        // Timed dispatches are told apart by their overrides (a kernel's passes).
+        let label = match &self.timed {
+            Some(_) => format!("{} {overrides:?}", kernel.name),
+            None => kernel.name.to_owned(),
+        };
         let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
         let resources: Vec<_> = buffers.iter().map(|b| b.binding()).collect();
-        self.dispatch_pipeline(&pipeline, kernel.name, resources, groups);
+        self.dispatch_pipeline(&pipeline, &label, resources, groups);
         Ok(())
     }
 
@@ -64,9 +114,31 @@ impl<'a> Recorder<'a> {
                 entries: &entries,
             });
         let [x, y] = self.gpu.grid(groups);
-        self.pass.set_pipeline(pipeline);
-        self.pass.set_bind_group(0, &group, &[]);
-        self.pass.dispatch_workgroups(x, y, 1);
+        if let Some(t) = &mut self.timed {
+            // The previous dispatch's pass ends before the next begins.
+            self.pass = None;
+            let q = 2 * t.labels.len() as u32;
+            let writes = (q + 2 <= TIMED_QUERIES).then(|| wgpu::ComputePassTimestampWrites {
+                query_set: &t.queries,
+                beginning_of_pass_write_index: Some(q),
+                end_of_pass_write_index: Some(q + 1),
+            });
+            if writes.is_some() {
+                t.labels.push(format!("{label} ({} workgroups)", groups));
+            }
+            let pass = t.enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(label),
+                timestamp_writes: writes,
+            });
+            self.pass = Some(pass.forget_lifetime());
+        }
+        let pass = self
+            .pass
+            .as_mut()
+            .expect("a recorder has a pass while it records");
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups(x, y, 1);
     }
 }
 
@@ -112,6 +184,9 @@ pub(crate) fn submit_copies_and_pass(
         for &(src, dst, bytes) in copies {
             gpu.record_copy(&mut enc, src, 0, dst, 0, bytes)?;
         }
+        if pass_times_wanted(gpu) {
+            return submit_timed(gpu, label, enc, f);
+        }
         {
             let mut r = Recorder::new(gpu, &mut enc, label);
             f(&mut r)?;
@@ -119,6 +194,47 @@ pub(crate) fn submit_copies_and_pass(
         gpu.submit([enc.finish()]);
         Ok(())
     })?
+}
+
+/// Records `f` with a timed pass per dispatch, submits it, waits and logs each dispatch's time.
+fn submit_timed(
+    gpu: &Gpu,
+    label: &str,
+    mut enc: wgpu::CommandEncoder,
+    f: impl FnOnce(&mut Recorder) -> Result<()>,
+) -> Result<()> {
+    let (queries, labels) = {
+        let mut r = Recorder::timed(gpu, &mut enc);
+        f(&mut r)?;
+        r.pass = None;
+        let t = r.timed.take().expect("a timed recorder");
+        (t.queries, t.labels)
+    };
+    let count = 2 * labels.len() as u32;
+    if count == 0 {
+        gpu.submit([enc.finish()]);
+        return Ok(());
+    }
+    let resolve = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("wgspmv pass times resolve"),
+        size: 8 * count as u64,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    enc.resolve_query_set(&queries, 0..count, &resolve, 0);
+    let ticks: Vec<u64> = gpu.read_buffer_after(Some(enc), &resolve, count as usize)?;
+    let period = gpu.queue().get_timestamp_period() as f64;
+    let mut total = 0.0;
+    for (name, pair) in labels.iter().zip(ticks.chunks_exact(2)) {
+        let ms = pair[1].saturating_sub(pair[0]) as f64 * period / 1e6;
+        total += ms;
+        log::debug!("{label}: {name}: {ms:.4} ms");
+    }
+    log::debug!(
+        "{label}: {} dispatches, {total:.4} ms of GPU time",
+        labels.len()
+    );
+    Ok(())
 }
 
 /// u32 entries per block of [`Recorder::scan`] (`SCAN_WG * SCAN_ITEMS` in
@@ -154,4 +270,55 @@ pub(crate) fn pipeline_of(
     overrides: Vec<(&'static str, u32)>,
 ) -> Result<Arc<wgpu::ComputePipeline>> {
     gpu.pipeline(&Variant::new(kernel, "u32", LaneMode::Workgroup, overrides))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dispatches recorded a pass each, timed, compute what one pass computes: a scan over
+    /// several blocks (a reduce and a down-sweep that reads the reduce's sums) in both ways.
+    #[test]
+    fn timed_dispatches_compute_what_one_pass_does() {
+        let Ok(gpu) = Gpu::new() else {
+            eprintln!("no adapter: skipped");
+            return;
+        };
+        if !gpu.info().has(wgpu::Features::TIMESTAMP_QUERY) {
+            eprintln!("no timestamp queries: skipped");
+            return;
+        }
+        let n = 3 * SCAN_BLOCK + 17;
+        let items: Vec<u32> = (0..n).map(|i| (i * 7 + 3) % 11).collect();
+        let expected: Vec<u32> = items
+            .iter()
+            .scan(0u32, |s, &v| {
+                let before = *s;
+                *s += v;
+                Some(before)
+            })
+            .collect();
+        let none = wgpu::BufferUsages::empty();
+        for timed in [false, true] {
+            let data = gpu
+                .storage_buffer(
+                    "scan data",
+                    bytemuck::cast_slice(&items),
+                    wgpu::BufferUsages::COPY_SRC,
+                )
+                .unwrap();
+            let sums = gpu
+                .storage_zeroed("scan sums", 4 * n.div_ceil(SCAN_BLOCK) as u64, none)
+                .unwrap();
+            let scan = |r: &mut Recorder| r.scan(&data, &sums, n);
+            if timed {
+                let enc = gpu.device().create_command_encoder(&Default::default());
+                submit_timed(&gpu, "test scan", enc, scan).unwrap();
+            } else {
+                submit_pass(&gpu, "test scan", "a test scan", scan).unwrap();
+            }
+            let got: Vec<u32> = gpu.read_buffer(&data, n as usize).unwrap();
+            assert_eq!(got, expected, "timed: {timed}");
+        }
+    }
 }
