@@ -104,11 +104,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             let p = col_idx[e - 1u];
             first = vec3<bool>(p != c, p / 2u != c / 2u, p / 4u != c / 4u);
         }
-        // ... and no row above it in its block row has that block column.
+        // ... and no row above it in its block row has that block column (rows up to the
+        // farthest any height looks at: i % h rows above for height h).
+        let reach = max(i % 2u, max(i % 3u, i % 4u));
         var above: array<vec3<bool>, 3>;
         for (var d = 1u; d <= 3u; d += 1u) {
             above[d - 1u] = vec3<bool>(false, false, false);
-            if (d <= i) {
+            if (d <= reach) {
                 above[d - 1u] = shared_blocks(i - d, c);
             }
         }
