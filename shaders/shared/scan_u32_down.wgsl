@@ -1,7 +1,7 @@
 #import shared/grid
 #import shared/workgroup_scan_u32
 #import shared/scan_u32_common
-// Block b scanned in place, starting from the sum of blocks 0..b.
+// Block b scanned in place, starting from its offset (scan_u32_sums: the sum of blocks 0..b).
 
 @compute @workgroup_size(SCAN_WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
@@ -11,11 +11,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (b >= scan.blocks) {
         return;
     }
-    var before = 0u;
-    for (var k = lid; k < b; k += SCAN_WG) {
-        before += block_sums[k];
-    }
-    let offset = workgroup_inclusive_scan(before, lid).y;
+    let offset = block_sums[b];
     let v = block_items(b, lid);
     var s = 0u;
     for (var k = 0u; k < SCAN_ITEMS; k++) {

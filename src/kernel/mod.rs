@@ -395,7 +395,16 @@ pub const SCAN_U32_REDUCE: Kernel = Kernel {
     derive: None,
 };
 
-/// u32 prefix scan, second pass: each block scanned from the sum of the blocks before it.
+/// u32 prefix scan, second pass (one workgroup): the block sums into each block's offset.
+pub const SCAN_U32_SUMS: Kernel = Kernel {
+    name: "scan_u32_sums",
+    file: "shared/scan_u32_sums",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
+/// u32 prefix scan, last pass: each block scanned from its offset.
 pub const SCAN_U32_DOWN: Kernel = Kernel {
     name: "scan_u32_down",
     file: "shared/scan_u32_down",
@@ -412,6 +421,7 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     CSR_CHECK,
     CSR_FEATURES,
     SCAN_U32_REDUCE,
+    SCAN_U32_SUMS,
     SCAN_U32_DOWN,
 ];
 

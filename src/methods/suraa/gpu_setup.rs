@@ -81,6 +81,7 @@ pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
         (super::kernels::RADIX_COUNT, radix_items()),
         (super::kernels::RADIX_SCATTER, radix_items()),
         (crate::kernel::SCAN_U32_REDUCE, vec![]),
+        (crate::kernel::SCAN_U32_SUMS, vec![]),
         (crate::kernel::SCAN_U32_DOWN, vec![]),
         (super::kernels::SURAA_LENGTHS, vec![]),
         (super::kernels::SURAA_PLAN, vec![]),
