@@ -653,6 +653,26 @@ impl std::fmt::Debug for Gpu {
     }
 }
 
+/// For unit tests: the default adapter where it has timestamp queries; `None` (the test skips)
+/// without an adapter or timestamps, a panic instead where `CI` is set and no adapter opens.
+#[cfg(test)]
+pub(crate) fn test_gpu_with_timestamps() -> Option<Gpu> {
+    match Gpu::new() {
+        Ok(g) if g.info().has(wgpu::Features::TIMESTAMP_QUERY) => Some(g),
+        Ok(_) => {
+            eprintln!("SKIPPED: no timestamp queries");
+            None
+        }
+        Err(e) if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but no GPU adapter could be opened: {e}")
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: no GPU adapter ({e})");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod copy_tests {
     use super::{copy_in_parallel, COPY_PIECE};

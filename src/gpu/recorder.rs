@@ -282,14 +282,9 @@ mod tests {
     /// and a scan of more blocks than the offsets' workgroup takes in one chunk (three chunks).
     #[test]
     fn timed_dispatches_compute_what_one_pass_does() {
-        let Ok(gpu) = Gpu::new() else {
-            eprintln!("no adapter: skipped");
+        let Some(gpu) = crate::gpu::test_gpu_with_timestamps() else {
             return;
         };
-        if !gpu.info().has(wgpu::Features::TIMESTAMP_QUERY) {
-            eprintln!("no timestamp queries: skipped");
-            return;
-        }
         let chunk = SCAN_BLOCK; // block sums one workgroup of the offsets pass takes at once
         let cases = [
             (3 * SCAN_BLOCK + 17, false),

@@ -169,14 +169,9 @@ mod tests {
     /// reached.
     #[test]
     fn warm_at_once_or_busy_until_the_probe_settles() {
-        let Ok(gpu) = Gpu::new() else {
-            eprintln!("no adapter: skipped");
+        let Some(gpu) = crate::gpu::test_gpu_with_timestamps() else {
             return;
         };
-        if !gpu.info().has(wgpu::Features::TIMESTAMP_QUERY) {
-            eprintln!("no timestamp queries: skipped");
-            return;
-        }
         let settings = Settings {
             probe_bytes: 1 << 16,
             quiet_ms: 40.0,
@@ -231,8 +226,7 @@ mod tests {
     /// positive; rounds beyond what one query set holds are clamped, not an error.
     #[test]
     fn back_to_back_series_per_recording_and_round() {
-        let Ok(gpu) = Gpu::new() else {
-            eprintln!("no adapter: skipped");
+        let Some(gpu) = crate::gpu::test_gpu_with_timestamps() else {
             return;
         };
         let (mut a, mut b) = (
