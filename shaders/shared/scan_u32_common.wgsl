@@ -1,8 +1,8 @@
 // Exclusive scan of a u32 array in place, in blocks of SCAN_WG * SCAN_ITEMS entries:
 // scan_u32_reduce sums each block, scan_u32_sums turns the sums into each block's offset (one
 // workgroup: a block sum per 2048 entries), scan_u32_down scans each block from its offset.
-// (Each down-sweep workgroup adding up the sums before its block itself made the scan quadratic
-// in the blocks: 256M entries, 125 000 blocks, took milliseconds on those additions.)
+// (A down-sweep workgroup that added up the sums before its block itself made the scan
+// quadratic in the blocks.)
 
 struct ScanParams {
     n: u32,
