@@ -23,11 +23,8 @@ override PASS: u32 = 0u;
 // u32 words per value: 1 (f32) or 2 (f64).
 override VAL_WORDS: u32 = 1u;
 
-// The workgroup's counts: blocks of the 12 sizes (a word per height, the three widths in fields
-// of FIELD_BITS: one atomic per height and entry, at most WG per field), the largest column,
-// stored zeros.
-var<workgroup> counts: array<atomic<u32>, 6>;
-const FIELD_BITS: u32 = 10u;
+// The workgroup's counts: blocks of the 12 sizes, the largest column, stored zeros.
+var<workgroup> counts: array<atomic<u32>, 14>;
 
 // Block columns (of widths 1, 2, 4) of column c that row j also has entries in.
 fn shared_blocks(j: u32, c: u32) -> vec3<bool> {
@@ -93,7 +90,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         return;
     }
-    if (lid < 6u) {
+    if (lid < 14u) {
         atomicStore(&counts[lid], 0u);
     }
     find_entry_rows(e0, lid);
@@ -122,29 +119,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             for (var d = 1u; d <= i % h; d += 1u) {
                 opens = opens & !above[d - 1u];
             }
-            let fields = vec3<u32>(opens) << vec3<u32>(0u, FIELD_BITS, 2u * FIELD_BITS);
-            let packed = fields.x | fields.y | fields.z;
-            if (packed != 0u) {
-                atomicAdd(&counts[h - 1u], packed);
+            for (var wi = 0u; wi < 3u; wi += 1u) {
+                if (opens[wi]) {
+                    atomicAdd(&counts[(h - 1u) * 3u + wi], 1u);
+                }
             }
         }
-        // A row's columns rise: its largest here is its last entry in this workgroup.
-        if (e + 1u == row_ptr[i + 1u] || lid == WG - 1u || e + 1u == params.nnz) {
-            atomicMax(&counts[4], c);
-        }
+        atomicMax(&counts[12], c);
         if (is_zero(e)) {
-            atomicAdd(&counts[5], 1u);
+            atomicAdd(&counts[13], 1u);
         }
     }
     workgroupBarrier();
     if (lid < 14u) {
-        var v = 0u;
-        if (lid < 12u) {
-            let field = lid % 3u;
-            v = (atomicLoad(&counts[lid / 3u]) >> (field * FIELD_BITS)) & ((1u << FIELD_BITS) - 1u);
-        } else {
-            v = atomicLoad(&counts[lid - 8u]);
-        }
+        let v = atomicLoad(&counts[lid]);
         if (lid == 12u) {
             atomicMax(&stats[STAT_MAX_COL], v);
         } else if (v > 0u) {
