@@ -70,14 +70,54 @@ fn row_has_block(i: u32, bc: u32) -> bool {
 }
 
 // Rows holding the entries of this workgroup (e0 .. e0 + WG), found once for all its
-// invocations, which then search only between them.
+// invocations, which then search only between them. The whole workgroup narrows the rows of its
+// first and last entry together, WG probes a round (a round divides the rows left by WG): one
+// invocation's binary search over every row kept the others waiting on its dependent loads.
 var<workgroup> entry_rows: vec2<u32>;
+// The rows left (first and last) for the workgroup's first entry and for its last.
+var<workgroup> rows_left_first: vec2<u32>;
+var<workgroup> rows_left_last: vec2<u32>;
+
+// Where in [lo, hi] the row holding entry e lies after this round: the interval probe `lid`
+// opens when its row starts at or before e and the next probe's does not (exactly one such
+// probe, since row_ptr[lo] <= e), else `none`.
+fn narrowed(e: u32, lo: u32, hi: u32, lid: u32) -> vec2<u32> {
+    let step = (hi - lo) / WG + 1u;
+    let r = lo + lid * step;
+    if (r > hi || row_ptr[r] > e) {
+        return vec2<u32>(NONE, NONE);
+    }
+    let next = r + step;
+    if (next <= hi && row_ptr[next] <= e) {
+        return vec2<u32>(NONE, NONE);
+    }
+    return vec2<u32>(r, min(r + step - 1u, hi));
+}
 
 fn find_entry_rows(e0: u32, lid: u32) {
+    let last = min(e0 + WG, params.nnz) - 1u;
     if (lid == 0u) {
-        let last = min(e0 + WG, params.nnz) - 1u;
-        let lo = row_between(e0, 0u, params.nrows - 1u);
-        entry_rows = vec2<u32>(lo, row_between(last, lo, params.nrows - 1u));
+        rows_left_first = vec2<u32>(0u, params.nrows - 1u);
+        rows_left_last = vec2<u32>(0u, params.nrows - 1u);
+    }
+    workgroupBarrier();
+    // The rows left shrink from nrows by a factor WG a round, to one.
+    for (var left = params.nrows; left > 1u; left = (left - 1u) / WG + 1u) {
+        let now_first = rows_left_first;
+        let now_last = rows_left_last;
+        workgroupBarrier();
+        let first = narrowed(e0, now_first.x, now_first.y, lid);
+        if (first.x != NONE) {
+            rows_left_first = first;
+        }
+        let end = narrowed(last, now_last.x, now_last.y, lid);
+        if (end.x != NONE) {
+            rows_left_last = end;
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        entry_rows = vec2<u32>(rows_left_first.x, rows_left_last.x);
     }
     workgroupBarrier();
 }
