@@ -51,7 +51,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         return;
     }
     find_entry_rows(e0, lid);
-    load_near_cols(lid);
     let e = k;
     if (e >= params.nnz) {
         return;

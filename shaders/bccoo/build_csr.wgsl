@@ -3,31 +3,13 @@
 @group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
 @group(0) @binding(1) var<storage, read> col_idx: array<u32>;
 
-// The columns of the rows around this workgroup's entries, from three rows above its first
-// entry's row to three below its last entry's (every row the per-entry searches look at), where
-// they fit: the searches' dependent loads then come from workgroup memory.
-const NEAR_CAP: u32 = 2048u;
-var<workgroup> near_cols: array<u32, NEAR_CAP>;
-// The entries of col_idx held in near_cols: [first, end), empty when they did not fit (and in
-// kernels that never load them: workgroup memory starts zeroed).
-var<workgroup> near_range: vec2<u32>;
-
-// Column of entry i, from near_cols where it is held.
-fn col_at(i: u32) -> u32 {
-    let k = i - near_range.x;
-    if (i >= near_range.x && k < near_range.y - near_range.x) {
-        return near_cols[k];
-    }
-    return col_idx[i];
-}
-
 // First index in [lo0, hi0) of col_idx whose column is at least c (one row's columns are sorted).
 fn lower_bound(lo0: u32, hi0: u32, c: u32) -> u32 {
     var lo = lo0;
     var hi = hi0;
     while (lo < hi) {
         let mid = lo + (hi - lo) / 2u;
-        if (col_at(mid) < c) {
+        if (col_idx[mid] < c) {
             lo = mid + 1u;
         } else {
             hi = mid;
@@ -84,7 +66,7 @@ fn block_row_part(b: u32, r: u32) -> vec2<u32> {
 fn row_has_block(i: u32, bc: u32) -> bool {
     let end = row_ptr[i + 1u];
     let at = lower_bound(row_ptr[i], end, bc * params.width);
-    return at < end && col_at(at) - bc * params.width < params.width;
+    return at < end && col_idx[at] - bc * params.width < params.width;
 }
 
 // Rows holding the entries of this workgroup (e0 .. e0 + WG), found once for all its
@@ -136,25 +118,6 @@ fn find_entry_rows(e0: u32, lid: u32) {
     }
     if (lid == 0u) {
         entry_rows = vec2<u32>(rows_left_first.x, rows_left_last.x);
-    }
-    workgroupBarrier();
-}
-
-// Loads near_cols for this workgroup's entries (after find_entry_rows; in uniform control flow).
-fn load_near_cols(lid: u32) {
-    if (lid == 0u) {
-        let top = entry_rows.x - min(entry_rows.x, 3u);
-        let bottom = min(entry_rows.y + 4u, params.nrows);
-        let first = row_ptr[top];
-        let end = row_ptr[bottom];
-        near_range = select(vec2<u32>(0u, 0u), vec2<u32>(first, end), end - first <= NEAR_CAP);
-    }
-    workgroupBarrier();
-    let held = near_range;
-    for (var k = lid; k < NEAR_CAP; k += WG) {
-        if (k < held.y - held.x) {
-            near_cols[k] = col_idx[held.x + k];
-        }
     }
     workgroupBarrier();
 }

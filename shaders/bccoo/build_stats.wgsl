@@ -33,8 +33,8 @@ fn shared_blocks(j: u32, c: u32) -> vec3<bool> {
     var at = lower_bound(row_ptr[j], end, c4);
     var hit = vec3<bool>(false, false, false);
     for (var k = 0u; k < 4u; k += 1u) {
-        if (at < end && col_at(at) - c4 < 4u) {
-            let o = col_at(at);
+        if (at < end && col_idx[at] - c4 < 4u) {
+            let o = col_idx[at];
             hit = hit | vec3<bool>(o == c, o / 2u == c / 2u, true);
             at += 1u;
         }
@@ -94,7 +94,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         atomicStore(&counts[lid], 0u);
     }
     find_entry_rows(e0, lid);
-    load_near_cols(lid);
     let e = e0 + lid;
     if (e < params.nnz) {
         let i = row_of_entry(e);
