@@ -5,7 +5,7 @@
 
 use crate::gpu::recorder::submit_pass;
 use crate::gpu::{Gpu, GpuInfo};
-use crate::{CsrMatrix, GpuCsr, Scalar};
+use crate::{CsrMatrix, GpuCsr, Method, Scalar};
 use rayon::prelude::*;
 
 /// Rows longer than this many times the mean count as "long" for [`Features::long_share`].
@@ -203,9 +203,39 @@ impl Features {
             + self.nrows as f64 * s
     }
 
+    /// Bytes one product of `method` moves at its defaults: [`Features::minimal_bytes`] plus
+    /// what its format adds for certain (`bccoo-plus`: each slice's partial results, written and
+    /// read back once more), which the per-byte fit could not tell from the structure.
+    pub fn traffic_bytes(&self, method: Method, cache_bytes: f64) -> f64 {
+        let slices = match method {
+            Method::BccooPlus => crate::methods::bccoo::slices_for_cache(
+                self.ncols,
+                self.scalar_bytes as u64,
+                cache_bytes,
+            ) as f64,
+            _ => 1.0,
+        };
+        self.minimal_bytes() + self.slice_partial_bytes(slices)
+    }
+
+    /// Partial results of `slices` vertical slices: one per row and slice that holds an entry of
+    /// the row, written by the first pass and read by the combine. A row's entries fall in
+    /// `len · scatter` groups of neighbouring columns (its distinct lines of `x`), each in a
+    /// slice of its own at random: `S · (1 − (1 − 1/S)^groups)` slices of the `S`.
+    fn slice_partial_bytes(&self, slices: f64) -> f64 {
+        let rows = self.nrows as f64 * (1.0 - self.empty_frac);
+        if rows < 1.0 || slices <= 1.0 {
+            return 0.0;
+        }
+        let groups = (self.nnz as f64 / rows * self.scatter).max(1.0);
+        let occupied = slices * (1.0 - (1.0 - 1.0 / slices).powf(groups));
+        2.0 * rows * occupied * self.scalar_bytes as f64
+    }
+
     /// The model's regressors, in the order of [`REGRESSORS`]: dimensionless transforms of the
     /// features, each of order one, so that one ridge penalty suits them all.
-    pub fn regressors(&self, cache_bytes: f64) -> [f64; NREG] {
+    /// `x_cache_bytes`: the part of the cache that holds `x` (the profile's fitted share).
+    pub fn regressors(&self, cache_bytes: f64, x_cache_bytes: f64) -> [f64; NREG] {
         let aspect = if self.nrows == 0 || self.ncols == 0 {
             0.0
         } else {
@@ -223,7 +253,19 @@ impl Features {
             (self.nnz.max(1) as f64 / 1e6).ln().clamp(-10.0, 5.0),
             (1.0 + self.max_len as f64 / (1.0 + self.mean)).ln(),
             if self.scalar_bytes >= 8 { 1.0 } else { 0.0 },
+            self.scatter * self.x_miss(x_cache_bytes),
         ]
+    }
+
+    /// The chance that a gather at a uniformly random column misses the `x_cache_bytes` of
+    /// cache that hold `x` while the matrix streams through: 0 while `x` fits in them.
+    pub fn x_miss(&self, x_cache_bytes: f64) -> f64 {
+        let (x, held) = (self.x_bytes as f64, x_cache_bytes.max(1.0));
+        if x > held {
+            1.0 - held / x
+        } else {
+            0.0
+        }
     }
 }
 
@@ -305,7 +347,10 @@ impl Features {
 }
 
 /// Number of regressors of the per-product model.
-pub const NREG: usize = 11;
+pub const NREG: usize = 12;
+
+/// Regressors of profiles written before `x_miss` (their first ones; the rest read as 0).
+pub const NREG_BEFORE_X_MISS: usize = 11;
 
 /// Names of the regressors, as written in profile files.
 pub const REGRESSORS: [&str; NREG] = [
@@ -320,4 +365,5 @@ pub const REGRESSORS: [&str; NREG] = [
     "ln_mnnz",
     "ln_max_rel",
     "f64",
+    "x_miss",
 ];

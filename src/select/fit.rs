@@ -14,7 +14,7 @@
 //! profile's [`Kernel`] averages near a query (see [`super::profile`]).
 
 use super::features::{Features, NREG};
-use super::profile::{Kernel, Match, MethodModel, Profile, Residual};
+use super::profile::{Kernel, Match, MethodModel, Profile, Residual, Traffic};
 use crate::{Error, Method, Result};
 
 /// One measurement: a method on a matrix.
@@ -107,14 +107,18 @@ fn ridge(
     solve(a, b)
 }
 
-fn fit_product(samples: &[&Sample], cache_bytes: f64) -> (f64, [f64; NREG], f64) {
+fn fit_product(
+    samples: &[&Sample],
+    cache_bytes: f64,
+    x_cache_bytes: f64,
+) -> (f64, [f64; NREG], f64) {
     let tmin = samples
         .iter()
         .map(|s| s.product_ms)
         .fold(f64::INFINITY, f64::min);
     let xs: Vec<Vec<f64>> = samples
         .iter()
-        .map(|s| s.features.regressors(cache_bytes).to_vec())
+        .map(|s| s.features.regressors(cache_bytes, x_cache_bytes).to_vec())
         .collect();
     let mut penalise = [true; NREG];
     penalise[0] = false;
@@ -124,7 +128,10 @@ fn fit_product(samples: &[&Sample], cache_bytes: f64) -> (f64, [f64; NREG], f64)
         let launch = frac * tmin;
         let ys: Vec<f64> = samples
             .iter()
-            .map(|s| ((s.product_ms - launch).max(1e-9) / (s.features.minimal_bytes() * 1e-6)).ln())
+            .map(|s| {
+                let bytes = s.features.traffic_bytes(s.method, cache_bytes);
+                ((s.product_ms - launch).max(1e-9) / (bytes * 1e-6)).ln()
+            })
             .collect();
         let ws = vec![1.0; samples.len()];
         let Some(beta) = ridge(&xs, &ys, &ws, &penalise, lambda) else {
@@ -143,7 +150,7 @@ fn fit_product(samples: &[&Sample], cache_bytes: f64) -> (f64, [f64; NREG], f64)
         let err: f64 = samples
             .iter()
             .map(|s| {
-                (model.product_ms(&s.features, cache_bytes) / s.product_ms)
+                (model.product_ms(&s.features, cache_bytes, x_cache_bytes) / s.product_ms)
                     .ln()
                     .powi(2)
             })
@@ -212,7 +219,20 @@ pub struct FitQuality {
     pub setup_rms_log: f64,
 }
 
+/// Shares of the cache tried for the part that holds `x` ([`Profile::x_cache_share`]).
+pub const X_CACHE_SHARES: [f64; 10] = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7, 1.0];
+
+/// Σ over the methods of their samples' squared ln(predicted / measured) product time.
+fn squared_error(quality: &[FitQuality]) -> f64 {
+    quality
+        .iter()
+        .map(|q| q.product_rms_log.powi(2) * q.samples as f64)
+        .sum()
+}
+
 /// Fits a profile to `samples`. Methods with fewer than 4 samples are left out of the profile.
+/// The share of the cache that holds `x` is the one of [`X_CACHE_SHARES`] whose global fits
+/// reproduce the samples' product times best.
 pub fn fit(
     samples: &[Sample],
     name: &str,
@@ -220,6 +240,64 @@ pub fn fit(
     matches: Vec<Match>,
     cache_bytes: f64,
 ) -> Result<(Profile, Vec<FitQuality>)> {
+    let (x_cache_share, methods, quality) = X_CACHE_SHARES
+        .iter()
+        .map(|&share| {
+            let (methods, quality) = fit_methods(samples, cache_bytes, share * cache_bytes);
+            (share, methods, quality)
+        })
+        .min_by(|a, b| squared_error(&a.2).total_cmp(&squared_error(&b.2)))
+        .expect("shares to try");
+    if methods.is_empty() {
+        return Err(Error::InvalidParameter {
+            name: "calibration samples",
+            value: samples.len().to_string(),
+            reason: "no method has the 4 measurements a fit needs".into(),
+        });
+    }
+    // The range and scale of each regressor over every sample the fit read.
+    let all: Vec<[f64; NREG]> = methods
+        .iter()
+        .flat_map(|m| m.residuals.iter().map(|e| e.at))
+        .collect();
+    let (mut lo, mut hi) = ([f64::INFINITY; NREG], [f64::NEG_INFINITY; NREG]);
+    let mut scale = [0.0; NREG];
+    for j in 0..NREG {
+        let n = all.len() as f64;
+        let mean = all.iter().map(|r| r[j]).sum::<f64>() / n;
+        let var = all.iter().map(|r| (r[j] - mean).powi(2)).sum::<f64>() / n;
+        scale[j] = if var > 1e-12 { short(var.sqrt()) } else { 0.0 };
+        for r in &all {
+            lo[j] = lo[j].min(r[j]);
+            hi[j] = hi[j].max(r[j]);
+        }
+    }
+    Ok((
+        Profile {
+            name: name.to_owned(),
+            notes,
+            matches,
+            cache_bytes,
+            x_cache_share,
+            range: Some((lo, hi)),
+            kernel: Some(Kernel {
+                width: KERNEL_WIDTH,
+                prior: KERNEL_PRIOR,
+                scale,
+            }),
+            methods,
+            traffic: Traffic::Method,
+        },
+        quality,
+    ))
+}
+
+/// Every method's model fitted to its samples, with `x_cache_bytes` of the cache holding `x`.
+fn fit_methods(
+    samples: &[Sample],
+    cache_bytes: f64,
+    x_cache_bytes: f64,
+) -> (Vec<MethodModel>, Vec<FitQuality>) {
     let mut methods = Vec::new();
     let mut quality = Vec::new();
     for &m in Method::ALL {
@@ -230,7 +308,7 @@ pub fn fit(
         if mine.len() < 4 {
             continue;
         }
-        let (launch_ms, weights, _) = fit_product(&mine, cache_bytes);
+        let (launch_ms, weights, _) = fit_product(&mine, cache_bytes, x_cache_bytes);
         // Samples without a setup time (from runs whose setups no longer apply) inform only the
         // product model.
         let timed: Vec<&Sample> = mine
@@ -263,10 +341,11 @@ pub fn fit(
         model.residuals = mine
             .iter()
             .map(|s| {
-                let at = s.features.regressors(cache_bytes).map(short);
+                let at = s.features.regressors(cache_bytes, x_cache_bytes).map(short);
+                let bytes = s.features.traffic_bytes(m, cache_bytes);
                 Residual {
                     at,
-                    ln_ratio: short((s.product_ms / model.product_ms_at(&s.features, &at)).ln()),
+                    ln_ratio: short((s.product_ms / model.product_ms_at(bytes, &at)).ln()),
                 }
             })
             .collect();
@@ -277,7 +356,7 @@ pub fn fit(
             method: m,
             samples: mine.len(),
             product_rms_log: rms(&|s| {
-                (model.product_ms(&s.features, cache_bytes) / s.product_ms).ln()
+                (model.product_ms(&s.features, cache_bytes, x_cache_bytes) / s.product_ms).ln()
             }),
             setup_rms_log: (timed
                 .iter()
@@ -293,46 +372,7 @@ pub fn fit(
         });
         methods.push(model);
     }
-    if methods.is_empty() {
-        return Err(Error::InvalidParameter {
-            name: "calibration samples",
-            value: samples.len().to_string(),
-            reason: "no method has the 4 measurements a fit needs".into(),
-        });
-    }
-    // The range and scale of each regressor over every sample the fit read.
-    let all: Vec<[f64; NREG]> = methods
-        .iter()
-        .flat_map(|m| m.residuals.iter().map(|e| e.at))
-        .collect();
-    let (mut lo, mut hi) = ([f64::INFINITY; NREG], [f64::NEG_INFINITY; NREG]);
-    let mut scale = [0.0; NREG];
-    for j in 0..NREG {
-        let n = all.len() as f64;
-        let mean = all.iter().map(|r| r[j]).sum::<f64>() / n;
-        let var = all.iter().map(|r| (r[j] - mean).powi(2)).sum::<f64>() / n;
-        scale[j] = if var > 1e-12 { short(var.sqrt()) } else { 0.0 };
-        for r in &all {
-            lo[j] = lo[j].min(r[j]);
-            hi[j] = hi[j].max(r[j]);
-        }
-    }
-    Ok((
-        Profile {
-            name: name.to_owned(),
-            notes,
-            matches,
-            cache_bytes,
-            range: Some((lo, hi)),
-            kernel: Some(Kernel {
-                width: KERNEL_WIDTH,
-                prior: KERNEL_PRIOR,
-                scale,
-            }),
-            methods,
-        },
-        quality,
-    ))
+    (methods, quality)
 }
 
 /// Header of the samples CSV whose lines [`sample_to_csv`] writes and [`samples_from_csv`] reads.

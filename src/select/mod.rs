@@ -21,7 +21,7 @@ pub mod remember;
 
 pub use features::Features;
 pub use fit::Sample;
-pub use profile::{Kernel, Match, MethodModel, Profile, Residual};
+pub use profile::{Kernel, Match, MethodModel, Profile, Residual, Traffic};
 
 use crate::{CsrMatrix, Error, Gpu, GpuVector, Method, PlanOptions, Result, Scalar, SpmvPlan};
 use std::collections::HashMap;

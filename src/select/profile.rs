@@ -1,12 +1,13 @@
 //! Adapter profiles: the cost model's coefficients as a small text file.
 //!
 //! ```text
-//! wgspmv-profile 3
+//! wgspmv-profile 4
 //! name nvidia
 //! note where and when it was fitted (free text, any number of lines)
 //! match vendor 0x10de            # any number of match lines; none = matches every adapter
 //! match device_type cpu
 //! cache_bytes 52428800
+//! x_cache_share 0.15            # optional: the share of the cache that holds x (x_miss)
 //! regressors bias ln_mean ln_cv long_share empty_frac scatter ln_x_cache aspect ln_mnnz ln_max_rel f64
 //! range_min 1 0.69 0 ...         # optional (version 2): the calibration data's range
 //! range_max 1 8.3 3.2 ...
@@ -15,8 +16,10 @@
 //! residual csr-scalar ln_ratio 0.12 at 1 3.3 0.1 ...  # any number, after its method
 //! ```
 //!
-//! Per-product time of a method: `launch_ms + minimal_bytes · 1e-6 · exp(weights · regressors)`
-//! ms (so `exp(weights · regressors)` is nanoseconds per byte of minimal traffic), times
+//! Per-product time of a method: `launch_ms + bytes · 1e-6 · exp(weights · regressors)`
+//! ms (so `exp(weights · regressors)` is nanoseconds per byte), where `bytes` is the minimal
+//! traffic plus what the method's format adds for certain (version 4; versions 1 to 3: the
+//! minimal traffic alone, [`Traffic`]), times
 //! `exp(correction)`. The regressors are first clamped to `range_min..=range_max` (the global
 //! fit is not extrapolated beyond its data). The correction is a kernel-weighted mean of the
 //! method's calibration residuals, `Σ kᵢ eᵢ / (prior + Σ kᵢ)` with
@@ -27,9 +30,10 @@
 //! coefficients for when the format is built on the host rather than the GPU (`setup` then
 //! covers the GPU builds), two regimes one line cannot fit. `#` starts a comment. A method
 //! without a line is never chosen by this profile. Version 1 files (no range, kernel or
-//! residual lines) and version 2 files (no `host_setup`) still parse.
+//! residual lines), version 2 files (no `host_setup`) and version 3 files (minimal traffic)
+//! still parse.
 
-use super::features::{Features, NREG, REGRESSORS};
+use super::features::{Features, NREG, NREG_BEFORE_X_MISS, REGRESSORS};
 use crate::{Error, Method, Result};
 
 /// The model of one method.
@@ -99,14 +103,17 @@ impl Kernel {
 impl MethodModel {
     /// Predicted time of one product by the global fit alone (regressors neither clamped nor
     /// corrected; [`Profile::product_ms`] is the profile's full prediction), ms.
-    pub fn product_ms(&self, f: &Features, cache_bytes: f64) -> f64 {
-        self.product_ms_at(f, &f.regressors(cache_bytes))
+    /// The bytes are the method's own traffic ([`Traffic::Method`], what `calibrate` fits);
+    /// `x_cache_bytes` as in [`Features::regressors`].
+    pub fn product_ms(&self, f: &Features, cache_bytes: f64, x_cache_bytes: f64) -> f64 {
+        let bytes = f.traffic_bytes(self.method, cache_bytes);
+        self.product_ms_at(bytes, &f.regressors(cache_bytes, x_cache_bytes))
     }
 
-    /// The global fit at the given regressors of `f`, ms.
-    pub fn product_ms_at(&self, f: &Features, r: &[f64; NREG]) -> f64 {
+    /// The global fit for a product moving `bytes` at regressors `r`, ms.
+    pub fn product_ms_at(&self, bytes: f64, r: &[f64; NREG]) -> f64 {
         let z: f64 = self.weights.iter().zip(r).map(|(w, x)| w * x).sum();
-        self.launch_ms + f.minimal_bytes() * 1e-6 * z.clamp(-30.0, 30.0).exp()
+        self.launch_ms + bytes * 1e-6 * z.clamp(-30.0, 30.0).exp()
     }
 
     /// Predicted setup (format build and upload), ms, built on the GPU or on the host.
@@ -141,6 +148,9 @@ pub struct Profile {
     pub matches: Vec<Match>,
     /// Size of the cache `x` should fit in (the `ln_x_cache` regressor), bytes.
     pub cache_bytes: f64,
+    /// Share of `cache_bytes` that holds `x` for its gathers while the matrix streams through
+    /// (the `x_miss` regressor; fitted; [`X_CACHE_SHARE_BEFORE`] in files without the line).
+    pub x_cache_share: f64,
     /// The calibration data's range of each regressor, `(min, max)`: the regressors are clamped
     /// to it before the model reads them. `None`: not clamped.
     pub range: Option<([f64; NREG], [f64; NREG])>,
@@ -148,6 +158,22 @@ pub struct Profile {
     pub kernel: Option<Kernel>,
     /// One model per method the profile can choose; methods without one are never chosen.
     pub methods: Vec<MethodModel>,
+    /// What the weights are per byte of: set by the file's version.
+    pub traffic: Traffic,
+}
+
+/// [`Profile::x_cache_share`] of profiles without the line (their `x_miss` weight is 0, so it
+/// changes nothing there).
+pub const X_CACHE_SHARE_BEFORE: f64 = 1.0;
+
+/// The bytes a profile's per-product model is per.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    /// [`Features::minimal_bytes`] for every method (profile versions 1 to 3).
+    Minimal,
+    /// [`Features::traffic_bytes`]: what each method's format adds for certain counted too
+    /// (version 4, what `calibrate` fits).
+    Method,
 }
 
 fn device_type_name(t: wgpu::DeviceType) -> &'static str {
@@ -175,7 +201,7 @@ fn bad(line: usize, text: &str, reason: impl Into<String>) -> Error {
 impl Profile {
     /// The regressors the model reads for `f`: [`Features::regressors`] clamped to the range.
     pub fn regressors(&self, f: &Features) -> [f64; NREG] {
-        let mut r = f.regressors(self.cache_bytes);
+        let mut r = f.regressors(self.cache_bytes, self.x_cache_bytes());
         if let Some((lo, hi)) = &self.range {
             for ((x, a), b) in r.iter_mut().zip(lo).zip(hi) {
                 *x = x.clamp(*a, *b);
@@ -188,10 +214,23 @@ impl Profile {
     /// global fit at the clamped regressors, times the kernel correction.
     pub fn product_ms(&self, m: &MethodModel, f: &Features) -> f64 {
         let r = self.regressors(f);
-        let t = m.product_ms_at(f, &r);
+        let t = m.product_ms_at(self.bytes(m.method, f), &r);
         match &self.kernel {
             Some(k) if !m.residuals.is_empty() => t * k.correction(&r, &m.residuals).exp(),
             _ => t,
+        }
+    }
+
+    /// The bytes of cache that hold `x` for its gathers.
+    pub fn x_cache_bytes(&self) -> f64 {
+        self.x_cache_share * self.cache_bytes
+    }
+
+    /// The bytes of one product of `method` on `f` that this profile's weights are per.
+    pub fn bytes(&self, method: Method, f: &Features) -> f64 {
+        match self.traffic {
+            Traffic::Minimal => f.minimal_bytes(),
+            Traffic::Method => f.traffic_bytes(method, self.cache_bytes),
         }
     }
 
@@ -218,11 +257,14 @@ impl Profile {
             notes: Vec::new(),
             matches: Vec::new(),
             cache_bytes: f64::NAN,
+            x_cache_share: X_CACHE_SHARE_BEFORE,
             range: None,
             kernel: None,
             methods: Vec::new(),
+            traffic: Traffic::Minimal,
         };
         let mut regressors_seen = false;
+        let mut file_nreg = NREG;
         let (mut range_min, mut range_max) = (None, None);
         let mut residual_line = 0;
         for (i, raw) in text.lines().enumerate() {
@@ -235,20 +277,24 @@ impl Profile {
             let rest = rest.trim();
             if version == 0 {
                 if key != "wgspmv-profile" {
-                    return Err(bad(n, raw, "a profile starts with `wgspmv-profile 3`"));
+                    return Err(bad(n, raw, "a profile starts with `wgspmv-profile 4`"));
                 }
                 version = match rest {
                     "1" => 1,
                     "2" => 2,
                     "3" => 3,
+                    "4" => 4,
                     _ => {
                         return Err(bad(
                             n,
                             raw,
-                            "unsupported profile version (this library reads 1 to 3)",
+                            "unsupported profile version (this library reads 1 to 4)",
                         ))
                     }
                 };
+                if version >= 4 {
+                    p.traffic = Traffic::Method;
+                }
                 continue;
             }
             let num = |s: &str| -> Result<f64> {
@@ -257,9 +303,11 @@ impl Profile {
                     .filter(|v| v.is_finite())
                     .ok_or_else(|| bad(n, raw, format!("`{s}` is not a finite number")))
             };
+            // Profiles written before the last regressors give fewer numbers; those read as 0.
+            let nreg = file_nreg;
             let nums = |t: &[&str]| -> Result<[f64; NREG]> {
-                if t.len() != NREG {
-                    return Err(bad(n, raw, format!("expected {NREG} numbers")));
+                if t.len() != nreg {
+                    return Err(bad(n, raw, format!("expected {nreg} numbers")));
                 }
                 let mut v = [0.0; NREG];
                 for (x, s) in v.iter_mut().zip(t) {
@@ -330,9 +378,18 @@ impl Profile {
                     }
                     p.cache_bytes = v;
                 }
+                "x_cache_share" => {
+                    let v = num(rest)?;
+                    if v <= 0.0 {
+                        return Err(bad(n, raw, "x_cache_share must be positive"));
+                    }
+                    p.x_cache_share = v;
+                }
                 "regressors" => {
                     let names: Vec<&str> = rest.split_whitespace().collect();
-                    if names != REGRESSORS {
+                    if names == REGRESSORS[..NREG_BEFORE_X_MISS] {
+                        file_nreg = NREG_BEFORE_X_MISS;
+                    } else if names != REGRESSORS {
                         return Err(bad(
                             n,
                             raw,
@@ -359,7 +416,7 @@ impl Profile {
                     } else {
                         Vec::new()
                     };
-                    let expected = 1 + 2 + 4 + 1 + NREG;
+                    let expected = 1 + 2 + 4 + 1 + nreg;
                     if t.len() != expected
                         || t[1] != "launch_ms"
                         || t[3] != "setup"
@@ -370,7 +427,7 @@ impl Profile {
                             n,
                             raw,
                             format!(
-                                "expected `method NAME launch_ms L setup S0 S1 S2 [host_setup H0 H1 H2] weights W1..W{NREG}`"
+                                "expected `method NAME launch_ms L setup S0 S1 S2 [host_setup H0 H1 H2] weights W1..W{nreg}`"
                             ),
                         ));
                     }
@@ -423,12 +480,12 @@ impl Profile {
                 }
                 "kernel" => {
                     let t: Vec<&str> = rest.split_whitespace().collect();
-                    if t.len() != 5 + NREG || t[0] != "width" || t[2] != "prior" || t[4] != "scale"
+                    if t.len() != 5 + nreg || t[0] != "width" || t[2] != "prior" || t[4] != "scale"
                     {
                         return Err(bad(
                             n,
                             raw,
-                            format!("expected `kernel width W prior P scale S1..S{NREG}`"),
+                            format!("expected `kernel width W prior P scale S1..S{nreg}`"),
                         ));
                     }
                     let (width, prior, scale) = (num(t[1])?, num(t[3])?, nums(&t[5..])?);
@@ -450,11 +507,11 @@ impl Profile {
                 }
                 "residual" => {
                     let t: Vec<&str> = rest.split_whitespace().collect();
-                    if t.len() != 4 + NREG || t[1] != "ln_ratio" || t[3] != "at" {
+                    if t.len() != 4 + nreg || t[1] != "ln_ratio" || t[3] != "at" {
                         return Err(bad(
                             n,
                             raw,
-                            format!("expected `residual METHOD ln_ratio E at R1..R{NREG}`"),
+                            format!("expected `residual METHOD ln_ratio E at R1..R{nreg}`"),
                         ));
                     }
                     let method = Method::from_name(t[0]).map_err(|e| bad(n, raw, e.to_string()))?;
@@ -475,7 +532,7 @@ impl Profile {
             return Err(bad(
                 end,
                 "",
-                "empty profile: it starts with `wgspmv-profile 3`",
+                "empty profile: it starts with `wgspmv-profile 4`",
             ));
         }
         match (range_min, range_max) {
@@ -532,7 +589,12 @@ impl std::fmt::Display for Profile {
     /// The text form; [`Profile::parse`] reads it back to an equal profile (floats are written
     /// in Rust's shortest round-trip form).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "wgspmv-profile 3")?;
+        // Version 4 only where it changes the meaning (older files keep theirs when rewritten).
+        let version = match self.traffic {
+            Traffic::Minimal => 3,
+            Traffic::Method => 4,
+        };
+        writeln!(f, "wgspmv-profile {version}")?;
         writeln!(f, "name {}", self.name)?;
         for n in &self.notes {
             writeln!(f, "note {}", n.replace('#', "no."))?;
@@ -544,6 +606,7 @@ impl std::fmt::Display for Profile {
             }
         }
         writeln!(f, "cache_bytes {:?}", self.cache_bytes)?;
+        writeln!(f, "x_cache_share {:?}", self.x_cache_share)?;
         writeln!(f, "regressors {}", REGRESSORS.join(" "))?;
         let list = |v: &[f64; NREG]| {
             v.iter()

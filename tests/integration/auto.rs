@@ -7,7 +7,7 @@ use crate::common;
 
 use std::sync::Arc;
 use wgspmv::select::{
-    self, calibration, fit, Basis, Features, Kernel, Match, MethodModel, Profile, Residual,
+    self, calibration, fit, Basis, Features, Kernel, Match, MethodModel, Profile, Residual, Traffic,
 };
 use wgspmv::{CsrMatrix, Error, Method, PlanOptions};
 
@@ -118,6 +118,8 @@ fn profile_round_trips_through_text() {
             Match::DeviceType(wgpu::DeviceType::IntegratedGpu),
         ],
         cache_bytes: 1.0 / 3.0 * 1e7,
+        x_cache_share: 0.1 + 0.2,
+        traffic: Traffic::Method,
         methods: vec![
             MethodModel {
                 method: Method::CsrScalar,
@@ -155,6 +157,13 @@ fn profile_round_trips_through_text() {
     let text = p.to_string();
     let back = Profile::parse(&text).unwrap();
     assert_eq!(p, back, "{text}");
+    // So does one of the minimal traffic (versions 1 to 3).
+    let minimal = Profile {
+        traffic: Traffic::Minimal,
+        ..p.clone()
+    };
+    assert!(minimal.to_string().starts_with("wgspmv-profile 3\n"));
+    assert_eq!(Profile::parse(&minimal.to_string()).unwrap(), minimal);
     // A file works the same.
     let dir = std::env::temp_dir().join(format!("wgspmv-auto-rt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -179,7 +188,6 @@ fn bad_profiles_are_typed_errors() {
     let with_host = |host: &str| {
         let line = method_line.replacen(" weights ", &format!(" host_setup {host} weights "), 1);
         good.replacen(method_line, &line, 1)
-            .replacen(version_line, "wgspmv-profile 3", 1)
     };
     assert!(Profile::parse(&with_host("1 2 3")).is_ok());
     let cases: Vec<(&str, String)> = vec![
@@ -187,7 +195,7 @@ fn bad_profiles_are_typed_errors() {
         ("no version", good.replacen(version_line, "", 1)),
         (
             "future version",
-            good.replacen(version_line, "wgspmv-profile 4", 1),
+            good.replacen(version_line, "wgspmv-profile 5", 1),
         ),
         (
             "residual in a version 1 profile",
@@ -195,7 +203,7 @@ fn bad_profiles_are_typed_errors() {
         ),
         (
             "host_setup in a version 2 profile",
-            with_host("1 2 3").replacen("wgspmv-profile 3", "wgspmv-profile 2", 1),
+            with_host("1 2 3").replacen(version_line, "wgspmv-profile 2", 1),
         ),
         ("host_setup of two numbers", with_host("1 2")),
         ("negative host_setup", with_host("1 -2 3")),
@@ -238,6 +246,10 @@ fn bad_profiles_are_typed_errors() {
             good.replacen("range_min 1.0 ", "range_min 2.0 ", 1),
         ),
         ("unknown key", format!("{good}\nbogus 1\n")),
+        (
+            "zero x_cache_share",
+            good.replacen("x_cache_share ", "x_cache_share 0.0 #", 1),
+        ),
         (
             "unknown method",
             good.replacen(
@@ -361,11 +373,13 @@ fn range_clamps_and_kernel_corrects() {
         notes: vec![],
         matches: vec![],
         cache_bytes: 1e6,
+        x_cache_share: 1.0,
         range: None,
         kernel: None,
         methods: vec![model.clone()],
+        traffic: Traffic::Minimal,
     };
-    let global = |g: &Features| model.product_ms(g, 1e6);
+    let global = |g: &Features| model.product_ms(g, 1e6, 1e6);
     let far = f(64_000_000);
     assert_eq!(p.product_ms(&p.methods[0], &far), global(&far));
     // Clamped at 1M entries: ns per byte as at 1M, bytes as at 64M.
@@ -396,7 +410,7 @@ fn range_clamps_and_kernel_corrects() {
         ..near.clone()
     };
     let r = p.product_ms(&p.methods[0], &other)
-        / p.methods[0].product_ms_at(&other, &p.regressors(&other));
+        / p.methods[0].product_ms_at(other.minimal_bytes(), &p.regressors(&other));
     assert!((r - 1.0).abs() < 1e-9, "{r}");
 }
 
@@ -411,6 +425,8 @@ fn two_method_profile() -> Arc<Profile> {
         notes: vec![],
         matches: vec![],
         cache_bytes: 1e6,
+        x_cache_share: 1.0,
+        traffic: Traffic::Minimal,
         methods: vec![
             MethodModel {
                 method: Method::CsrScalar,
@@ -598,6 +614,9 @@ fn fit_recovers_a_known_model() {
     for m in &mut truth.methods {
         m.launch_ms = 0.0;
     }
+    // A cache small enough that part of the samples' `x` misses the share that holds it, so
+    // that the share is found again.
+    truth.cache_bytes = 65536.0;
     // Two setup regimes for one method: built on the GPU, or ten times slower on the host.
     let two_regimes = truth.methods[0].method;
     let gpu_setup = [0.5, 0.2, 3.0];
@@ -649,7 +668,7 @@ fn fit_recovers_a_known_model() {
                         method: m.method,
                         features: f.clone(),
                         setup_ms: m.setup_ms(&f, on_gpu).max(0.01),
-                        product_ms: m.product_ms(&f, truth.cache_bytes),
+                        product_ms: m.product_ms(&f, truth.cache_bytes, truth.x_cache_bytes()),
                         built_on_gpu: (m.method == two_regimes).then_some(on_gpu),
                     });
                 }
@@ -660,6 +679,7 @@ fn fit_recovers_a_known_model() {
     for q in &quality {
         assert!(q.product_rms_log < 0.1, "{q:?}");
     }
+    assert_eq!(p.x_cache_share, truth.x_cache_share);
     // Each regime's setup is recovered (one fit of both would miss by up to 10x).
     let q = quality.iter().find(|q| q.method == two_regimes).unwrap();
     assert!(q.setup_rms_log < 0.05, "{q:?}");
@@ -681,4 +701,64 @@ fn fit_recovers_a_known_model() {
         assert_eq!(b.built_on_gpu, s.built_on_gpu);
     }
     assert_eq!(p.methods.len(), truth.methods.len());
+}
+
+/// Each method's own traffic: `bccoo-plus` adds its slices' partial results (exactly two
+/// per non-empty row of one entry, one written and one read back), the others none; `x_miss`
+/// is 0 while `x` fits in the share of the cache that holds it (no GPU).
+#[test]
+fn method_traffic_and_x_miss() {
+    let cache = 50.0 * 1048576.0;
+    // 1M rows with one entry each (every other row empty), 8 MB of f64 x: two slices.
+    let f = Features {
+        nrows: 2_000_000,
+        ncols: 1_000_000,
+        nnz: 1_000_000,
+        mean: 0.5,
+        cv: 1.0,
+        max_len: 1,
+        empty_frac: 0.5,
+        long_share: 0.0,
+        scatter: 1.0,
+        scalar_bytes: 8,
+        x_bytes: 8_000_000,
+        vendor: 0,
+        device_type: wgpu::DeviceType::Other,
+        subgroup_size: 0,
+        shares_memory_with_host: false,
+    };
+    for &m in Method::ALL {
+        let extra = f.traffic_bytes(m, cache) - f.minimal_bytes();
+        let expect = if m == Method::BccooPlus {
+            2.0 * 1_000_000.0 * 8.0
+        } else {
+            0.0
+        };
+        assert!(
+            (extra - expect).abs() < 1e-6 * expect.max(1.0),
+            "{m}: {extra}"
+        );
+    }
+    // Longer rows of scattered columns meet more slices, never more than there are.
+    let long = Features {
+        mean: 16.0,
+        nnz: 32_000_000,
+        empty_frac: 0.0,
+        ..f.clone()
+    };
+    let partial = long.traffic_bytes(Method::BccooPlus, cache) - long.minimal_bytes();
+    let per_row = partial / (2.0 * 8.0 * long.nrows as f64);
+    assert!(per_row > 1.9 && per_row <= 2.0, "{per_row}");
+    // x_miss: none while x fits, the share missed beyond it.
+    assert_eq!(f.x_miss(8e6), 0.0);
+    assert!((f.x_miss(2e6) - 0.75).abs() < 1e-12);
+    let r = f.regressors(cache, 2e6);
+    assert!((r[select::features::NREG - 1] - 0.75).abs() < 1e-12);
+    // Profiles written before `x_miss` read it with weight 0: the generic one is such a file.
+    let generic = select::profile::builtin_for(0x1234, wgpu::DeviceType::DiscreteGpu);
+    assert_eq!(generic.traffic, Traffic::Minimal);
+    assert!(generic
+        .methods
+        .iter()
+        .all(|m| m.weights[select::features::NREG - 1] == 0.0));
 }

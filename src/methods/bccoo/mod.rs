@@ -330,7 +330,7 @@ fn cache_estimate(gpu: &Gpu, opts: &PlanOptions) -> f64 {
 /// Slices of `x` about [`SLICE_OF_CACHE`] of a cache of `cache_bytes` each (a profile without
 /// an estimate: the generic profile's 8 MiB), the nearest power of two in 2..=32, and none
 /// narrower than 256 columns where `x` has 512 or more.
-fn slices_for_cache(ncols: usize, scalar_bytes: u64, cache_bytes: f64) -> u32 {
+pub(crate) fn slices_for_cache(ncols: usize, scalar_bytes: u64, cache_bytes: f64) -> u32 {
     let x_bytes = (ncols as u64 * scalar_bytes) as f64;
     let by_cache = (x_bytes / slice_bytes(cache_bytes)).max(1.0).log2().round() as u32;
     let most = (ncols / 256).clamp(2, 32) as u32;
