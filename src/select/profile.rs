@@ -8,7 +8,7 @@
 //! match device_type cpu
 //! cache_bytes 52428800
 //! x_cache_share 0.15            # optional: the share of the cache that holds x (x_miss)
-//! regressors bias ln_mean ln_cv long_share empty_frac scatter ln_x_cache aspect ln_mnnz ln_max_rel f64
+//! regressors bias ln_mean ln_cv long_share empty_frac scatter ln_x_cache aspect ln_mnnz ln_max_rel f64 x_miss
 //! range_min 1 0.69 0 ...         # optional (version 2): the calibration data's range
 //! range_max 1 8.3 3.2 ...
 //! kernel width 0.5 prior 0.1 scale 0 1.2 0.8 ...   # optional (version 2)
@@ -102,9 +102,9 @@ impl Kernel {
 
 impl MethodModel {
     /// Predicted time of one product by the global fit alone (regressors neither clamped nor
-    /// corrected; [`Profile::product_ms`] is the profile's full prediction), ms.
-    /// The bytes are the method's own traffic ([`Traffic::Method`], what `calibrate` fits);
-    /// `x_cache_bytes` as in [`Features::regressors`].
+    /// corrected; [`Profile::product_ms`] is the profile's full prediction), ms, per byte of
+    /// the method's own traffic ([`Traffic::Method`], what `calibrate` fits); `x_cache_bytes`
+    /// as in [`Features::regressors`].
     pub fn product_ms(&self, f: &Features, cache_bytes: f64, x_cache_bytes: f64) -> f64 {
         let bytes = f.traffic_bytes(self.method, cache_bytes);
         self.product_ms_at(bytes, &f.regressors(cache_bytes, x_cache_bytes))
