@@ -721,12 +721,16 @@ fn bench_matrix<T: Scalar>(
                 ));
             }
             if let Some(t) = plan.bccoo().and_then(|r| r.tuning.as_ref()) {
-                eprintln!(
-                    "{name} / {m}: tuned in {:.0} ms over {} candidates: {}",
-                    t.time.as_secs_f64() * 1e3,
-                    t.candidates.len(),
-                    plan.bccoo().unwrap().summary()
-                );
+                let how = if t.remembered {
+                    "tuning remembered".to_owned()
+                } else {
+                    format!(
+                        "tuned in {:.0} ms over {} candidates",
+                        t.time.as_secs_f64() * 1e3,
+                        t.candidates.len()
+                    )
+                };
+                eprintln!("{name} / {m}: {how}: {}", plan.bccoo().unwrap().summary());
                 for (label, ms) in &t.candidates {
                     eprintln!("    {label}: {ms:.4} ms");
                 }
