@@ -90,6 +90,11 @@ pub struct Args {
     /// A `note` line for the written profile (repeatable), e.g. the command that made it.
     #[arg(long)]
     note: Vec<String>,
+    /// Offline: for each calibration structure, fit without it and choose on it (E = 10⁹),
+    /// printing the choice against the fastest measured: how the model does on structures it
+    /// has not seen.
+    #[arg(long)]
+    leave_one_out: bool,
 }
 
 /// Runs `wgspmv calibrate`.
@@ -366,6 +371,9 @@ fn run(args: &Args) -> wgspmv::Result<()> {
             i.name, i.backend, i.device_type, i.driver
         ));
     }
+    if args.leave_one_out {
+        leave_one_out(&samples, &name, &matches, cache)?;
+    }
     let (profile, quality) = fit::fit(&samples, &name, notes, matches, cache)?;
     for q in &quality {
         log(format!(
@@ -452,6 +460,82 @@ fn eval_samples(profile: &Profile, samples: &[Sample], e: u64) {
         "geometric mean auto/fastest: {:.3}",
         (sum / keys.len().max(1) as f64).exp()
     );
+}
+
+/// The calibration structure a sample's matrix label names (`powerlaw-local-8000k`:
+/// `powerlaw-local`).
+fn structure_of(label: &str) -> &str {
+    match label.rsplit_once('-') {
+        Some((s, size)) if size.ends_with('k') && size[..size.len() - 1].parse::<u64>().is_ok() => {
+            s
+        }
+        _ => label,
+    }
+}
+
+/// Fits without each structure in turn and chooses on its matrices (E = 10⁹) among the samples
+/// with setups (those of this run, --refit and --also-fit), against the fastest measured.
+fn leave_one_out(
+    samples: &[Sample],
+    name: &str,
+    matches: &[Match],
+    cache: f64,
+) -> wgspmv::Result<()> {
+    let mut structures: Vec<&str> = samples.iter().map(|s| structure_of(&s.matrix)).collect();
+    structures.sort();
+    structures.dedup();
+    let (mut sum, mut n, mut worst) = (0.0, 0usize, (1.0f64, String::new()));
+    for st in structures {
+        let rest: Vec<Sample> = samples
+            .iter()
+            .filter(|s| structure_of(&s.matrix) != st)
+            .cloned()
+            .collect();
+        let (profile, _) = fit::fit(&rest, name, vec![], matches.to_vec(), cache)?;
+        let held: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| structure_of(&s.matrix) == st && s.setup_ms.is_finite())
+            .collect();
+        let mut keys: Vec<(&str, usize)> = held
+            .iter()
+            .map(|s| (s.matrix.as_str(), s.features.scalar_bytes))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let mut line = Vec::new();
+        for (m, sb) in keys {
+            let mine: Vec<&Sample> = held
+                .iter()
+                .copied()
+                .filter(|s| s.matrix == m && s.features.scalar_bytes == sb)
+                .collect();
+            let best = mine
+                .iter()
+                .map(|s| s.product_ms)
+                .fold(f64::INFINITY, f64::min);
+            let chosen = select::predict(&profile, &mine[0].features, 1_000_000_000, &|x| {
+                regime(&mine, x)
+            })
+            .into_iter()
+            .find_map(|c| mine.iter().find(|s| s.method == c.method));
+            let Some(chosen) = chosen else { continue };
+            let r = chosen.product_ms / best;
+            sum += r.ln();
+            n += 1;
+            if r > worst.0 {
+                worst = (r, format!("{m} f{}", sb * 8));
+            }
+            line.push(format!("{m} f{} {} {r:.2}", sb * 8, chosen.method.name()));
+        }
+        println!("{st:<16} {}", line.join(", "));
+    }
+    println!(
+        "leave one structure out (E = 10^9): geometric mean {:.3}x the fastest over {n}, worst {:.2}x ({})",
+        (sum / n.max(1) as f64).exp(),
+        worst.0,
+        worst.1
+    );
+    Ok(())
 }
 
 /// Whether `method`'s sample among `mine` (one matrix) was built on the GPU (unknown: yes).
