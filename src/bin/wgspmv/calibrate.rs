@@ -415,34 +415,18 @@ fn run(args: &Args) -> wgspmv::Result<()> {
 /// Per matrix and scalar of `samples`: the fastest measured, the model's choice (E = 1000 and
 /// E = 1) and how far they are from the best.
 fn eval_samples(profile: &Profile, samples: &[Sample], e: u64) {
-    let mut keys: Vec<(&str, usize)> = samples
-        .iter()
-        .map(|s| (s.matrix.as_str(), s.features.scalar_bytes))
-        .collect();
-    keys.dedup();
+    let groups = by_matrix(samples);
     println!(
         "{:<18} {:>3} {:>12} {:>9} {:>12} {:>6} {:>8}",
         "matrix", "", "fastest", "ms", "auto", "ratio", "E=1"
     );
     let mut sum = 0.0;
-    for &(m, sb) in &keys {
-        let mine: Vec<&Sample> = samples
-            .iter()
-            .filter(|s| s.matrix == m && s.features.scalar_bytes == sb)
-            .collect();
-        let best = mine
-            .iter()
-            .min_by(|a, b| a.product_ms.total_cmp(&b.product_ms))
-            .unwrap();
-        let pick = |e: u64| {
-            select::predict(profile, &mine[0].features, e, &|m| regime(&mine, m))
-                .into_iter()
-                .find_map(|c| mine.iter().find(|s| s.method == c.method))
-        };
-        let chosen = pick(e).unwrap();
+    for (m, sb, mine) in &groups {
+        let best = fastest(mine);
+        let chosen = pick(profile, mine, e).unwrap();
         let one = |s: &Sample| s.setup_ms + s.product_ms;
         let cheapest = mine.iter().map(|s| one(s)).fold(f64::INFINITY, f64::min);
-        let e1 = pick(1).unwrap();
+        let e1 = pick(profile, mine, 1).unwrap();
         let r = chosen.product_ms / best.product_ms;
         sum += r.ln();
         println!(
@@ -458,8 +442,39 @@ fn eval_samples(profile: &Profile, samples: &[Sample], e: u64) {
     }
     println!(
         "geometric mean auto/fastest: {:.3}",
-        (sum / keys.len().max(1) as f64).exp()
+        (sum / groups.len().max(1) as f64).exp()
     );
+}
+
+/// The samples of each matrix and scalar (label, bytes per value), in the order first seen.
+fn by_matrix<'a>(
+    samples: impl IntoIterator<Item = &'a Sample>,
+) -> Vec<(&'a str, usize, Vec<&'a Sample>)> {
+    let mut groups: Vec<(&str, usize, Vec<&Sample>)> = Vec::new();
+    for s in samples {
+        let key = (s.matrix.as_str(), s.features.scalar_bytes);
+        match groups.iter_mut().find(|g| (g.0, g.1) == key) {
+            Some(g) => g.2.push(s),
+            None => groups.push((key.0, key.1, vec![s])),
+        }
+    }
+    groups
+}
+
+/// The fastest measured of one matrix's samples.
+fn fastest<'a>(mine: &[&'a Sample]) -> &'a Sample {
+    mine.iter()
+        .copied()
+        .min_by(|a, b| a.product_ms.total_cmp(&b.product_ms))
+        .expect("a group has a sample")
+}
+
+/// The sample of the method `profile` chooses for `e` products among one matrix's samples (its
+/// first choice that was measured).
+fn pick<'a>(profile: &Profile, mine: &[&'a Sample], e: u64) -> Option<&'a Sample> {
+    select::predict(profile, &mine[0].features, e, &|m| regime(mine, m))
+        .into_iter()
+        .find_map(|c| mine.iter().copied().find(|s| s.method == c.method))
 }
 
 /// The calibration structure a sample's matrix label names (`powerlaw-local-8000k`:
@@ -492,34 +507,15 @@ fn leave_one_out(
             .cloned()
             .collect();
         let (profile, _) = fit::fit(&rest, name, vec![], matches.to_vec(), cache)?;
-        let held: Vec<&Sample> = samples
+        let held = samples
             .iter()
-            .filter(|s| structure_of(&s.matrix) == st && s.setup_ms.is_finite())
-            .collect();
-        let mut keys: Vec<(&str, usize)> = held
-            .iter()
-            .map(|s| (s.matrix.as_str(), s.features.scalar_bytes))
-            .collect();
-        keys.sort();
-        keys.dedup();
+            .filter(|s| structure_of(&s.matrix) == st && s.setup_ms.is_finite());
         let mut line = Vec::new();
-        for (m, sb) in keys {
-            let mine: Vec<&Sample> = held
-                .iter()
-                .copied()
-                .filter(|s| s.matrix == m && s.features.scalar_bytes == sb)
-                .collect();
-            let best = mine
-                .iter()
-                .map(|s| s.product_ms)
-                .fold(f64::INFINITY, f64::min);
-            let chosen = select::predict(&profile, &mine[0].features, 1_000_000_000, &|x| {
-                regime(&mine, x)
-            })
-            .into_iter()
-            .find_map(|c| mine.iter().find(|s| s.method == c.method));
-            let Some(chosen) = chosen else { continue };
-            let r = chosen.product_ms / best;
+        for (m, sb, mine) in by_matrix(held) {
+            let Some(chosen) = pick(&profile, &mine, 1_000_000_000) else {
+                continue;
+            };
+            let r = chosen.product_ms / fastest(&mine).product_ms;
             sum += r.ln();
             n += 1;
             if r > worst.0 {
@@ -547,29 +543,12 @@ fn regime(mine: &[&Sample], method: Method) -> bool {
 }
 
 fn report_choices(profile: &Profile, samples: &[Sample]) {
-    let mut keys: Vec<(&str, usize)> = samples
-        .iter()
-        .map(|s| (s.matrix.as_str(), s.features.scalar_bytes))
-        .collect();
-    keys.dedup();
     let (mut worst, mut sum_log, mut n) = (1.0f64, 0.0, 0);
-    for (m, sb) in keys {
-        let mine: Vec<&Sample> = samples
-            .iter()
-            .filter(|s| s.matrix == m && s.features.scalar_bytes == sb)
-            .collect();
-        let best = mine
-            .iter()
-            .map(|s| s.product_ms)
-            .fold(f64::INFINITY, f64::min);
-        let c = select::predict(profile, &mine[0].features, 1_000_000, &|m| regime(&mine, m));
-        let Some(chosen) = c
-            .first()
-            .and_then(|c| mine.iter().find(|s| s.method == c.method))
-        else {
+    for (m, sb, mine) in by_matrix(samples) {
+        let Some(chosen) = pick(profile, &mine, 1_000_000) else {
             continue;
         };
-        let r = chosen.product_ms / best;
+        let r = chosen.product_ms / fastest(&mine).product_ms;
         worst = worst.max(r);
         sum_log += r.ln();
         n += 1;
