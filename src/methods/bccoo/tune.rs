@@ -720,8 +720,7 @@ fn guided<T: Scalar>(
             }
         }
         // Slices change what each tile gathers: the tile found at the first count need not
-        // suit the new one (f64 power_law: tile 8 and 16 within 1% at one slice, 6% apart at
-        // two).
+        // suit the new one (docs/bccoo.md: f64 power_law and short_rows).
         if s != before && open_tile {
             tile_step(&mut step, single)?;
         }
