@@ -332,9 +332,11 @@ impl Gpu {
     /// row chunks; the passes for rows too long for one invocation are described on the GPU),
     /// `cmrs` and `cmrs-padded` (their strips, unless a strip needs the long-row passes),
     /// `speculative` (copies and its structure analysis, when its check stage runs on the GPU
-    /// and the matrix needs no row chunks) and `suraa` (its GPU setup). `bccoo`, `bccoo-plus`
-    /// and `Auto` read the matrix back and build on the host; the report's `read_back_bytes`
-    /// says how much was read.
+    /// and the matrix needs no row chunks), `suraa` (its GPU setup), `bccoo` and `bccoo-plus`
+    /// (their GPU build, where the options allow it), and `Auto` (features counted on the GPU,
+    /// a timed choice's candidates built and timed from the buffers, neither tuned nor
+    /// remembered); elsewhere the matrix is read back and built on the host, and the report's
+    /// `read_back_bytes` says how much was read.
     pub fn prepare_gpu_csr<T: Scalar>(
         &self,
         a: &GpuCsr,
@@ -345,10 +347,24 @@ impl Gpu {
         let start = std::time::Instant::now();
         let checked = a.check::<T>(self)?;
         let validation_ms = start.elapsed().as_secs_f64() * 1e3;
-        // Auto by the model alone chooses from features counted on the GPU, then builds its
-        // choice from the buffers (falling down the list if a build fails); a timed choice
-        // reads the matrix back.
-        if method == Method::Auto && opts.auto.timed_budget_products.is_none() && a.nnz > 0 {
+        // Auto chooses from features counted on the GPU; a timed choice builds its candidates
+        // from the buffers and keeps the one it timed fastest.
+        if method == Method::Auto && opts.auto.timed_budget_products.is_some() && a.nnz > 0 {
+            let (mut plan, c) =
+                crate::select::prepare_auto_gpu_csr::<T>(self, a, opts, &mut |m, o| {
+                    let t = std::time::Instant::now();
+                    let plan = self.prepare_gpu_checked::<T>(a, checked, m, o, t)?;
+                    self.wait()?;
+                    Ok((plan, t.elapsed().as_secs_f64() * 1e3))
+                })?;
+            let report = plan.report_mut();
+            report.validation_ms = validation_ms;
+            report.choice = Some(choice_report(&c));
+            return Ok(plan);
+        }
+        // By the model alone it builds its choice from the buffers (falling down the list if a
+        // build fails).
+        if method == Method::Auto && a.nnz > 0 {
             let mut c = crate::select::choose_gpu_csr::<T>(self, a, opts)?;
             let order: Vec<Method> = c.candidates.iter().map(|k| k.method).collect();
             let mut first_err = None;

@@ -339,7 +339,8 @@ fn concrete<T: Scalar>(
 /// The model's choice for a validated CSR matrix in GPU buffers, nothing read back but the
 /// features' counts (`Features::of_gpu_csr`); each method's setup regime is where its build
 /// from GPU buffers runs (the strips' loop budgets, known only while building, are taken as
-/// met). No timing and no remembered choices: those need the host's arrays.
+/// met). By the model alone ([`prepare_auto_gpu_csr`] times its candidates); no remembered
+/// choices, which need the host's arrays.
 pub(crate) fn choose_gpu_csr<T: Scalar>(
     gpu: &Gpu,
     a: &crate::GpuCsr,
@@ -364,6 +365,45 @@ pub(crate) fn choose_gpu_csr<T: Scalar>(
         Method::Auto => false,
     };
     Ok(AutoChoice::by_model(&profile, features, expected, &on_gpu))
+}
+
+/// Builds a candidate of a timed choice: its plan and its setup, ms.
+pub(crate) type BuildCandidate<'a, T> =
+    dyn FnMut(Method, &PlanOptions) -> Result<(SpmvPlan<T>, f64)> + 'a;
+
+/// The timed choice for a validated CSR matrix in GPU buffers ([`choose_gpu_csr`]'s candidates,
+/// built from the buffers by `build`, which returns a plan and its setup in ms, then timed):
+/// nothing read back. Neither tuned nor remembered, both of which need the host's arrays.
+pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
+    gpu: &Gpu,
+    a: &crate::GpuCsr,
+    opts: &PlanOptions,
+    build: &mut BuildCandidate<T>,
+) -> Result<(SpmvPlan<T>, AutoChoice)> {
+    let budget = timed_budget(opts)?.expect("a timed choice has a budget");
+    let mut choice = choose_gpu_csr::<T>(gpu, a, opts)?;
+    let (_, plan) = time_candidates(
+        gpu,
+        &mut choice,
+        opts,
+        budget,
+        (a.nrows, a.ncols),
+        false,
+        build,
+    )?;
+    Ok((plan, choice))
+}
+
+/// The timed choice's budget in products, `None` for a choice by the model alone.
+fn timed_budget(opts: &PlanOptions) -> Result<Option<f64>> {
+    match opts.auto.timed_budget_products {
+        Some(b) if !(b.is_finite() && b > 0.0) => Err(Error::InvalidParameter {
+            name: "timed_budget_products",
+            value: b.to_string(),
+            reason: "a positive number of products".into(),
+        }),
+        b => Ok(b),
+    }
 }
 
 /// Chooses a method for `a` on `gpu` (see the module docs). With a timed budget the candidates
@@ -437,16 +477,9 @@ fn decide<T: Scalar>(
         on_gpu.insert(m.method, gpu_build);
     }
     let mut choice = AutoChoice::by_model(&profile, features, expected, &|m| on_gpu[&m]);
-    let Some(budget) = auto.timed_budget_products else {
+    let Some(budget) = timed_budget(opts)? else {
         return Ok((choice, None));
     };
-    if !(budget.is_finite() && budget > 0.0) {
-        return Err(Error::InvalidParameter {
-            name: "timed_budget_products",
-            value: budget.to_string(),
-            reason: "a positive number of products".into(),
-        });
-    }
     let key = remember::Key {
         adapter: adapter_hash(gpu),
         matrix: fingerprint(a),
@@ -462,8 +495,44 @@ fn decide<T: Scalar>(
             return Ok((choice, None));
         }
     }
+    let (i, plan) = time_candidates(
+        gpu,
+        &mut choice,
+        opts,
+        budget,
+        (a.nrows(), a.ncols()),
+        true,
+        &mut |m, o| concrete(gpu, a, m, o),
+    )?;
+    remember::store(
+        key,
+        remember::Remembered {
+            method: choice.method,
+            product_ms: choice.candidates[i].measured_product_ms.unwrap_or(0.0),
+        },
+        file,
+    )?;
+    Ok((choice, keep_plan.then_some(plan)))
+}
+
+/// Builds the model's first candidates of distinct families (`build`: a plan and its setup, ms)
+/// and times them against one another on an `(nrows, ncols)` product, within `budget` products
+/// of the model's best; sets the choice to the least measured setup + expected products × time,
+/// and returns its index among the candidates and its plan. With `tune`, `bccoo` and
+/// `bccoo-plus` are tuned where the expected products repay it.
+fn time_candidates<T: Scalar>(
+    gpu: &Gpu,
+    choice: &mut AutoChoice,
+    opts: &PlanOptions,
+    budget: f64,
+    (nrows, ncols): (usize, usize),
+    tune: bool,
+    build: &mut BuildCandidate<T>,
+) -> Result<(usize, SpmvPlan<T>)> {
+    let expected = choice.expected_products;
     let timing_start = Instant::now();
-    let k = auto
+    let k = opts
+        .auto
         .timed_candidates
         .unwrap_or(DEFAULT_TIMED_CANDIDATES)
         .max(1);
@@ -481,7 +550,7 @@ fn decide<T: Scalar>(
             continue;
         }
         if let Some(p) = plain {
-            let tuned = |c: &Candidate| candidate_options(c, expected, opts, true).bccoo.tune;
+            let tuned = |c: &Candidate| candidate_options(c, expected, opts, tune).bccoo.tune;
             if tuned(c) && tuned(&choice.candidates[p]) {
                 *i = p;
             }
@@ -489,12 +558,12 @@ fn decide<T: Scalar>(
     }
     let per_candidate = budget / timed.len() as f64 - 2.0;
     let reps = ((per_candidate / TIMING_ROUNDS as f64).floor() as u32).max(1);
-    let x: Vec<T> = calibration::test_vector(a.ncols(), 17)
+    let x: Vec<T> = calibration::test_vector(ncols, 17)
         .into_iter()
         .map(T::from_f64)
         .collect();
     let gx = GpuVector::from_slice(gpu, &x)?;
-    let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
+    let mut gy = GpuVector::filled(gpu, nrows, T::from_f64(0.0))?;
     // Build every candidate first, then time them in two rounds (forward, then backward) and
     // keep each one's better round: a discrete GPU left idle while the host built a plan runs
     // slower for a while, which would otherwise count against the methods with long setups.
@@ -502,8 +571,8 @@ fn decide<T: Scalar>(
     let mut first_err = None;
     for i in timed {
         let c = &choice.candidates[i];
-        let o = candidate_options(c, expected, opts, true);
-        match concrete(gpu, a, c.method, &o) {
+        let o = candidate_options(c, expected, opts, tune);
+        match build(c.method, &o) {
             Ok((plan, setup)) => {
                 choice.candidates[i].measured_setup_ms = Some(setup);
                 built.push((i, plan));
@@ -542,13 +611,5 @@ fn decide<T: Scalar>(
     choice.method = choice.candidates[i].method;
     choice.basis = Basis::Timed;
     choice.timing_ms = timing_start.elapsed().as_secs_f64() * 1e3;
-    remember::store(
-        key,
-        remember::Remembered {
-            method: choice.method,
-            product_ms: choice.candidates[i].measured_product_ms.unwrap_or(0.0),
-        },
-        file,
-    )?;
-    Ok((choice, keep_plan.then_some(plan)))
+    Ok((i, plan))
 }

@@ -719,6 +719,26 @@ fn shared_caller_buffers_are_read_in_place() {
     assert!(same_bits(&product(&gpu, &plan, &x), &before));
 }
 
+/// Every test matrix with entries, in f32, in buffers of the caller's, on every test device:
+/// `f(gpu, label, a, buffers)`.
+fn each_matrix_in_buffers(mut f: impl FnMut(&Gpu, &str, &CsrMatrix<f32>, &[wgpu::Buffer; 3])) {
+    for (dev, gpu) in gpus() {
+        for (name, a) in test_matrices() {
+            let a = a.cast::<f32>();
+            if a.nnz() == 0 {
+                continue;
+            }
+            let b = caller_buffers(
+                &gpu,
+                a.row_ptr(),
+                a.col_idx(),
+                bytemuck::cast_slice(a.values()),
+            );
+            f(&gpu, &format!("{name} / {dev}"), &a, &b);
+        }
+    }
+}
+
 /// `Auto` from GPU buffers counts the features on the GPU: every method's predicted product time
 /// equals the host choice's (the same integers, so the same features), the same method is
 /// chosen (the profile's setups do not depend on where this adapter builds), built from the
@@ -726,57 +746,101 @@ fn shared_caller_buffers_are_read_in_place() {
 /// equals the host Auto plan's bit for bit.
 #[test]
 fn auto_from_gpu_buffers_counts_the_hosts_features() {
-    for (dev, gpu) in gpus() {
-        for (name, a) in test_matrices() {
-            let a = a.cast::<f32>();
-            if a.nnz() == 0 {
-                continue;
-            }
-            let label = format!("{name} / {dev}");
-            let b = caller_buffers(
-                &gpu,
-                a.row_ptr(),
-                a.col_idx(),
-                bytemuck::cast_slice(a.values()),
-            );
-            let opts = PlanOptions::default();
-            let from_gpu = gpu
-                .prepare_gpu_csr::<f32>(&described(a.shape(), &b), Method::Auto, &opts)
-                .unwrap();
-            let from_host = gpu.prepare_with(&a, Method::Auto, &opts).unwrap();
-            let (cg, ch) = (
-                from_gpu.report().choice.clone().unwrap(),
-                from_host.report().choice.clone().unwrap(),
-            );
-            let products = |c: &wgspmv::plan::Choice| {
-                let mut v: Vec<(&str, f64)> = c
-                    .candidates
-                    .iter()
-                    .map(|k| (k.method, k.predicted_product_ms))
-                    .collect();
-                v.sort_by(|x, y| x.0.cmp(y.0));
-                v
-            };
-            assert_eq!(products(&cg), products(&ch), "{label}");
-            assert_eq!(from_gpu.method(), from_host.method(), "{label}");
-            if from_gpu.report().built_on_gpu {
-                assert_eq!(from_gpu.report().read_back_bytes, 0, "{label}");
-            }
-            let x: Vec<f32> = random_vector(a.ncols(), 7)
-                .into_iter()
-                .map(|v| v as f32)
+    each_matrix_in_buffers(|gpu, label, a, b| {
+        let opts = PlanOptions::default();
+        let from_gpu = gpu
+            .prepare_gpu_csr::<f32>(&described(a.shape(), b), Method::Auto, &opts)
+            .unwrap();
+        let from_host = gpu.prepare_with(a, Method::Auto, &opts).unwrap();
+        let (cg, ch) = (
+            from_gpu.report().choice.clone().unwrap(),
+            from_host.report().choice.clone().unwrap(),
+        );
+        let products = |c: &wgspmv::plan::Choice| {
+            let mut v: Vec<(&str, f64)> = c
+                .candidates
+                .iter()
+                .map(|k| (k.method, k.predicted_product_ms))
                 .collect();
-            assert!(
-                same_bits(
-                    &product(&gpu, &from_gpu, &x),
-                    &product(&gpu, &from_host, &x)
-                ),
-                "{label}: [{}] vs [{}]",
-                from_gpu.report(),
-                from_host.report()
-            );
+            v.sort_by(|x, y| x.0.cmp(y.0));
+            v
+        };
+        assert_eq!(products(&cg), products(&ch), "{label}");
+        assert_eq!(from_gpu.method(), from_host.method(), "{label}");
+        if from_gpu.report().built_on_gpu {
+            assert_eq!(from_gpu.report().read_back_bytes, 0, "{label}");
         }
-    }
+        let x: Vec<f32> = random_vector(a.ncols(), 7)
+            .into_iter()
+            .map(|v| v as f32)
+            .collect();
+        assert!(
+            same_bits(&product(gpu, &from_gpu, &x), &product(gpu, &from_host, &x)),
+            "{label}: [{}] vs [{}]",
+            from_gpu.report(),
+            from_host.report()
+        );
+    });
+}
+
+/// A timed `Auto` from GPU buffers builds its candidates from the buffers and times them: it
+/// reads back what its chosen method built from the buffers does (nothing where that method
+/// builds on the GPU), measured times in the report,
+/// and the product of the same method built from the host CSR, bit for bit. A budget that is
+/// not a positive number is a typed error.
+#[test]
+fn timed_auto_from_gpu_buffers_reads_nothing_back() {
+    each_matrix_in_buffers(|gpu, label, a, b| {
+        let mut opts = PlanOptions::default();
+        opts.auto.timed_budget_products = Some(20.0);
+        let plan = gpu
+            .prepare_gpu_csr::<f32>(&described(a.shape(), b), Method::Auto, &opts)
+            .unwrap();
+        let choice = plan.report().choice.clone().unwrap();
+        assert!(
+            choice
+                .candidates
+                .iter()
+                .any(|k| k.method == plan.method().name() && k.measured_product_ms.is_some()),
+            "{label}: {}",
+            plan.report()
+        );
+        // It reads back what its method built from the buffers reads back, no more.
+        let direct = gpu
+            .prepare_gpu_csr::<f32>(
+                &described(a.shape(), b),
+                plan.method(),
+                &PlanOptions::default(),
+            )
+            .unwrap();
+        assert_eq!(
+            plan.report().read_back_bytes,
+            direct.report().read_back_bytes,
+            "{label}: [{}]",
+            plan.report()
+        );
+        let host = gpu
+            .prepare_with(a, plan.method(), &PlanOptions::default())
+            .unwrap();
+        let x: Vec<f32> = random_vector(a.ncols(), 9)
+            .into_iter()
+            .map(|v| v as f32)
+            .collect();
+        assert!(
+            same_bits(&product(gpu, &plan, &x), &product(gpu, &host, &x)),
+            "{label}: [{}] vs [{}]",
+            plan.report(),
+            host.report()
+        );
+        opts.auto.timed_budget_products = Some(f64::NAN);
+        assert!(matches!(
+            gpu.prepare_gpu_csr::<f32>(&described(a.shape(), b), Method::Auto, &opts),
+            Err(Error::InvalidParameter {
+                name: "timed_budget_products",
+                ..
+            })
+        ));
+    });
 }
 
 /// More strips than one grid dimension holds: the strip builders' grid has workgroups past the
