@@ -12,7 +12,7 @@ use wgspmv::methods::speculative::{Finish, SpeculativeOptions};
 use wgspmv::testing::suite::{random_vector, SuiteClass};
 use wgspmv::{
     matrix::io, BuildOn, CallerBuffers, CsrMatrix, Error, Gpu, GpuCsr, GpuVector, Method,
-    PlanOptions, Scalar,
+    PlanOptions, Scalar, SpmvPlan,
 };
 
 const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
@@ -739,6 +739,20 @@ fn each_matrix_in_buffers(mut f: impl FnMut(&Gpu, &str, &CsrMatrix<f32>, &[wgpu:
     }
 }
 
+/// Two plans of one matrix give the same product, bit for bit, on a random `x`.
+fn assert_same_products(gpu: &Gpu, label: &str, p: &SpmvPlan<f32>, q: &SpmvPlan<f32>) {
+    let x: Vec<f32> = random_vector(p.ncols(), 7)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
+    assert!(
+        same_bits(&product(gpu, p, &x), &product(gpu, q, &x)),
+        "{label}: [{}] vs [{}]",
+        p.report(),
+        q.report()
+    );
+}
+
 /// `Auto` from GPU buffers counts the features on the GPU: every method's predicted product time
 /// equals the host choice's (the same integers, so the same features), the same method is
 /// chosen (the profile's setups do not depend on where this adapter builds), built from the
@@ -770,24 +784,14 @@ fn auto_from_gpu_buffers_counts_the_hosts_features() {
         if from_gpu.report().built_on_gpu {
             assert_eq!(from_gpu.report().read_back_bytes, 0, "{label}");
         }
-        let x: Vec<f32> = random_vector(a.ncols(), 7)
-            .into_iter()
-            .map(|v| v as f32)
-            .collect();
-        assert!(
-            same_bits(&product(gpu, &from_gpu, &x), &product(gpu, &from_host, &x)),
-            "{label}: [{}] vs [{}]",
-            from_gpu.report(),
-            from_host.report()
-        );
+        assert_same_products(gpu, label, &from_gpu, &from_host);
     });
 }
 
 /// A timed `Auto` from GPU buffers builds its candidates from the buffers and times them: it
 /// reads back what its chosen method built from the buffers does (nothing where that method
-/// builds on the GPU), measured times in the report,
-/// and the product of the same method built from the host CSR, bit for bit. A budget that is
-/// not a positive number is a typed error.
+/// builds on the GPU), reports measured times, and gives the product of the same method built
+/// from the host CSR, bit for bit. A budget that is not a positive number is a typed error.
 #[test]
 fn timed_auto_from_gpu_buffers_reads_nothing_back() {
     each_matrix_in_buffers(|gpu, label, a, b| {
@@ -822,16 +826,7 @@ fn timed_auto_from_gpu_buffers_reads_nothing_back() {
         let host = gpu
             .prepare_with(a, plan.method(), &PlanOptions::default())
             .unwrap();
-        let x: Vec<f32> = random_vector(a.ncols(), 9)
-            .into_iter()
-            .map(|v| v as f32)
-            .collect();
-        assert!(
-            same_bits(&product(gpu, &plan, &x), &product(gpu, &host, &x)),
-            "{label}: [{}] vs [{}]",
-            plan.report(),
-            host.report()
-        );
+        assert_same_products(gpu, label, &plan, &host);
         opts.auto.timed_budget_products = Some(f64::NAN);
         assert!(matches!(
             gpu.prepare_gpu_csr::<f32>(&described(a.shape(), b), Method::Auto, &opts),
