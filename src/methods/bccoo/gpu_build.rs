@@ -12,15 +12,17 @@
 //! then the column words encoded. Stored zeros (which the kernels skip) are listed on the GPU
 //! for the pass that restores them, their entries read back for the update guard.
 
-use super::{assemble, check_values_fit, finish, kernels, params};
+use super::{
+    assemble, check_values_fit, finish, kernels, params, BccooLayout, FormatOnGpu, Params,
+};
 use crate::gpu::recorder::{submit_copies_and_pass, Recorder, SCAN_BLOCK};
 use crate::gpu::Bind;
-use crate::gpu::{Gpu, RangeRead};
+use crate::gpu::{DeviceBuffer, Gpu, RangeRead};
 use crate::matrix::{check_u32, GpuCsr};
 use crate::methods::common::bad;
 use crate::methods::{Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout, ZeroGuard};
-use crate::plan::{Binding, Phases, SpmvPlan};
+use crate::plan::{Binding, Phases, SpmvPlan, Stage};
 use crate::{Result, Scalar};
 use std::sync::Arc;
 
@@ -116,6 +118,67 @@ fn submit(
     submit_copies_and_pass(gpu, "bccoo build", during, copies, f)
 }
 
+/// What the GPU builds of one matrix leave for the next (a tuning's candidates, `tune.rs`), so
+/// that a candidate skips the work it shares with the last one: the counts of every block size
+/// (any candidate), the blocks placed at one block size and slice count (a candidate of another
+/// tile or workgroup size rearranges them: `build_relayout.wgsl`), and the finished format (a
+/// candidate that differs only in how the kernel runs it: strategy, cache, carry path).
+#[derive(Default)]
+pub(crate) struct BuildReuse {
+    /// The matrix's rows, columns and entries (a reuse serves one matrix).
+    shape: Option<(usize, usize, usize)>,
+    counted: Option<Counted>,
+    placed: Option<Placed>,
+}
+
+/// The first submission's findings: block counts, the largest column, the stored zeros.
+struct Counted {
+    st: Vec<u32>,
+    zero_stage: Option<Stage>,
+    guard: Arc<ZeroGuard>,
+}
+
+/// Blocks of one size and slice count, placed for one tile and workgroup size.
+struct Placed {
+    /// Block height, width and slices.
+    shape: (u32, u32, u32),
+    /// Tile and workgroup size of the values' transposed layout.
+    tiling: (u32, u32),
+    /// Stored blocks (natural order, before padding), padded blocks, empty block rows.
+    blocks: u64,
+    padded: u64,
+    empty: u64,
+    compact: bool,
+    maybe_delta: bool,
+    /// Block columns in natural order (padding repeats the last stored block's).
+    cols: Arc<DeviceBuffer>,
+    flags: Arc<DeviceBuffer>,
+    values: Arc<DeviceBuffer>,
+    sources: Arc<DeviceBuffer>,
+    row_map: Arc<DeviceBuffer>,
+    row_map_words: u64,
+    /// The format finished from these blocks, and the layout asked for it.
+    format: Option<(BccooLayout, FormatOnGpu)>,
+}
+
+/// Mirrors `RelayoutParams` in shaders/bccoo/build_relayout.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct RelayoutParams {
+    blocks: u32,
+    width: u32,
+    old_padded: u32,
+    old_tile: u32,
+    old_threads: u32,
+    old_flag_words: u32,
+    padded: u32,
+    tile: u32,
+    threads: u32,
+    slots: u32,
+    flag_words: u32,
+    pad: u32,
+}
+
 /// The plan built on the GPU, or `None` where the host builds it (tuning, f64 without 64-bit
 /// integers in shaders: the host path then gives the same result or error).
 pub(crate) fn prepare<T: Scalar>(
@@ -124,10 +187,31 @@ pub(crate) fn prepare<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<Option<SpmvPlan<T>>> {
-    if opts.bccoo.tune || (T::NEEDS_F64 && !gpu.info().has(wgpu::Features::SHADER_INT64)) {
+    if opts.bccoo.tune {
+        return Ok(None);
+    }
+    prepare_reusing(gpu, a, method, opts, &mut BuildReuse::default())
+}
+
+/// [`prepare`] for a tuning's candidates (the tuning options are not looked at), skipping what
+/// `reuse` holds from earlier builds of the same matrix and leaving this build's work there.
+pub(crate) fn prepare_reusing<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    method: Method,
+    opts: &PlanOptions,
+    reuse: &mut BuildReuse,
+) -> Result<Option<SpmvPlan<T>>> {
+    if T::NEEDS_F64 && !gpu.info().has(wgpu::Features::SHADER_INT64) {
         return Ok(None);
     }
     let (nrows, ncols, nnz) = (a.nrows, a.ncols, a.nnz);
+    if reuse.shape != Some((nrows, ncols, nnz)) {
+        *reuse = BuildReuse {
+            shape: Some((nrows, ncols, nnz)),
+            ..Default::default()
+        };
+    }
     let s = std::mem::size_of::<T>() as u64;
     let vw = (s / 4) as u32;
     let mut phases = Phases::start(gpu);
@@ -142,59 +226,24 @@ pub(crate) fn prepare<T: Scalar>(
     let none = wgpu::BufferUsages::empty();
     let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
     let uniform = |bp: &BuildParams| gpu.uniform_buffer("bccoo build", bytemuck::bytes_of(bp));
-    let stats = words("bccoo build stats", STATS_WORDS)?;
-    let read_stats = || gpu.read_buffer::<u32>(&stats, STATS_WORDS as usize);
     // Arrays not sized yet (or not used by a pass) are bound as small stand-ins.
     let stand_in = || words("stand-in", 4);
     // Bound whole (the caller's), beside the plan's buffers bound at their asked-for sizes.
     let (rp, ci, va): (&dyn Bind, &dyn Bind, &dyn Bind) = (a.row_ptr, a.col_idx, a.values);
-
-    // 1. Blocks of every size, the largest column, stored zeros.
     let mut bp = BuildParams {
         nrows: nrows as u32,
         ncols: ncols as u32,
         nnz: nnz as u32,
         ..Default::default()
     };
-    let (x0, x1, no_zeros) = (stand_in()?, stand_in()?, stand_in()?);
-    let u = uniform(&bp);
-    let stats_kernel = kernels::BCCOO_BUILD_STATS;
-    submit(gpu, &[], |r| {
-        let b = [rp, ci, va, &stats, &x0, &x1, &no_zeros, &u];
-        pass(r, stats_kernel, 0, vw, &b, nnz as u64)
-    })?;
-    let st = read_stats()?;
-    mark("block statistics read");
-    // Stored zeros: listed for their pass, their entries read back for the update guard.
-    let zeros = st[STAT_ZEROS];
-    let (zero_stage, guard) = if zeros == 0 {
-        (None, ZeroGuard::of_entries(Vec::new()))
-    } else {
-        let n = zeros as u64;
-        let list = Arc::new(words("stored zeros", 1 + 3 * n)?);
-        let u = uniform(&BuildParams {
-            zero_count: zeros,
-            ..bp
-        });
-        submit(gpu, &[], |r| {
-            let b = [rp, ci, va, &stats, &x0, &x1, &list, &u];
-            pass(r, stats_kernel, 2, vw, &b, nnz as u64)
-        })?;
-        // Only the entries, after the count and the (row, column) pairs.
-        let entries = gpu.read_ranges(&[RangeRead {
-            buffer: &list,
-            ranges: std::iter::once(4 * (1 + 2 * n)..4 * (1 + 3 * n)).collect(),
-            in_place: false,
-        }])?;
-        let guard = ZeroGuard::of_entries(bytemuck::pod_collect_to_vec(&entries[0][0]));
-        let stage = crate::methods::passes::stored_zeros::stage_of_list::<T>(
-            gpu,
-            Binding::Owned(list),
-            zeros,
-        )?;
-        (Some(stage), guard)
-    };
-    mark("stored zeros listed");
+
+    // 1. Blocks of every size, the largest column, stored zeros.
+    if reuse.counted.is_none() {
+        reuse.counted = Some(count::<T>(gpu, a, &bp, vw)?);
+        mark("block statistics read, stored zeros listed");
+    }
+    let counted = reuse.counted.as_ref().expect("counted above");
+    let st = &counted.st;
     let counts: Vec<[u64; 3]> = (0..4)
         .map(|h| [0, 1, 2].map(|i| st[h * 3 + i] as u64))
         .collect();
@@ -224,43 +273,71 @@ pub(crate) fn prepare<T: Scalar>(
         ColumnCoding::Auto => max_block_col >= 65536,
         c => c == ColumnCoding::Delta16,
     };
-
-    // 2. Which entries open a block, each block row's blocks, the empty block rows.
     bp.height = h as u32;
     bp.width = w as u32;
     bp.slices = slices as u32;
     bp.slice_width = slice_width as u32;
     bp.block_rows = block_rows as u32;
     bp.list_base = block_rows as u32 + 1;
-    let owners = words("bccoo block openers", nnz as u64 + 1)?;
-    let block_row = words("bccoo block rows", block_rows as u64 + 1)?;
-    let nonempty = words("bccoo non-empty block rows", 2 * block_rows as u64 + 1)?;
-    let scan_sums = words(
-        "bccoo scan blocks",
-        (nnz.max(block_rows) as u64 + 1).div_ceil(SCAN_BLOCK as u64),
-    )?;
-    let u = uniform(&bp);
-    let x2 = stand_in()?;
-    submit(gpu, &[], |r| {
-        let blocks = [rp, ci, va, &owners, &block_row, &x0, &x1, &x2, &u];
-        pass(r, kernels::BCCOO_BUILD_BLOCKS, 0, vw, &blocks, nnz as u64)?;
-        r.scan(&owners, &scan_sums, nnz as u32 + 1)?;
-        let rows = [rp, ci, &owners, &block_row, &nonempty, &x0, &x1, &stats, &u];
-        pass(
-            r,
-            kernels::BCCOO_BUILD_ROWS,
-            0,
-            vw,
-            &rows,
-            block_rows as u64,
-        )
-    })?;
-    let st = read_stats()?;
-    mark("block rows read");
-    let (empty, nonempty_blocks) = (st[STAT_EMPTY_ROWS] as u64, st[STAT_OWNERS] as u64);
-    let compact = slices > 1 && empty * COMPACT_EMPTY_ROWS > nonempty_blocks;
-    let blocks = nonempty_blocks + if compact { 0 } else { empty };
+    bp.coding = if maybe_delta { 2 } else { 0 };
     let group_blocks = layout.group_blocks();
+
+    // The blocks of this size placed by an earlier build (rearranged where its tiles differ), or
+    // placed now.
+    let earlier = reuse
+        .placed
+        .take()
+        .filter(|pl| pl.shape == (p.h, p.w, p.slices) && pl.maybe_delta == maybe_delta);
+    let tiling = (p.tile, p.wg);
+    if let Some(pl) = &earlier {
+        if let Some((l, f)) = pl.format.as_ref().filter(|(l, _)| *l == layout) {
+            // The same format: only the kernels differ.
+            let plan = plan_of::<T>(gpu, (nrows, ncols, nnz), f.clone(), pl, counted, &p, method)?;
+            mark("format reused");
+            debug_assert_eq!(*l, layout);
+            reuse.placed = earlier;
+            phases.analysis();
+            return Ok(Some(finish(plan, phases)));
+        }
+    }
+    let stats = words("bccoo build stats", STATS_WORDS)?;
+    let read_stats = || gpu.read_buffer::<u32>(&stats, STATS_WORDS as usize);
+    let relayout = earlier.filter(|pl| pl.blocks > 0);
+    let (blocks, empty, compact, placement_rows) = match &relayout {
+        Some(pl) => (pl.blocks, pl.empty, pl.compact, None),
+        None => {
+            // 2. Which entries open a block, each block row's blocks, the empty block rows.
+            let owners = words("bccoo block openers", nnz as u64 + 1)?;
+            let block_row = words("bccoo block rows", block_rows as u64 + 1)?;
+            let nonempty = words("bccoo non-empty block rows", 2 * block_rows as u64 + 1)?;
+            let scan_sums = words(
+                "bccoo scan blocks",
+                (nnz.max(block_rows) as u64 + 1).div_ceil(SCAN_BLOCK as u64),
+            )?;
+            let u = uniform(&bp);
+            let (x0, x1, x2) = (stand_in()?, stand_in()?, stand_in()?);
+            submit(gpu, &[], |r| {
+                let blocks = [rp, ci, va, &owners, &block_row, &x0, &x1, &x2, &u];
+                pass(r, kernels::BCCOO_BUILD_BLOCKS, 0, vw, &blocks, nnz as u64)?;
+                r.scan(&owners, &scan_sums, nnz as u32 + 1)?;
+                let rows = [rp, ci, &owners, &block_row, &nonempty, &x0, &x1, &stats, &u];
+                pass(
+                    r,
+                    kernels::BCCOO_BUILD_ROWS,
+                    0,
+                    vw,
+                    &rows,
+                    block_rows as u64,
+                )
+            })?;
+            let st = read_stats()?;
+            mark("block rows read");
+            let (empty, nonempty_blocks) = (st[STAT_EMPTY_ROWS] as u64, st[STAT_OWNERS] as u64);
+            let compact = slices > 1 && empty * COMPACT_EMPTY_ROWS > nonempty_blocks;
+            let blocks = nonempty_blocks + if compact { 0 } else { empty };
+            (blocks, empty, compact, Some((owners, block_row, nonempty)))
+        }
+    };
     let padded = blocks.div_ceil(group_blocks).max(1) * group_blocks;
     check_u32("BCCOO blocks", (padded * (w * h) as u64) as usize)?;
     let slots = padded * (h * w) as u64;
@@ -269,7 +346,8 @@ pub(crate) fn prepare<T: Scalar>(
     let threads = groups * p.wg as u64;
     phases.analysis();
 
-    // 3. Every entry placed, row stops, zero blocks, per-thread and per-workgroup data.
+    // 3. Every entry placed (or the earlier blocks rearranged), row stops, zero blocks,
+    // per-thread and per-workgroup data.
     bp.blocks = blocks as u32;
     bp.padded_blocks = padded as u32;
     bp.tile = p.tile;
@@ -277,20 +355,24 @@ pub(crate) fn prepare<T: Scalar>(
     bp.groups = groups as u32;
     bp.threads = threads as u32;
     bp.compact = compact as u32;
-    bp.coding = if maybe_delta { 2 } else { 0 };
     bp.group_info_base = threads as u32 + 1;
     bp.carry_base = (threads + 1 + groups) as u32;
-    let cols = words("bccoo block columns", padded)?;
+    let cols = Arc::new(words("bccoo block columns", padded)?);
     let values = Arc::new(gpu.storage_zeroed("bccoo values", slots * s, none)?);
     let sources = Arc::new(words("gather sources", slots)?);
     let flag_words = padded.div_ceil(32);
     let flags = Arc::new(words("bccoo flags", flag_words)?);
-    let row_map_words = if compact {
-        2 * (block_rows as u64).div_ceil(32)
-    } else {
-        1
+    let (row_map, row_map_words) = match &relayout {
+        Some(pl) => (pl.row_map.clone(), pl.row_map_words),
+        None => {
+            let n = if compact {
+                2 * (block_rows as u64).div_ceil(32)
+            } else {
+                1
+            };
+            (Arc::new(words("bccoo+ row map", n)?), n)
+        }
     };
-    let row_map = Arc::new(words("bccoo+ row map", row_map_words)?);
     let aux_head = words("bccoo aux", threads + 1 + 2 * groups)?;
     let thread_escapes = words("bccoo thread escapes", threads + 1)?;
     let carried = words("bccoo carried groups", groups + 1)?;
@@ -303,31 +385,74 @@ pub(crate) fn prepare<T: Scalar>(
     let u = uniform(&bp);
     mark("format buffers allocated");
     submit(gpu, &[], |r| {
-        let (b, rw) = (kernels::BCCOO_BUILD_BLOCKS, kernels::BCCOO_BUILD_ROWS);
-        let blocks_b = [
-            rp, ci, va, &owners, &block_row, &cols, &values, &sources, &u,
-        ];
-        let rows_b = [
-            rp, ci, &owners, &block_row, &nonempty, &cols, &flags, &stats, &u,
-        ];
-        pass(r, b, 1, vw, &blocks_b, block_rows as u64)?;
-        r.scan(&block_row, &scan_sums, block_rows as u32 + 1)?;
-        r.scan(&nonempty, &scan_sums, block_rows as u32 + 1)?;
-        pass(r, rw, 1, vw, &rows_b, block_rows as u64)?;
-        pass(r, b, 2, vw, &blocks_b, slots)?;
-        pass(r, b, 3, vw, &blocks_b, nnz as u64)?;
-        pass(r, rw, 2, vw, &rows_b, flag_words)?;
-        pass(r, rw, 3, vw, &rows_b, block_rows as u64)?;
-        pass(r, rw, 4, vw, &rows_b, padded - blocks)?;
-        if compact {
-            let stats_b = [rp, ci, va, &stats, &nonempty, &row_map, &no_zeros, &u];
-            let words = (block_rows as u64).div_ceil(32);
-            pass(r, kernels::BCCOO_BUILD_STATS, 1, vw, &stats_b, words)?;
+        match (&relayout, &placement_rows) {
+            (Some(pl), _) => {
+                let (old_tile, old_wg) = pl.tiling;
+                let rp = RelayoutParams {
+                    blocks: blocks as u32,
+                    width: w as u32,
+                    old_padded: pl.padded as u32,
+                    old_tile,
+                    old_threads: old_wg,
+                    old_flag_words: pl.padded.div_ceil(32) as u32,
+                    padded: padded as u32,
+                    tile: p.tile,
+                    threads: p.wg,
+                    slots: slots as u32,
+                    flag_words: flag_words as u32,
+                    pad: 0,
+                };
+                let ru = gpu.uniform_buffer("bccoo relayout", bytemuck::bytes_of(&rp));
+                let b: [&dyn Bind; 9] = [
+                    &*pl.values,
+                    &*pl.sources,
+                    &*pl.cols,
+                    &*pl.flags,
+                    &*values,
+                    &*sources,
+                    &*cols,
+                    &*flags,
+                    &ru,
+                ];
+                let count = slots.max(padded);
+                r.dispatch(
+                    kernels::BCCOO_BUILD_RELAYOUT,
+                    vec![("VAL_WORDS", vw)],
+                    &b,
+                    count.div_ceil(WG) as u32,
+                )?;
+            }
+            (None, Some((owners, block_row, nonempty))) => {
+                let (b, rw) = (kernels::BCCOO_BUILD_BLOCKS, kernels::BCCOO_BUILD_ROWS);
+                let blocks_b = [
+                    rp, ci, va, owners, block_row, &*cols, &*values, &*sources, &u,
+                ];
+                let rows_b = [
+                    rp, ci, owners, block_row, nonempty, &*cols, &*flags, &stats, &u,
+                ];
+                pass(r, b, 1, vw, &blocks_b, block_rows as u64)?;
+                r.scan(block_row, &scan_sums, block_rows as u32 + 1)?;
+                r.scan(nonempty, &scan_sums, block_rows as u32 + 1)?;
+                pass(r, rw, 1, vw, &rows_b, block_rows as u64)?;
+                pass(r, b, 2, vw, &blocks_b, slots)?;
+                pass(r, b, 3, vw, &blocks_b, nnz as u64)?;
+                pass(r, rw, 2, vw, &rows_b, flag_words)?;
+                pass(r, rw, 3, vw, &rows_b, block_rows as u64)?;
+                pass(r, rw, 4, vw, &rows_b, padded - blocks)?;
+                if compact {
+                    let no_zeros = words("stand-in", 4)?;
+                    let stats_b = [rp, ci, va, &stats, nonempty, &*row_map, &no_zeros, &u];
+                    let words = (block_rows as u64).div_ceil(32);
+                    pass(r, kernels::BCCOO_BUILD_STATS, 1, vw, &stats_b, words)?;
+                }
+            }
+            (None, None) => unreachable!("blocks are placed or rearranged"),
         }
         let t = kernels::BCCOO_BUILD_TILES;
+        let x0 = words("stand-in", 4)?;
         let tiles_b: [&dyn Bind; 8] = [
             &*flags,
-            &cols,
+            &*cols,
             &aux_head,
             &thread_escapes,
             &carried,
@@ -344,8 +469,15 @@ pub(crate) fn prepare<T: Scalar>(
         r.scan(&carried, &scan_sums, groups as u32 + 1)?;
         pass(r, t, 2, vw, &tiles_b, groups)
     })?;
+    let rearranged = relayout.is_some();
+    drop(placement_rows);
+    drop(relayout);
     let st = read_stats()?;
-    mark("entries placed, tiles read");
+    mark(if rearranged {
+        "blocks rearranged, tiles read"
+    } else {
+        "entries placed, tiles read"
+    });
     let (escapes, carries) = (st[STAT_ESCAPES] as u64, st[STAT_CARRIES] as u64);
 
     // 4. The column words, and the auxiliary array at its exact size.
@@ -376,12 +508,12 @@ pub(crate) fn prepare<T: Scalar>(
         let t = kernels::BCCOO_BUILD_TILES;
         let tiles_b: [&dyn Bind; 8] = [
             &*flags,
-            &cols,
-            &aux,
+            &*cols,
+            &*aux,
             &thread_escapes,
             &carried,
             &stats,
-            &columns,
+            &*columns,
             &u,
         ];
         pass(r, t, 3, vw, &tiles_b, col_word_count)?;
@@ -394,6 +526,7 @@ pub(crate) fn prepare<T: Scalar>(
     mark("column words submitted");
 
     let hw = (h * w) as u64;
+    let zeros = st_zeros(counted);
     let footprint = Footprint {
         flags: flag_words * 4,
         columns: (col_word_count + escape_words) * 4,
@@ -401,7 +534,7 @@ pub(crate) fn prepare<T: Scalar>(
         auxiliary: (aux_words + if compact { row_map_words } else { 0 }) * 4,
         empty_row_blocks: if compact { 0 } else { empty },
         // The blocks' zeros: their fill and the stored zeros.
-        stored_zeros: blocks * hw - (nnz as u64 - zeros as u64) + (padded - blocks) * hw,
+        stored_zeros: blocks * hw - (nnz as u64 - zeros) + (padded - blocks) * hw,
         csr: nnz as u64 * (s + 4) + (nrows as u64 + 1) * 4,
         coo: nnz as u64 * (s + 8),
     };
@@ -421,7 +554,7 @@ pub(crate) fn prepare<T: Scalar>(
         empty_row_blocks: if compact { 0 } else { empty as usize },
         mapped: compact,
         footprint,
-        flags: Binding::Owned(flags),
+        flags: Binding::Owned(flags.clone()),
         columns: Binding::Owned(columns),
         escape_base: col_word_count as u32,
         values: values.clone(),
@@ -429,19 +562,304 @@ pub(crate) fn prepare<T: Scalar>(
         group_info_base: threads as u32 + 1,
         carry_base: (threads + 1 + groups) as u32,
         thread_escape_base: head as u32,
-        row_map: Binding::Owned(row_map),
+        row_map: Binding::Owned(row_map.clone()),
     };
-    let gather = GatherPart::on_gpu(values, sources, slots as usize, 0..nnz as u64);
-    let value_layout = ValueLayout::Guarded(vec![gather], guard);
-    let plan = assemble(
+    let placed = Placed {
+        shape: (p.h, p.w, p.slices),
+        tiling,
+        blocks,
+        padded,
+        empty,
+        compact,
+        maybe_delta,
+        cols,
+        flags,
+        values,
+        sources,
+        row_map,
+        row_map_words,
+        format: Some((layout, format.clone())),
+    };
+    let plan = plan_of::<T>(
         gpu,
         (nrows, ncols, nnz),
         format,
+        &placed,
+        counted,
         &p,
         method,
-        value_layout,
-        zero_stage,
     )?;
+    reuse.placed = Some(placed);
     mark("plan assembled");
     Ok(Some(finish(plan, phases)))
+}
+
+/// The stored zeros the first submission counted.
+fn st_zeros(c: &Counted) -> u64 {
+    c.st[STAT_ZEROS] as u64
+}
+
+/// The first submission: block counts of every size, the largest column, the stored zeros
+/// (listed for their pass, their entries read back for the update guard).
+fn count<T: Scalar>(gpu: &Gpu, a: &GpuCsr, bp: &BuildParams, vw: u32) -> Result<Counted> {
+    let (rp, ci, va): (&dyn Bind, &dyn Bind, &dyn Bind) = (a.row_ptr, a.col_idx, a.values);
+    let none = wgpu::BufferUsages::empty();
+    let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
+    let uniform = |bp: &BuildParams| gpu.uniform_buffer("bccoo build", bytemuck::bytes_of(bp));
+    let stats = words("bccoo build stats", STATS_WORDS)?;
+    let (x0, x1, no_zeros) = (
+        words("stand-in", 4)?,
+        words("stand-in", 4)?,
+        words("stand-in", 4)?,
+    );
+    let u = uniform(bp);
+    let stats_kernel = kernels::BCCOO_BUILD_STATS;
+    submit(gpu, &[], |r| {
+        let b = [rp, ci, va, &stats, &x0, &x1, &no_zeros, &u];
+        pass(r, stats_kernel, 0, vw, &b, a.nnz as u64)
+    })?;
+    let st = gpu.read_buffer::<u32>(&stats, STATS_WORDS as usize)?;
+    let zeros = st[STAT_ZEROS];
+    if zeros == 0 {
+        return Ok(Counted {
+            st,
+            zero_stage: None,
+            guard: ZeroGuard::of_entries(Vec::new()),
+        });
+    }
+    let n = zeros as u64;
+    let list = Arc::new(words("stored zeros", 1 + 3 * n)?);
+    let u = uniform(&BuildParams {
+        zero_count: zeros,
+        ..*bp
+    });
+    submit(gpu, &[], |r| {
+        let b = [rp, ci, va, &stats, &x0, &x1, &list, &u];
+        pass(r, stats_kernel, 2, vw, &b, a.nnz as u64)
+    })?;
+    // Only the entries, after the count and the (row, column) pairs.
+    let entries = gpu.read_ranges(&[RangeRead {
+        buffer: &list,
+        ranges: std::iter::once(4 * (1 + 2 * n)..4 * (1 + 3 * n)).collect(),
+        in_place: false,
+    }])?;
+    let guard = ZeroGuard::of_entries(bytemuck::pod_collect_to_vec(&entries[0][0]));
+    let stage =
+        crate::methods::passes::stored_zeros::stage_of_list::<T>(gpu, Binding::Owned(list), zeros);
+    Ok(Counted {
+        st,
+        zero_stage: Some(stage?),
+        guard,
+    })
+}
+
+/// The plan around `format` (built from `placed`): the values gathered through `placed`'s
+/// sources, the stored zeros' pass and guard from `counted`.
+fn plan_of<T: Scalar>(
+    gpu: &Gpu,
+    shape: (usize, usize, usize),
+    format: FormatOnGpu,
+    placed: &Placed,
+    counted: &Counted,
+    p: &Params,
+    method: Method,
+) -> Result<SpmvPlan<T>> {
+    let (h, w, _) = placed.shape;
+    let slots = placed.padded * (h * w) as u64;
+    let gather = GatherPart::on_gpu(
+        placed.values.clone(),
+        placed.sources.clone(),
+        slots as usize,
+        0..shape.2 as u64,
+    );
+    let value_layout = ValueLayout::Guarded(vec![gather], counted.guard.clone());
+    assemble(
+        gpu,
+        shape,
+        format,
+        p,
+        method,
+        value_layout,
+        counted.zero_stage.clone(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::UploadedCsr;
+    use crate::methods::bccoo::{BccooOptions, Strategy};
+    use crate::testing::{suite::random_vector, SuiteClass};
+    use crate::{CsrMatrix, GpuVector};
+
+    fn gpu() -> Option<Gpu> {
+        match Gpu::new() {
+            Ok(g) => Some(g),
+            Err(e) if std::env::var_os("CI").is_some() => {
+                panic!("CI is set but no GPU adapter could be opened: {e}")
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: no GPU adapter ({e})");
+                None
+            }
+        }
+    }
+
+    /// The words of a plan's format (aux, flags, column words, values, BCCOO+'s row map; read
+    /// before any product).
+    fn words<T: Scalar>(plan: &SpmvPlan<T>) -> Vec<Option<Vec<u32>>> {
+        let mut words = plan.stage_words_for_testing(0, 0..1).unwrap();
+        words.extend(plan.stage_words_for_testing(0, 6..9).unwrap());
+        for stage in 1..3 {
+            words.extend(plan.stage_words_for_testing(stage, 4..5).unwrap());
+        }
+        words
+    }
+
+    /// The bits of a plan's product of `x`.
+    fn product<T: Scalar>(plan: &SpmvPlan<T>, x: &GpuVector<T>) -> Vec<u32> {
+        let mut y = GpuVector::filled(plan.gpu(), plan.nrows(), T::from_f64(f64::NAN)).unwrap();
+        plan.run(x, &mut y).unwrap();
+        bytemuck::cast_slice::<T, u32>(&y.read().unwrap()).to_vec()
+    }
+
+    fn check<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>) {
+        let Some(up) = UploadedCsr::new(gpu, a).unwrap() else {
+            return;
+        };
+        let x: Vec<T> = random_vector(a.ncols(), 3)
+            .into_iter()
+            .map(T::from_f64)
+            .collect();
+        let x = GpuVector::from_slice(gpu, &x).unwrap();
+        // Zero exactly where the old values are (stored zeros must stay zero).
+        let new_values: Vec<T> = a
+            .values()
+            .iter()
+            .map(|v| T::from_f64(-3.0 * v.to_f64()))
+            .collect();
+        let o = |tile, wg, f: &dyn Fn(&mut BccooOptions)| {
+            let mut b = BccooOptions {
+                tile,
+                ..Default::default()
+            };
+            f(&mut b);
+            PlanOptions {
+                bccoo: b,
+                workgroup_size: wg,
+                ..Default::default()
+            }
+        };
+        let per_thread = |b: &mut BccooOptions| {
+            b.strategy = Strategy::PerThread;
+            b.cache_factor = Some(1);
+        };
+        let cache2 = |b: &mut BccooOptions| {
+            b.strategy = Strategy::ResultCache;
+            b.cache_factor = Some(2);
+        };
+        let two_by_two = |b: &mut BccooOptions| {
+            b.block_height = Some(2);
+            b.block_width = Some(2);
+        };
+        let delta = |b: &mut BccooOptions| {
+            b.block_height = Some(1);
+            b.block_width = Some(1);
+            b.columns = ColumnCoding::Delta16;
+        };
+        let u32_cols = |b: &mut BccooOptions| {
+            two_by_two(b);
+            b.columns = ColumnCoding::U32;
+        };
+        let sliced = |b: &mut BccooOptions| b.slices = Some(4);
+        // Each candidate after the first shares something with the one before: the counts (a
+        // new block size), the blocks (another tile or workgroup size: rearranged), or the
+        // format (another strategy or cache).
+        let steps: Vec<(Method, PlanOptions)> = vec![
+            (Method::Bccoo, o(None, None, &|_| {})),
+            (Method::Bccoo, o(Some(4), None, &|_| {})),
+            (Method::Bccoo, o(Some(64), Some(512), &|_| {})),
+            (Method::Bccoo, o(Some(64), Some(512), &per_thread)),
+            (Method::Bccoo, o(Some(64), Some(512), &cache2)),
+            (Method::Bccoo, o(Some(8), Some(128), &|_| {})),
+            (Method::Bccoo, o(Some(16), Some(256), &two_by_two)),
+            (Method::Bccoo, o(Some(32), Some(128), &two_by_two)),
+            (Method::Bccoo, o(Some(32), Some(128), &u32_cols)),
+            (Method::Bccoo, o(Some(8), Some(256), &delta)),
+            (Method::Bccoo, o(Some(4), Some(128), &delta)),
+            (Method::BccooPlus, o(None, None, &|_| {})),
+            (Method::BccooPlus, o(Some(4), Some(128), &|_| {})),
+            (Method::BccooPlus, o(Some(16), None, &sliced)),
+            (Method::BccooPlus, o(Some(64), Some(512), &sliced)),
+        ];
+        let mut reuse = BuildReuse::default();
+        let mut built = Vec::new();
+        for (k, (m, opts)) in steps.iter().enumerate() {
+            let label = format!("{name} / {} / step {k} {m}", T::NAME);
+            let fresh = match prepare::<T>(gpu, &up.view(), *m, opts) {
+                Ok(p) => p.expect("built on the GPU"),
+                // An option this adapter or matrix refuses: refused the same way.
+                Err(e) => {
+                    let r = prepare_reusing::<T>(gpu, &up.view(), *m, opts, &mut reuse);
+                    assert_eq!(
+                        format!("{:?}", r.err()),
+                        format!("{:?}", Some(e)),
+                        "{label}"
+                    );
+                    continue;
+                }
+            };
+            let reused = prepare_reusing::<T>(gpu, &up.view(), *m, opts, &mut reuse)
+                .unwrap()
+                .expect("built on the GPU");
+            let (f, r) = (fresh.bccoo().unwrap(), reused.bccoo().unwrap());
+            assert_eq!(f.summary(), r.summary(), "{label}");
+            assert_eq!(f.footprint, r.footprint, "{label}");
+            let (fg, rg) = (
+                (f.groups, f.carry_groups, f.longest_chain),
+                (r.groups, r.carry_groups, r.longest_chain),
+            );
+            assert_eq!(fg, rg, "{label}");
+            for (i, (g, h)) in words(&reused).iter().zip(&words(&fresh)).enumerate() {
+                let first = g.as_ref().zip(h.as_ref()).and_then(|(g, h)| {
+                    let at = g.iter().zip(h).position(|(a, b)| a != b);
+                    at.or((g.len() != h.len()).then_some(g.len().min(h.len())))
+                });
+                assert!(
+                    first.is_none() && g.is_some() == h.is_some(),
+                    "{label}: array {i} differs from word {first:?} [{}]",
+                    reused.report()
+                );
+            }
+            assert!(product(&reused, &x) == product(&fresh, &x), "{label}");
+            built.push((label, fresh, reused));
+        }
+        // Value updates go through the rearranged sources. Plans of one search share their
+        // format's buffers (as a tuning's candidates do), so the updates come after every build;
+        // every plan gets the same values.
+        for (label, fresh, reused) in &built {
+            fresh.update_values(&new_values).unwrap();
+            reused.update_values(&new_values).unwrap();
+            let same = product(reused, &x) == product(fresh, &x);
+            assert!(same, "{label}: products after a value update differ");
+        }
+    }
+
+    /// Candidates built through a reuse (the counts shared across block sizes, the blocks
+    /// rearranged for another tile and workgroup size, the format shared across strategies)
+    /// equal fresh builds with the same options word for word, product for product, and after
+    /// a value update (which goes through the rearranged sources).
+    #[test]
+    fn reused_builds_equal_fresh_builds() {
+        let Some(gpu) = gpu() else { return };
+        let f64_ok = gpu.info().has(wgpu::Features::SHADER_F64)
+            && gpu.info().has(wgpu::Features::SHADER_INT64);
+        for class in SuiteClass::ALL {
+            let a = class.generate(30_000, 7);
+            check(&gpu, class.name(), &a.cast::<f32>());
+            if f64_ok && matches!(class, SuiteClass::Banded | SuiteClass::EmptyRows) {
+                check(&gpu, class.name(), &a);
+            }
+        }
+    }
 }

@@ -90,6 +90,15 @@ pub const BCCOO_BUILD_TILES: Kernel = Kernel {
     derive: None,
 };
 
+/// A tuning candidate's blocks rearranged from an earlier candidate's tile and workgroup size.
+pub const BCCOO_BUILD_RELAYOUT: Kernel = Kernel {
+    name: "bccoo_build_relayout",
+    file: "bccoo/build_relayout",
+    heights: &[],
+    overrides: &[("VAL_WORDS", &[1, 2])],
+    derive: None,
+};
+
 /// Every kernel of `bccoo` and `bccoo-plus`, for validation.
 pub const KERNELS: &[Kernel] = &[
     BCCOO,
@@ -99,4 +108,5 @@ pub const KERNELS: &[Kernel] = &[
     BCCOO_BUILD_BLOCKS,
     BCCOO_BUILD_ROWS,
     BCCOO_BUILD_TILES,
+    BCCOO_BUILD_RELAYOUT,
 ];

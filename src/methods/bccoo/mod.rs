@@ -600,6 +600,7 @@ fn combine_stage<T: Scalar>(
 
 /// A BCCOO format in GPU buffers (built on the host and uploaded, or built on the GPU): what the
 /// kernels bind and what the plan and its report say of it.
+#[derive(Clone)]
 pub(crate) struct FormatOnGpu {
     /// The layout, column coding resolved.
     pub layout: BccooLayout,

@@ -12,6 +12,7 @@
 //! value type: in this process, or, when [`BccooOptions::tune_file`] names one, in a tuning file
 //! shared across processes (one line per choice, appended).
 
+use super::gpu_build::BuildReuse;
 use super::{
     build, build_reusing, single_pass_is_safe, smallest_footprints, BccooOptions, Carry,
     ColumnCoding, FormatCache, Strategy,
@@ -312,7 +313,7 @@ fn staged<T: Scalar>(
 ) -> Result<Searched<T>> {
     let info = gpu.info();
     let given = given.clone();
-    let mut formats: FormatCache<T> = None;
+    let mut reuse = Reuse::<T>::default();
     let mut candidates = Vec::new();
     // Builds and times a candidate, returning the plan so that the winner is not built again.
     // The first candidate is timed after a warm-up that settles the clocks; each later one
@@ -325,7 +326,7 @@ fn staged<T: Scalar>(
                 workgroup_size: wg,
                 ..opts.clone()
             };
-            let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut formats) {
+            let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut reuse) {
                 Ok(p) => p,
                 Err(e) if unfit(&e) => return Ok(None),
                 Err(e) => return Err(e),
@@ -482,29 +483,38 @@ fn staged<T: Scalar>(
                 workgroup_size: best_wg,
                 ..opts.clone()
             };
-            build_candidate(gpu, a, uploaded, method, &po, &mut None)?
+            build_candidate(gpu, a, uploaded, method, &po, &mut Reuse::default())?
         }
     };
     Ok((plan, candidates))
 }
 
+/// What a search's builds leave for its next candidates: the last host format, the GPU builds'
+/// counts, blocks and format.
+#[derive(Default)]
+struct Reuse<T: Scalar> {
+    host: FormatCache<T>,
+    gpu: BuildReuse,
+}
+
 /// Builds one candidate: on the GPU from the uploaded CSR where there is one (the GPU build
-/// takes it), else on the host, reusing `formats` for candidates of the same layout.
+/// takes it), else on the host, reusing what earlier candidates built where they share it.
 fn build_candidate<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
     uploaded: Option<&UploadedCsr>,
     method: Method,
     po: &PlanOptions,
-    formats: &mut FormatCache<T>,
+    reuse: &mut Reuse<T>,
 ) -> Result<SpmvPlan<T>> {
     if let Some(up) = uploaded {
-        if let Some(mut plan) = super::gpu_build::prepare(gpu, &up.view(), method, po)? {
+        let built = super::gpu_build::prepare_reusing(gpu, &up.view(), method, po, &mut reuse.gpu)?;
+        if let Some(mut plan) = built {
             plan.report_mut().built_on_gpu = true;
             return Ok(plan);
         }
     }
-    build_reusing(gpu, a, method, po, formats)
+    build_reusing(gpu, a, method, po, &mut reuse.host)
 }
 
 /// Rounds of the guided search's timing (each candidate keeps its fastest).
@@ -544,7 +554,7 @@ fn guided<T: Scalar>(
     gx: &GpuVector<T>,
     gy: &mut GpuVector<T>,
 ) -> Result<Searched<T>> {
-    let mut formats: FormatCache<T> = None;
+    let mut reuse = Reuse::<T>::default();
     let po = |o: &BccooOptions| PlanOptions {
         bccoo: BccooOptions {
             tune: false,
@@ -553,7 +563,7 @@ fn guided<T: Scalar>(
         },
         ..opts.clone()
     };
-    let first = build_candidate(gpu, a, uploaded, method, &po(given), &mut formats)?;
+    let first = build_candidate(gpu, a, uploaded, method, &po(given), &mut reuse)?;
     // The untuned plan's time sets the budget and the samples' length.
     let once = SpmvPlan::time_together(&[&first], gx, gy, 1, 2, false)?[0].max(1e-6);
     // Candidates compared at a GPU's idle clocks rank otherwise than settled (docs/bccoo.md):
@@ -626,7 +636,7 @@ fn guided<T: Scalar>(
             workgroup_size: o.1,
             ..po(&o.0)
         };
-        let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut formats) {
+        let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut reuse) {
             Ok(p) => p,
             Err(e) if unfit(&e) => return Ok(false),
             Err(e) => return Err(e),
