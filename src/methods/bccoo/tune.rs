@@ -23,7 +23,6 @@ use crate::methods::{Method, PlanOptions};
 use crate::plan::SpmvPlan;
 use crate::{CsrMatrix, Result, Scalar};
 use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -120,15 +119,6 @@ fn lookup(text: &str, key: &str) -> Option<(BccooOptions, u32)> {
     })
 }
 
-/// A hash of the matrix's structure (dimensions, row pointers, columns): what speed depends on.
-fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (a.nrows(), a.ncols()).hash(&mut h);
-    a.row_ptr().hash(&mut h);
-    a.col_idx().hash(&mut h);
-    h.finish()
-}
-
 /// The options that rebuild `plan` exactly: every choice it made, pinned (the spin limit from `o`).
 fn pinned<T: Scalar>(plan: &SpmvPlan<T>, o: &BccooOptions) -> BccooOptions {
     let r = plan.bccoo().expect("a bccoo plan has a bccoo report");
@@ -172,6 +162,12 @@ pub(crate) fn tune<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<(SpmvPlan<T>, TuneReport)> {
+    let (start, compiled) = (Instant::now(), gpu.compile_ns());
+    // Where a tuning's time goes, for the debug log.
+    let mark = |what: &str| {
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        log::debug!("tuning: {what} at {ms:.3} ms");
+    };
     let info = gpu.info();
     let file = opts.bccoo.tune_file.clone();
     let given = BccooOptions {
@@ -188,7 +184,7 @@ pub(crate) fn tune<T: Scalar>(
         given,
         method.name(),
         T::NAME,
-        fingerprint(a)
+        crate::select::fingerprint(a)
     )
     .replace(['\t', '\n'], " ");
     let read_file = |path: &std::path::Path| match std::fs::read_to_string(path) {
@@ -225,7 +221,7 @@ pub(crate) fn tune<T: Scalar>(
             },
         ));
     }
-    let (start, compiled) = (Instant::now(), gpu.compile_ns());
+    mark("matrix fingerprinted");
     // Candidates are built on the GPU from one upload of the CSR where the plain build would be
     // (milliseconds each, against a host build of hundreds).
     let untuned = PlanOptions {
@@ -240,6 +236,7 @@ pub(crate) fn tune<T: Scalar>(
     let x: Vec<T> = crate::methods::common::probe_vector(a.ncols());
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
+    mark("matrix and vectors uploaded");
     let (plan, candidates) = match given.tune_budget_products {
         Some(budget) => guided(
             gpu,
@@ -565,6 +562,7 @@ fn guided<T: Scalar>(
     };
     let first = build_candidate(gpu, a, uploaded, method, &po(given), &mut reuse)?;
     // The untuned plan's time sets the budget and the samples' length.
+    log::debug!("guided search: untuned plan built");
     let once = SpmvPlan::time_together(&[&first], gx, gy, 1, 2, false)?[0].max(1e-6);
     // Candidates compared at a GPU's idle clocks rank otherwise than settled (docs/bccoo.md):
     // the untuned plan runs until the clocks are up, which the budget does not count.
@@ -591,7 +589,8 @@ fn guided<T: Scalar>(
         match SpmvPlan::time_back_to_back(plans, gx, gy, GUIDED_ROUNDS, &reps)? {
             Some(series) => {
                 for (p, s) in plans.iter().zip(&series) {
-                    log::debug!("guided search: {}: {s:.4?}", label(p));
+                    let spent = spent_ms();
+                    log::debug!("guided search: {} (at {spent:.1} ms): {s:.4?}", label(p));
                 }
                 Ok(series
                     .iter()
