@@ -333,9 +333,9 @@ impl Gpu {
     /// `cmrs` and `cmrs-padded` (their strips, unless a strip needs the long-row passes),
     /// `speculative` (copies and its structure analysis, when its check stage runs on the GPU
     /// and the matrix needs no row chunks), `suraa` (its GPU setup), `bccoo` and `bccoo-plus`
-    /// (their GPU build, where the options allow it), and `Auto` (features counted on the GPU,
-    /// a timed choice's candidates built and timed from the buffers, neither tuned nor
-    /// remembered); elsewhere the matrix is read back and built on the host, and the report's
+    /// (their GPU build, where the options allow it, and a guided tuning's candidates where
+    /// `bccoo.tune_budget_products` is given), and `Auto` (features counted on the GPU, a timed
+    /// choice's candidates built, tuned and timed from the buffers, not remembered); elsewhere the matrix is read back and built on the host, and the report's
     /// `read_back_bytes` says how much was read.
     pub fn prepare_gpu_csr<T: Scalar>(
         &self,
@@ -413,7 +413,7 @@ impl Gpu {
             }
             Method::Suraa => suraa::prepare_gpu(self, a, checked, method, opts)?,
             Method::Speculative => speculative::gpu_build::prepare(self, a, method, opts)?,
-            Method::Bccoo | Method::BccooPlus => bccoo::gpu_build::prepare(self, a, method, opts)?,
+            Method::Bccoo | Method::BccooPlus => bccoo::prepare_gpu(self, a, method, opts)?,
             _ => None,
         };
         let built = start.elapsed();

@@ -387,7 +387,8 @@ pub(crate) type BuildCandidate<'a, T> =
 
 /// The timed choice for a validated CSR matrix in GPU buffers ([`choose_gpu_csr`]'s candidates,
 /// built from the buffers by `build`, which returns a plan and its setup in ms, then timed):
-/// nothing read back. Neither tuned nor remembered, both of which need the host's arrays.
+/// nothing read back; `bccoo` tuned there by the guided search where the host's timed choice
+/// would tune it. Not remembered (the key needs the host's arrays).
 pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
     gpu: &Gpu,
     a: &crate::GpuCsr,
@@ -402,7 +403,7 @@ pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
         opts,
         budget,
         (a.nrows, a.ncols),
-        false,
+        true,
         build,
     )?;
     Ok((plan, choice))

@@ -823,9 +823,16 @@ fn timed_auto_from_gpu_buffers_reads_nothing_back() {
             "{label}: [{}]",
             plan.report()
         );
-        let host = gpu
-            .prepare_with(a, plan.method(), &PlanOptions::default())
-            .unwrap();
+        // (A tuned `bccoo`: the host plan of the options its search chose.)
+        let host_opts = match plan.bccoo().and_then(|r| r.tuning.clone()) {
+            Some(t) => PlanOptions {
+                bccoo: t.chosen,
+                workgroup_size: Some(t.workgroup_size),
+                ..Default::default()
+            },
+            None => PlanOptions::default(),
+        };
+        let host = gpu.prepare_with(a, plan.method(), &host_opts).unwrap();
         assert_same_products(gpu, label, &plan, &host);
         opts.auto.timed_budget_products = Some(f64::NAN);
         assert!(matches!(
@@ -879,4 +886,46 @@ fn strip_builds_past_one_grid_dimension_ignore_data_beyond_the_matrix() {
             .count();
         assert_eq!(wrong, 0, "{m}: {wrong} rows differ [{}]", plan.report());
     }
+}
+
+/// A guided `bccoo` tuning from GPU buffers (a budget given) searches there: it reads nothing
+/// of the matrix back, times several candidates, and its plan is the host plan of the options
+/// it chose, bit for bit; it is not remembered (a second tuning searches again).
+#[test]
+fn guided_tuning_from_gpu_buffers_reads_nothing_back() {
+    each_matrix_in_buffers(|gpu, label, a, b| {
+        for m in [Method::Bccoo, Method::BccooPlus] {
+            let opts = PlanOptions {
+                bccoo: BccooOptions {
+                    tune: true,
+                    tune_budget_products: Some(1000),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let label = format!("{label} / {m}");
+            let plan = gpu
+                .prepare_gpu_csr::<f32>(&described(a.shape(), b), m, &opts)
+                .unwrap();
+            let report = plan.report();
+            assert_eq!(report.read_back_bytes, 0, "{label}: [{report}]");
+            assert!(report.built_on_gpu, "{label}: [{report}]");
+            let tuning = plan.bccoo().unwrap().tuning.clone().unwrap();
+            assert!(!tuning.remembered, "{label}");
+            assert!(!tuning.candidates.is_empty(), "{label}");
+            let chosen = PlanOptions {
+                bccoo: tuning.chosen.clone(),
+                workgroup_size: Some(tuning.workgroup_size),
+                build_on: BuildOn::Host,
+                ..Default::default()
+            };
+            let host = gpu.prepare_with(a, m, &chosen).unwrap();
+            assert_same_products(gpu, &label, &plan, &host);
+            let again = gpu
+                .prepare_gpu_csr::<f32>(&described(a.shape(), b), m, &opts)
+                .unwrap();
+            let t = again.bccoo().unwrap().tuning.clone().unwrap();
+            assert!(!t.remembered && !t.candidates.is_empty(), "{label}");
+        }
+    });
 }

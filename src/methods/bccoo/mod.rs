@@ -266,16 +266,40 @@ pub(crate) fn prepare<T: Scalar>(
         });
     }
     if opts.bccoo.tune {
-        let (mut plan, report) = tune::tune(gpu, a, method, opts)?;
-        let mut detail = plan
-            .bccoo()
-            .expect("a bccoo plan has a bccoo report")
-            .clone();
-        detail.tuning = Some(report);
-        plan.report_mut().detail = Some(Arc::new(detail));
-        return Ok(plan);
+        let (plan, report) = tune::tune(gpu, a, method, opts)?;
+        return Ok(with_tuning(plan, report));
     }
     build(gpu, a, method, opts)
+}
+
+/// The plan from the caller's CSR in GPU buffers (validated), built on the GPU, or `None` where
+/// the host builds it: f64 without 64-bit integers in shaders (the host path refuses it) and the
+/// staged tuning (a guided one, with a budget, searches from the buffers).
+pub(crate) fn prepare_gpu<T: Scalar>(
+    gpu: &Gpu,
+    a: &crate::matrix::GpuCsr,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<SpmvPlan<T>>> {
+    let int64 = gpu.info().has(wgpu::Features::SHADER_INT64);
+    match opts.bccoo.tune_budget_products {
+        Some(budget) if opts.bccoo.tune && (int64 || !T::NEEDS_F64) => {
+            let (plan, report) = tune::tune_gpu(gpu, a, method, opts, budget)?;
+            Ok(Some(with_tuning(plan, report)))
+        }
+        _ => gpu_build::prepare(gpu, a, method, opts),
+    }
+}
+
+/// `plan` with its tuning's report in its `bccoo` report.
+fn with_tuning<T: Scalar>(mut plan: SpmvPlan<T>, report: tune::TuneReport) -> SpmvPlan<T> {
+    let mut detail = plan
+        .bccoo()
+        .expect("a bccoo plan has a bccoo report")
+        .clone();
+    detail.tuning = Some(report);
+    plan.report_mut().detail = Some(Arc::new(detail));
+    plan
 }
 
 /// The parameters of one build, from the options or chosen for the adapter.

@@ -18,7 +18,7 @@ use super::{
     ColumnCoding, FormatCache, Strategy,
 };
 use crate::gpu::{Gpu, GpuVector};
-use crate::matrix::UploadedCsr;
+use crate::matrix::{GpuCsr, UploadedCsr};
 use crate::methods::{Method, PlanOptions};
 use crate::plan::SpmvPlan;
 use crate::{CsrMatrix, Result, Scalar};
@@ -240,12 +240,11 @@ pub(crate) fn tune<T: Scalar>(
     let (plan, candidates) = match given.tune_budget_products {
         Some(budget) => guided(
             gpu,
-            a,
+            Source::Host(a, uploaded.as_ref()),
             method,
             opts,
             &given,
             budget,
-            uploaded.as_ref(),
             &gx,
             &mut gy,
         )?,
@@ -281,6 +280,48 @@ pub(crate) fn tune<T: Scalar>(
             })?;
     }
     memory().lock().unwrap().insert(key, (chosen.clone(), wg));
+    Ok((
+        plan,
+        TuneReport {
+            candidates,
+            chosen,
+            workgroup_size: wg,
+            time: start
+                .elapsed()
+                .saturating_sub(Duration::from_nanos(gpu.compile_ns() - compiled)),
+            remembered: false,
+        },
+    ))
+}
+
+/// Tunes from the caller's CSR in GPU buffers (validated) by the guided search within `budget`
+/// products, every candidate built on the GPU: nothing of the matrix is read back. Neither
+/// remembered nor looked up (the key would need the structure read back): the report's
+/// `chosen` options rebuild the choice.
+pub(crate) fn tune_gpu<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    method: Method,
+    opts: &PlanOptions,
+    budget: u32,
+) -> Result<(SpmvPlan<T>, TuneReport)> {
+    let (start, compiled) = (Instant::now(), gpu.compile_ns());
+    let given = BccooOptions {
+        tune: false,
+        tune_file: None,
+        ..opts.bccoo.clone()
+    };
+    let x: Vec<T> = crate::methods::common::probe_vector(a.ncols);
+    let gx = GpuVector::from_slice(gpu, &x)?;
+    let mut gy = GpuVector::filled(gpu, a.nrows, T::from_f64(0.0))?;
+    let source = Source::Gpu(a);
+    let (plan, candidates) = guided(gpu, source, method, opts, &given, budget, &gx, &mut gy)?;
+    let chosen = pinned(&plan, &given);
+    let wg = plan
+        .bccoo()
+        .expect("a bccoo plan has a bccoo report")
+        .layout
+        .workgroup;
     Ok((
         plan,
         TuneReport {
@@ -494,6 +535,47 @@ struct Reuse<T: Scalar> {
     gpu: BuildReuse,
 }
 
+/// Where a guided search builds its candidates from.
+#[derive(Clone, Copy)]
+enum Source<'s, T: Scalar> {
+    /// The host CSR, and its upload where the GPU build takes it.
+    Host(&'s CsrMatrix<T>, Option<&'s UploadedCsr>),
+    /// The caller's CSR in GPU buffers, validated (always built on the GPU).
+    Gpu(&'s GpuCsr<'s>),
+}
+
+impl<T: Scalar> Source<'_, T> {
+    fn ncols(&self) -> usize {
+        match self {
+            Source::Host(a, _) => a.ncols(),
+            Source::Gpu(a) => a.ncols,
+        }
+    }
+
+    /// Builds one candidate (see [`build_candidate`]).
+    fn build(
+        &self,
+        gpu: &Gpu,
+        method: Method,
+        po: &PlanOptions,
+        reuse: &mut Reuse<T>,
+    ) -> Result<SpmvPlan<T>> {
+        match *self {
+            Source::Host(a, uploaded) => build_candidate(gpu, a, uploaded, method, po, reuse),
+            Source::Gpu(a) => {
+                let built = super::gpu_build::prepare_reusing(gpu, a, method, po, &mut reuse.gpu)?;
+                let mut plan = built.ok_or_else(|| crate::Error::InvalidParameter {
+                    name: "bccoo.tune",
+                    value: "true".into(),
+                    reason: "this adapter cannot build bccoo on the GPU for this value type".into(),
+                })?;
+                plan.report_mut().built_on_gpu = true;
+                Ok(plan)
+            }
+        }
+    }
+}
+
 /// Builds one candidate: on the GPU from the uploaded CSR where there is one (the GPU build
 /// takes it), else on the host, reusing what earlier candidates built where they share it.
 fn build_candidate<T: Scalar>(
@@ -516,6 +598,14 @@ fn build_candidate<T: Scalar>(
 
 /// Rounds of the guided search's timing (each candidate keeps its fastest).
 const GUIDED_ROUNDS: u32 = 4;
+
+/// Rounds after which a comparison is decided where the two differ by more than
+/// [`GUIDED_CLEAR`] (most candidates do: docs/bccoo.md).
+const GUIDED_FIRST_ROUNDS: u32 = 2;
+
+/// How far apart a candidate and the best must be after [`GUIDED_FIRST_ROUNDS`] for the
+/// comparison to stop there: three times the margin a candidate must win by.
+const GUIDED_CLEAR: f64 = 0.03;
 
 /// A guided candidate replaces the best only when its time is below this fraction of the best's
 /// (warm samples in one submission vary by about 0.5%).
@@ -542,15 +632,15 @@ const GUIDED_SAMPLE_MS: f64 = 1.0;
 #[allow(clippy::too_many_arguments)]
 fn guided<T: Scalar>(
     gpu: &Gpu,
-    a: &CsrMatrix<T>,
+    src: Source<'_, T>,
     method: Method,
     opts: &PlanOptions,
     given: &BccooOptions,
     budget: u32,
-    uploaded: Option<&UploadedCsr>,
     gx: &GpuVector<T>,
     gy: &mut GpuVector<T>,
 ) -> Result<Searched<T>> {
+    let ncols = src.ncols();
     let mut reuse = Reuse::<T>::default();
     let po = |o: &BccooOptions| PlanOptions {
         bccoo: BccooOptions {
@@ -560,7 +650,7 @@ fn guided<T: Scalar>(
         },
         ..opts.clone()
     };
-    let first = build_candidate(gpu, a, uploaded, method, &po(given), &mut reuse)?;
+    let first = src.build(gpu, method, &po(given), &mut reuse)?;
     // The untuned plan's time sets the budget and the samples' length.
     log::debug!("guided search: untuned plan built");
     let once = SpmvPlan::time_together(&[&first], gx, gy, 1, 2, false)?[0].max(1e-6);
@@ -584,9 +674,9 @@ fn guided<T: Scalar>(
     let label = |p: &SpmvPlan<T>| p.bccoo().map_or(String::new(), |r| r.summary());
     // Plans timed against one another in turns, each keeping its fastest: in one submission
     // where the adapter has timestamps (the GPU does not idle between the samples).
-    let compare = |plans: &[&SpmvPlan<T>], gy: &mut GpuVector<T>, reps: u32| {
+    let compare = |plans: &[&SpmvPlan<T>], gy: &mut GpuVector<T>, reps: u32, rounds: u32| {
         let reps = vec![reps; plans.len()];
-        match SpmvPlan::time_back_to_back(plans, gx, gy, GUIDED_ROUNDS, &reps)? {
+        match SpmvPlan::time_back_to_back(plans, gx, gy, rounds, &reps)? {
             Some(series) => {
                 for (p, s) in plans.iter().zip(&series) {
                     let spent = spent_ms();
@@ -597,10 +687,20 @@ fn guided<T: Scalar>(
                     .map(|s| s.iter().copied().fold(f64::INFINITY, f64::min))
                     .collect())
             }
-            None => SpmvPlan::time_together(plans, gx, gy, GUIDED_ROUNDS, reps[0], false),
+            None => SpmvPlan::time_together(plans, gx, gy, rounds, reps[0], false),
         }
     };
-    let ms0 = compare(&[&first], gy, reps)?[0].max(1e-6);
+    // A candidate against the best: the first rounds, and the rest only where those leave the
+    // two within GUIDED_CLEAR of each other (each keeps its fastest sample).
+    let duel = |plans: [&SpmvPlan<T>; 2], gy: &mut GpuVector<T>, reps: u32| -> Result<Vec<f64>> {
+        let first = compare(&plans, gy, reps, GUIDED_FIRST_ROUNDS)?;
+        if (first[0] / first[1] - 1.0).abs() > GUIDED_CLEAR {
+            return Ok(first);
+        }
+        let rest = compare(&plans, gy, reps, GUIDED_ROUNDS - GUIDED_FIRST_ROUNDS)?;
+        Ok(first.iter().zip(&rest).map(|(a, b)| a.min(*b)).collect())
+    };
+    let ms0 = compare(&[&first], gy, reps, GUIDED_FIRST_ROUNDS)?[0].max(1e-6);
     reps = reps_for(ms0);
     let budget_ms = budget as f64 * ms0;
     // The next candidate is built while this much of the budget is left (a build costs about
@@ -635,12 +735,12 @@ fn guided<T: Scalar>(
             workgroup_size: o.1,
             ..po(&o.0)
         };
-        let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut reuse) {
+        let plan = match src.build(gpu, method, &po, &mut reuse) {
             Ok(p) => p,
             Err(e) if unfit(&e) => return Ok(false),
             Err(e) => return Err(e),
         };
-        let t = compare(&[&plan, &*best], gy, reps)?;
+        let t = duel([&plan, &*best], gy, reps)?;
         candidates.push((label(&plan), t[0]));
         // Kept only when faster by more than the samples' spread: a change that wins by less
         // is not worth the risk of a slower plan.
@@ -703,10 +803,10 @@ fn guided<T: Scalar>(
     // columns close together.
     if given.slices.is_none() && (single || layout.slices > 1) {
         let scalar_bytes = std::mem::size_of::<T>() as u64;
-        let x_bytes = a.ncols() as u64 * scalar_bytes;
+        let x_bytes = ncols as u64 * scalar_bytes;
         let cache = super::cache_estimate(gpu, opts);
         // Slices narrower than 256 columns only add partial results.
-        let most = (a.ncols() / 256).min(32) as u32;
+        let most = (ncols / 256).min(32) as u32;
         let mut s = layout.slices;
         let before = s;
         if s > 2 {
@@ -718,7 +818,7 @@ fn guided<T: Scalar>(
             // Doubling while faster; where two lose to one, BCCOO+'s count for this cache (the
             // first doubling can lose where more slices win). An `x` that one slice's share of
             // the cache holds gains nothing from slices, only partial results to add.
-            let by_x = super::slices_for_cache(a.ncols(), scalar_bytes, cache).min(most);
+            let by_x = super::slices_for_cache(ncols, scalar_bytes, cache).min(most);
             if 2 <= most && step(&|o, _| o.slices = Some(2))? {
                 s = 2;
                 while s * 2 <= most && step(&|o, _| o.slices = Some(s * 2))? {
