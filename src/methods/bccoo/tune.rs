@@ -611,8 +611,13 @@ const GUIDED_CLEAR: f64 = 0.03;
 /// (warm samples in one submission vary by about 0.5%).
 const GUIDED_MARGIN: f64 = 0.99;
 
-/// GPU time of one sample of the guided search's timing, about.
-const GUIDED_SAMPLE_MS: f64 = 1.0;
+/// GPU time of one sample of the guided search's timing, about, where the adapter times the
+/// samples back to back with timestamps (docs/bccoo.md: a quarter of a millisecond buys more
+/// candidates within a budget than one millisecond did, at about twice the samples' spread).
+const GUIDED_SAMPLE_MS: f64 = 0.25;
+
+/// The same where samples are timed on the host (each with its own submission and wait).
+const GUIDED_SAMPLE_MS_HOST: f64 = 1.0;
 
 /// The guided search: the untuned plan, then one parameter at a time on top of the best so far,
 /// in the order and with the values the structure points at: for blocks of several entries the
@@ -625,8 +630,9 @@ const GUIDED_SAMPLE_MS: f64 = 1.0;
 /// per thread). A candidate
 /// replaces the best only when [`GUIDED_MARGIN`] faster. First the untuned plan runs until the
 /// GPU's clocks are up ([`Gpu::warm_up`]); each candidate is built and timed against the best so
-/// far (about a millisecond of products per sample, in turns, in one submission) and the loser
-/// dropped, so that the next build reuses its memory. What the search spends
+/// far ([`GUIDED_SAMPLE_MS`] of products per sample, in turns, in one submission; two rounds,
+/// and two more where the two are within [`GUIDED_CLEAR`]) and the loser dropped. Each build
+/// reuses what the last one left where it can (`gpu_build::BuildReuse`). What the search spends
 /// beyond the untuned plan's own build, pipeline compiles left out, stays within about `budget`
 /// products of the untuned plan: a candidate is built only while most of it is left.
 #[allow(clippy::too_many_arguments)]
@@ -669,7 +675,13 @@ fn guided<T: Scalar>(
         let ns = start.elapsed().as_nanos() as u64;
         ns.saturating_sub(gpu.compile_ns() - compiled) as f64 / 1e6
     };
-    let reps_for = |ms: f64| ((GUIDED_SAMPLE_MS / ms).ceil() as u32).clamp(2, 200);
+    let timestamps = gpu.info().has(wgpu::Features::TIMESTAMP_QUERY) && !first.finishes_on_host();
+    let sample_ms = if timestamps {
+        GUIDED_SAMPLE_MS
+    } else {
+        GUIDED_SAMPLE_MS_HOST
+    };
+    let reps_for = |ms: f64| ((sample_ms / ms).ceil() as u32).clamp(2, 200);
     let mut reps = reps_for(once);
     let label = |p: &SpmvPlan<T>| p.bccoo().map_or(String::new(), |r| r.summary());
     // Plans timed against one another in turns, each keeping its fastest: in one submission
