@@ -45,9 +45,13 @@ pub(crate) fn fnv(bytes: impl IntoIterator<Item = u8>, mut h: u64) -> u64 {
 
 pub(crate) const FNV0: u64 = 0xcbf2_9ce4_8422_2325;
 
+/// The tag of a remembered line: v2 since the fingerprint became the parallel chunked hash
+/// (lines of v1 hashed the same structure otherwise and are ignored).
+const VERSION: &str = "v2";
+
 fn line_of(k: &Key, r: &Remembered) -> String {
     format!(
-        "v1 {:016x} {:016x} {} {} {} {:?}\n",
+        "{VERSION} {:016x} {:016x} {} {} {} {:?}\n",
         k.adapter,
         k.matrix,
         k.scalar,
@@ -59,7 +63,7 @@ fn line_of(k: &Key, r: &Remembered) -> String {
 
 fn parse_line(line: &str) -> Option<(Key, Remembered)> {
     let t: Vec<&str> = line.split_whitespace().collect();
-    if t.len() != 7 || t[0] != "v1" {
+    if t.len() != 7 || t[0] != VERSION {
         return None;
     }
     let scalar = match t[3] {

@@ -129,6 +129,33 @@ pub(crate) struct BuildReuse {
     shape: Option<(usize, usize, usize)>,
     counted: Option<Counted>,
     placed: Option<Placed>,
+    /// Candidates built by rearranging earlier blocks, and by sharing an earlier format.
+    rearranged: usize,
+    formats_shared: usize,
+}
+
+/// The blocks a [`BuildReuse`] holds at one moment: a search keeps the best plan's, and puts them
+/// back when a later candidate (whose blocks replaced them) loses, so that the loser's buffers
+/// are freed and no more than the best's format and one candidate's are held.
+#[derive(Clone, Default)]
+pub(crate) struct Kept(Option<Placed>);
+
+impl BuildReuse {
+    /// The blocks held now.
+    pub(crate) fn keep(&self) -> Kept {
+        Kept(self.placed.clone())
+    }
+
+    /// Holds `kept` instead of the blocks held now (a matrix of another shape holds nothing).
+    pub(crate) fn restore(&mut self, kept: Kept) {
+        self.placed = kept.0;
+    }
+
+    /// Candidates built by rearranging earlier blocks and by sharing an earlier format (tests).
+    #[cfg(test)]
+    fn reused(&self) -> (usize, usize) {
+        (self.rearranged, self.formats_shared)
+    }
 }
 
 /// The first submission's findings: block counts, the largest column, the stored zeros.
@@ -139,6 +166,7 @@ struct Counted {
 }
 
 /// Blocks of one size and slice count, placed for one tile and workgroup size.
+#[derive(Clone)]
 struct Placed {
     /// Block height, width and slices.
     shape: (u32, u32, u32),
@@ -296,6 +324,7 @@ pub(crate) fn prepare_reusing<T: Scalar>(
             mark("format reused");
             debug_assert_eq!(*l, layout);
             reuse.placed = earlier;
+            reuse.formats_shared += 1;
             phases.analysis();
             return Ok(Some(finish(plan, phases)));
         }
@@ -470,6 +499,7 @@ pub(crate) fn prepare_reusing<T: Scalar>(
         pass(r, t, 2, vw, &tiles_b, groups)
     })?;
     let rearranged = relayout.is_some();
+    reuse.rearranged += rearranged as usize;
     drop(placement_rows);
     drop(relayout);
     let st = read_stats()?;
@@ -794,6 +824,7 @@ mod tests {
         ];
         let mut reuse = BuildReuse::default();
         let mut built = Vec::new();
+        let mut refused = 0;
         for (k, (m, opts)) in steps.iter().enumerate() {
             let label = format!("{name} / {} / step {k} {m}", T::NAME);
             let fresh = match prepare::<T>(gpu, &up.view(), *m, opts) {
@@ -806,6 +837,7 @@ mod tests {
                         format!("{:?}", Some(e)),
                         "{label}"
                     );
+                    refused += 1;
                     continue;
                 }
             };
@@ -834,6 +866,13 @@ mod tests {
             assert!(product(&reused, &x) == product(&fresh, &x), "{label}");
             built.push((label, fresh, reused));
         }
+        // The reuse did its work: steps 1, 2, 5, 7, 10, 12 and 14 rearrange the blocks of the
+        // step before, 3 and 4 share its format (fewer where a step was refused).
+        let (rearranged, shared) = reuse.reused();
+        assert!(
+            rearranged + refused >= 7 && shared + refused >= 2,
+            "{name}: {rearranged} rearranged, {shared} shared"
+        );
         // Value updates go through the rearranged sources. Plans of one search share their
         // format's buffers (as a tuning's candidates do), so the updates come after every build;
         // every plan gets the same values.
@@ -860,6 +899,31 @@ mod tests {
             if f64_ok && matches!(class, SuiteClass::Banded | SuiteClass::EmptyRows) {
                 check(&gpu, class.name(), &a);
             }
+        }
+        // Stored zeros (±0: their pass and update guard shared), empty rows, and block columns
+        // beyond 16 bits (the column coding left to the build: 16-bit differences or u32).
+        let (rows, cols) = (3000usize, 300_000usize);
+        let mut t = Vec::new();
+        for r in (0..rows).filter(|r| r % 7 != 3) {
+            for k in 0..(r % 9 + 1) {
+                let c = (r * 7919 + k * 104_729) % cols;
+                let v = match (r + k) % 11 {
+                    0 => 0.0,
+                    1 => -0.0,
+                    _ => 0.5 + ((r * 31 + k) % 17) as f64 / 16.0,
+                };
+                t.push((r, c, v));
+            }
+        }
+        let wide = CsrMatrix::from_triplets(rows, cols, t).unwrap();
+        assert!(wide.values().contains(&0.0));
+        check(
+            &gpu,
+            "stored zeros over 300 000 columns",
+            &wide.cast::<f32>(),
+        );
+        if f64_ok {
+            check(&gpu, "stored zeros over 300 000 columns", &wide);
         }
     }
 }

@@ -273,8 +273,9 @@ pub(crate) fn prepare<T: Scalar>(
 }
 
 /// The plan from the caller's CSR in GPU buffers (validated), built on the GPU, or `None` where
-/// the host builds it: f64 without 64-bit integers in shaders (the host path refuses it) and the
-/// staged tuning (a guided one, with a budget, searches from the buffers).
+/// the host builds it: f64 without 64-bit integers in shaders (the host path refuses it), the
+/// staged tuning, and a tuning to remember in a `tune_file` (its key hashes the host's arrays);
+/// a guided tuning otherwise searches from the buffers.
 pub(crate) fn prepare_gpu<T: Scalar>(
     gpu: &Gpu,
     a: &crate::matrix::GpuCsr,
@@ -283,7 +284,9 @@ pub(crate) fn prepare_gpu<T: Scalar>(
 ) -> Result<Option<SpmvPlan<T>>> {
     let int64 = gpu.info().has(wgpu::Features::SHADER_INT64);
     match opts.bccoo.tune_budget_products {
-        Some(budget) if opts.bccoo.tune && (int64 || !T::NEEDS_F64) => {
+        Some(budget)
+            if opts.bccoo.tune && opts.bccoo.tune_file.is_none() && (int64 || !T::NEEDS_F64) =>
+        {
             let (plan, report) = tune::tune_gpu(gpu, a, method, opts, budget)?;
             Ok(Some(with_tuning(plan, report)))
         }

@@ -722,6 +722,8 @@ fn guided<T: Scalar>(
     let (layout, sizes) = (r.layout, r.block_sizes.clone());
     let mut candidates = vec![(label(&first), ms0)];
     let mut best = first;
+    // The blocks the best plan was built from, held while candidates are built from them.
+    let mut best_blocks = reuse.gpu.keep();
     // The best so far as options and workgroup size (`None`: the plan's default).
     let mut best_o = (
         BccooOptions {
@@ -757,8 +759,11 @@ fn guided<T: Scalar>(
         // Kept only when faster by more than the samples' spread: a change that wins by less
         // is not worth the risk of a slower plan.
         if t[0] >= GUIDED_MARGIN * t[1] {
+            // The best's blocks back in the reuse: the loser's are freed with it.
+            reuse.gpu.restore(best_blocks.clone());
             return Ok(false);
         }
+        best_blocks = reuse.gpu.keep();
         *best = plan;
         *best_o = o;
         Ok(true)
