@@ -259,13 +259,8 @@ pub(crate) fn tune<T: Scalar>(
             &mut gy,
         )?,
     };
-    // Pin every remaining choice to what the best candidate used.
-    let chosen = pinned(&plan, &given);
-    let wg = plan
-        .bccoo()
-        .expect("a bccoo plan has a bccoo report")
-        .layout
-        .workgroup;
+    let report = searched(gpu, &plan, &given, candidates, (start, compiled));
+    let (chosen, wg) = (report.chosen.clone(), report.workgroup_size);
     if let Some(path) = &file {
         use std::io::Write;
         let line = encode(&key, &chosen, wg);
@@ -279,19 +274,32 @@ pub(crate) fn tune<T: Scalar>(
                 source,
             })?;
     }
-    memory().lock().unwrap().insert(key, (chosen.clone(), wg));
-    Ok((
-        plan,
-        TuneReport {
-            candidates,
-            chosen,
-            workgroup_size: wg,
-            time: start
-                .elapsed()
-                .saturating_sub(Duration::from_nanos(gpu.compile_ns() - compiled)),
-            remembered: false,
-        },
-    ))
+    memory().lock().unwrap().insert(key, (chosen, wg));
+    Ok((plan, report))
+}
+
+/// The report of a search that chose `plan`: every remaining choice pinned to what it used,
+/// and the time since `started` (a clock and the compile time then), compiles left out.
+fn searched<T: Scalar>(
+    gpu: &Gpu,
+    plan: &SpmvPlan<T>,
+    given: &BccooOptions,
+    candidates: Vec<(String, f64)>,
+    (started, compiled): (Instant, u64),
+) -> TuneReport {
+    TuneReport {
+        candidates,
+        chosen: pinned(plan, given),
+        workgroup_size: plan
+            .bccoo()
+            .expect("a bccoo plan has a bccoo report")
+            .layout
+            .workgroup,
+        time: started
+            .elapsed()
+            .saturating_sub(Duration::from_nanos(gpu.compile_ns() - compiled)),
+        remembered: false,
+    }
 }
 
 /// Tunes from the caller's CSR in GPU buffers (validated) by the guided search within `budget`
@@ -316,24 +324,8 @@ pub(crate) fn tune_gpu<T: Scalar>(
     let mut gy = GpuVector::filled(gpu, a.nrows, T::from_f64(0.0))?;
     let source = Source::Gpu(a);
     let (plan, candidates) = guided(gpu, source, method, opts, &given, budget, &gx, &mut gy)?;
-    let chosen = pinned(&plan, &given);
-    let wg = plan
-        .bccoo()
-        .expect("a bccoo plan has a bccoo report")
-        .layout
-        .workgroup;
-    Ok((
-        plan,
-        TuneReport {
-            candidates,
-            chosen,
-            workgroup_size: wg,
-            time: start
-                .elapsed()
-                .saturating_sub(Duration::from_nanos(gpu.compile_ns() - compiled)),
-            remembered: false,
-        },
-    ))
+    let report = searched(gpu, &plan, &given, candidates, (start, compiled));
+    Ok((plan, report))
 }
 
 /// The staged search (see the module's notes): every parameter the caller left open, stage
