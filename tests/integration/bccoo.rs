@@ -505,6 +505,25 @@ fn tuning_chooses_remembers_and_is_correct() {
     let n = labels.len();
     labels.dedup();
     assert_eq!(labels.len(), n, "{t:?}");
+    // The staged search with its candidates built on the GPU (each reusing what the one before
+    // left: counts, blocks rearranged, formats): correct, and the search ran.
+    let c = SuiteClass::PowerLaw.generate(8_000, 3).cast::<f32>();
+    let o = PlanOptions {
+        bccoo: BccooOptions {
+            tune: true,
+            ..Default::default()
+        },
+        build_on: BuildOn::Gpu,
+        ..Default::default()
+    };
+    check_method(&gpu, &c, Method::Bccoo, &o, "staged on the GPU");
+    let plan = gpu.prepare_with(&c, Method::Bccoo, &o).unwrap();
+    let t = plan.bccoo().unwrap().tuning.clone().unwrap();
+    assert!(
+        plan.report().built_on_gpu && t.remembered,
+        "{}",
+        plan.report()
+    );
 }
 
 /// The guided search (`tune_budget_products`): correct plans, a handful of candidates built

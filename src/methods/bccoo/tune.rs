@@ -349,6 +349,8 @@ fn staged<T: Scalar>(
     // The first candidate is timed after a warm-up that settles the clocks; each later one
     // against the best so far, in turns (both times come back: the best's is taken again).
     type Timed<T> = Option<(f64, Option<f64>, SpmvPlan<T>)>;
+    // The blocks the best plan was built from (see `guided`).
+    let mut best_blocks = super::gpu_build::Kept::default();
     let mut time =
         |o: &BccooOptions, wg: Option<u32>, best: Option<&SpmvPlan<T>>| -> Result<Timed<T>> {
             let po = PlanOptions {
@@ -358,7 +360,10 @@ fn staged<T: Scalar>(
             };
             let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut reuse) {
                 Ok(p) => p,
-                Err(e) if unfit(&e) => return Ok(None),
+                Err(e) if unfit(&e) => {
+                    reuse.gpu.restore(best_blocks.clone());
+                    return Ok(None);
+                }
                 Err(e) => return Err(e),
             };
             let (ms, best_ms) = match best {
@@ -368,6 +373,13 @@ fn staged<T: Scalar>(
                     (t[0], Some(t[1]))
                 }
             };
+            // The stages keep a candidate faster than the best's time of the same comparison:
+            // the best's blocks stay in the reuse, and a loser's are freed with it.
+            if best_ms.is_none_or(|b| ms < b) {
+                best_blocks = reuse.gpu.keep();
+            } else {
+                reuse.gpu.restore(best_blocks.clone());
+            }
             candidates.push((plan.bccoo().map_or(String::new(), |r| r.summary()), ms));
             Ok(Some((ms, best_ms, plan)))
         };
@@ -743,7 +755,10 @@ fn guided<T: Scalar>(
         };
         let plan = match src.build(gpu, method, &po, &mut reuse) {
             Ok(p) => p,
-            Err(e) if unfit(&e) => return Ok(false),
+            Err(e) if unfit(&e) => {
+                reuse.gpu.restore(best_blocks.clone());
+                return Ok(false);
+            }
             Err(e) => return Err(e),
         };
         let t = duel([&plan, &*best], gy, reps)?;
