@@ -236,8 +236,8 @@ pub fn predict(
 
 /// A hash of the matrix structure (dimensions, row pointers, column indices; not the values),
 /// the same in every process and on any number of threads: the words are hashed in chunks of a
-/// fixed size in parallel (a serial pass over 16M columns cost a tuning hundreds of its short
-/// products), and the chunks' hashes in order.
+/// fixed size in parallel (a serial pass over a large matrix's columns is a noticeable part of a
+/// tuning of short products: docs/bccoo.md), and the chunks' hashes in order.
 pub fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 18;
