@@ -1,3 +1,4 @@
+#import bccoo/build_layout
 // What the kernels of the GPU build of BCCOO share (src/methods/bccoo/gpu_build.rs; format.rs is
 // its CPU twin): the parameters, the statistics words read back, and where a block sits in the
 // transposed layout.
@@ -59,17 +60,12 @@ const GROUP_CHAIN_SHIFT: u32 = 3u;
 const NONE: u32 = 0xFFFFFFFFu;
 const WG: u32 = 256u;
 
-// Layout position of natural block n: within a workgroup tile, block k of thread t sits at
-// k * threads + t (the offline transpose).
+// Layout position of natural block n at the build's tile and workgroup size.
 fn layout_of(n: u32) -> u32 {
-    let gb = params.tile * params.group_threads;
-    let m = n % gb;
-    return n - m + (m % params.tile) * params.group_threads + m / params.tile;
+    return layout_in(n, params.tile, params.group_threads);
 }
 
 // Natural block at layout position p (the inverse of layout_of).
 fn natural_of(p: u32) -> u32 {
-    let gb = params.tile * params.group_threads;
-    let m = p % gb;
-    return p - m + (m % params.group_threads) * params.tile + m / params.group_threads;
+    return natural_in(p, params.tile, params.group_threads);
 }

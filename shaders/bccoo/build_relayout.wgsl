@@ -1,4 +1,5 @@
 #import shared/grid
+#import bccoo/build_layout
 // bccoo_build_relayout: blocks a GPU build placed for one tile and workgroup size, rearranged
 // for another (src/methods/bccoo/gpu_build.rs): a tuning's candidates that differ from the last
 // only there skip placing every entry again. One invocation per value slot of the new layout
@@ -37,21 +38,6 @@ struct RelayoutParams {
 override VAL_WORDS: u32 = 1u;
 
 const NONE: u32 = 0xFFFFFFFFu;
-
-// Layout position of natural block n for a tile of `tile` blocks and `threads` per workgroup
-// (build_common.wgsl's layout_of).
-fn layout_in(n: u32, tile: u32, threads: u32) -> u32 {
-    let gb = tile * threads;
-    let m = n % gb;
-    return n - m + (m % tile) * threads + m / tile;
-}
-
-// Natural block at layout position p (build_common.wgsl's natural_of).
-fn natural_in(p: u32, tile: u32, threads: u32) -> u32 {
-    let gb = tile * threads;
-    let m = p % gb;
-    return p - m + (m % threads) * tile + m / threads;
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,

@@ -653,16 +653,12 @@ impl std::fmt::Debug for Gpu {
     }
 }
 
-/// For unit tests: the default adapter where it has timestamp queries; `None` (the test skips)
-/// without an adapter or timestamps, a panic instead where `CI` is set and no adapter opens.
+/// For unit tests: the default adapter; `None` (the test skips) without one, a panic instead
+/// where `CI` is set.
 #[cfg(test)]
-pub(crate) fn test_gpu_with_timestamps() -> Option<Gpu> {
+pub(crate) fn test_gpu() -> Option<Gpu> {
     match Gpu::new() {
-        Ok(g) if g.info().has(wgpu::Features::TIMESTAMP_QUERY) => Some(g),
-        Ok(_) => {
-            eprintln!("SKIPPED: no timestamp queries");
-            None
-        }
+        Ok(g) => Some(g),
         Err(e) if std::env::var_os("CI").is_some() => {
             panic!("CI is set but no GPU adapter could be opened: {e}")
         }
@@ -670,6 +666,18 @@ pub(crate) fn test_gpu_with_timestamps() -> Option<Gpu> {
             eprintln!("SKIPPED: no GPU adapter ({e})");
             None
         }
+    }
+}
+
+/// For unit tests: [`test_gpu`] where it has timestamp queries (`None` without them).
+#[cfg(test)]
+pub(crate) fn test_gpu_with_timestamps() -> Option<Gpu> {
+    let g = test_gpu()?;
+    if g.info().has(wgpu::Features::TIMESTAMP_QUERY) {
+        Some(g)
+    } else {
+        eprintln!("SKIPPED: no timestamp queries");
+        None
     }
 }
 

@@ -335,8 +335,9 @@ impl Gpu {
     /// and the matrix needs no row chunks), `suraa` (its GPU setup), `bccoo` and `bccoo-plus`
     /// (their GPU build, where the options allow it, and a guided tuning's candidates where
     /// `bccoo.tune_budget_products` is given), and `Auto` (features counted on the GPU, a timed
-    /// choice's candidates built, tuned and timed from the buffers, not remembered); elsewhere the matrix is read back and built on the host, and the report's
-    /// `read_back_bytes` says how much was read.
+    /// choice's candidates built, tuned and timed from the buffers, not remembered); elsewhere
+    /// the matrix is read back and built on the host, and the report's `read_back_bytes` says
+    /// how much was read.
     pub fn prepare_gpu_csr<T: Scalar>(
         &self,
         a: &GpuCsr,

@@ -397,15 +397,7 @@ pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
 ) -> Result<(SpmvPlan<T>, AutoChoice)> {
     let budget = timed_budget(opts)?.expect("a timed choice has a budget");
     let mut choice = choose_gpu_csr::<T>(gpu, a, opts)?;
-    let (_, plan) = time_candidates(
-        gpu,
-        &mut choice,
-        opts,
-        budget,
-        (a.nrows, a.ncols),
-        true,
-        build,
-    )?;
+    let (_, plan) = time_candidates(gpu, &mut choice, opts, budget, (a.nrows, a.ncols), build)?;
     Ok((plan, choice))
 }
 
@@ -516,7 +508,6 @@ fn decide<T: Scalar>(
         opts,
         budget,
         (a.nrows(), a.ncols()),
-        true,
         &mut |m, o| concrete(gpu, a, m, o),
     )?;
     remember::store(
@@ -533,15 +524,14 @@ fn decide<T: Scalar>(
 /// Builds the model's first candidates of distinct families (`build`: a plan and its setup, ms)
 /// and times them against one another on an `(nrows, ncols)` product, within `budget` products
 /// of the model's best; sets the choice to the least measured setup + expected products × time,
-/// and returns its index among the candidates and its plan. With `tune`, `bccoo` and
-/// `bccoo-plus` are tuned where the expected products repay it.
+/// and returns its index among the candidates and its plan. `bccoo` and `bccoo-plus` are tuned
+/// where the expected products repay it.
 fn time_candidates<T: Scalar>(
     gpu: &Gpu,
     choice: &mut AutoChoice,
     opts: &PlanOptions,
     budget: f64,
     (nrows, ncols): (usize, usize),
-    tune: bool,
     build: &mut BuildCandidate<T>,
 ) -> Result<(usize, SpmvPlan<T>)> {
     let expected = choice.expected_products;
@@ -565,7 +555,7 @@ fn time_candidates<T: Scalar>(
             continue;
         }
         if let Some(p) = plain {
-            let tuned = |c: &Candidate| candidate_options(c, expected, opts, tune).bccoo.tune;
+            let tuned = |c: &Candidate| candidate_options(c, expected, opts, true).bccoo.tune;
             if tuned(c) && tuned(&choice.candidates[p]) {
                 *i = p;
             }
@@ -586,7 +576,7 @@ fn time_candidates<T: Scalar>(
     let mut first_err = None;
     for i in timed {
         let c = &choice.candidates[i];
-        let o = candidate_options(c, expected, opts, tune);
+        let o = candidate_options(c, expected, opts, true);
         match build(c.method, &o) {
             Ok((plan, setup)) => {
                 choice.candidates[i].measured_setup_ms = Some(setup);

@@ -87,6 +87,16 @@ pub(crate) fn builds_from_host<T: Scalar>(gpu: &Gpu, opts: &PlanOptions) -> bool
     int64 && !opts.bccoo.tune
 }
 
+/// A zeroed array of `n` words for the build.
+fn words(gpu: &Gpu, label: &str, n: u64) -> Result<DeviceBuffer> {
+    gpu.storage_zeroed(label, n * 4, wgpu::BufferUsages::empty())
+}
+
+/// The build kernels' parameters as a uniform buffer.
+fn uniform(gpu: &Gpu, bp: &BuildParams) -> DeviceBuffer {
+    gpu.uniform_buffer("bccoo build", bytemuck::bytes_of(bp))
+}
+
 /// Dispatches `kernel`'s pass `pass` over `count` items (none when `count` is 0).
 fn pass(
     r: &mut Recorder,
@@ -252,8 +262,8 @@ pub(crate) fn prepare_reusing<T: Scalar>(
         )
     };
     let none = wgpu::BufferUsages::empty();
-    let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
-    let uniform = |bp: &BuildParams| gpu.uniform_buffer("bccoo build", bytemuck::bytes_of(bp));
+    let words = |label, n: u64| words(gpu, label, n);
+    let uniform = |bp: &BuildParams| uniform(gpu, bp);
     // Arrays not sized yet (or not used by a pass) are bound as small stand-ins.
     let stand_in = || words("stand-in", 4);
     // Bound whole (the caller's), beside the plan's buffers bound at their asked-for sizes.
@@ -556,7 +566,7 @@ pub(crate) fn prepare_reusing<T: Scalar>(
     mark("column words submitted");
 
     let hw = (h * w) as u64;
-    let zeros = st_zeros(counted);
+    let zeros = counted.st[STAT_ZEROS] as u64;
     let footprint = Footprint {
         flags: flag_words * 4,
         columns: (col_word_count + escape_words) * 4,
@@ -624,18 +634,12 @@ pub(crate) fn prepare_reusing<T: Scalar>(
     Ok(Some(finish(plan, phases)))
 }
 
-/// The stored zeros the first submission counted.
-fn st_zeros(c: &Counted) -> u64 {
-    c.st[STAT_ZEROS] as u64
-}
-
 /// The first submission: block counts of every size, the largest column, the stored zeros
 /// (listed for their pass, their entries read back for the update guard).
 fn count<T: Scalar>(gpu: &Gpu, a: &GpuCsr, bp: &BuildParams, vw: u32) -> Result<Counted> {
     let (rp, ci, va): (&dyn Bind, &dyn Bind, &dyn Bind) = (a.row_ptr, a.col_idx, a.values);
-    let none = wgpu::BufferUsages::empty();
-    let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
-    let uniform = |bp: &BuildParams| gpu.uniform_buffer("bccoo build", bytemuck::bytes_of(bp));
+    let words = |label, n: u64| words(gpu, label, n);
+    let uniform = |bp: &BuildParams| uniform(gpu, bp);
     let stats = words("bccoo build stats", STATS_WORDS)?;
     let (x0, x1, no_zeros) = (
         words("stand-in", 4)?,
@@ -721,19 +725,6 @@ mod tests {
     use crate::methods::bccoo::{BccooOptions, Strategy};
     use crate::testing::{suite::random_vector, SuiteClass};
     use crate::{CsrMatrix, GpuVector};
-
-    fn gpu() -> Option<Gpu> {
-        match Gpu::new() {
-            Ok(g) => Some(g),
-            Err(e) if std::env::var_os("CI").is_some() => {
-                panic!("CI is set but no GPU adapter could be opened: {e}")
-            }
-            Err(e) => {
-                eprintln!("SKIPPED: no GPU adapter ({e})");
-                None
-            }
-        }
-    }
 
     /// The words of a plan's format (aux, flags, column words, values, BCCOO+'s row map; read
     /// before any product).
@@ -890,7 +881,9 @@ mod tests {
     /// a value update (which goes through the rearranged sources).
     #[test]
     fn reused_builds_equal_fresh_builds() {
-        let Some(gpu) = gpu() else { return };
+        let Some(gpu) = crate::gpu::test_gpu() else {
+            return;
+        };
         let f64_ok = gpu.info().has(wgpu::Features::SHADER_F64)
             && gpu.info().has(wgpu::Features::SHADER_INT64);
         for class in SuiteClass::ALL {
