@@ -46,8 +46,8 @@ override SINGLE_PASS: u32 = 1u;
 // Polls per slot word before a waiting workgroup gives up and leaves its carry to the last
 // workgroup of the dispatch; 0: no workgroup waits, the last one adds every carry.
 override SPIN_LIMIT: u32 = 1048576u;
-// Polls per word for the last workgroup, which only reads words whose writers have finished: a
-// bound for the sake of having one.
+// Polls per word for the last workgroup, which only reads words stored before their writers counted
+// themselves finished: a bound for the sake of having one.
 const FINISH_SPIN_LIMIT: u32 = 1u << 24u;
 
 const DELTA_ESCAPE: u32 = 0x8000u;
@@ -263,12 +263,12 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes, sh: Shape) -> bool {
     return stalled;
 }
 
-// Single pass: run by the last workgroup of the dispatch to finish, which by then is the only one
-// left. It adds the carries whose waits ran out (every slot is written by now: its writer has
-// finished) and resets the ticket, the counters and the list for the next product. The stall
+// Single pass: run by the last workgroup of the dispatch to count itself finished. It adds the
+// carries whose waits ran out (every slot is stored by now: each workgroup stores before it
+// counts) and resets the ticket, the counters and the list for the next product. The stall
 // count travels in the same `done` word as the finish count: one read-modify-write sees both, so
 // no ordering between two atomic words is needed. The list's entries, the pending rows and the
-// slots are single atomic words written once, polled until written.
+// slots are single atomic words written once, polled until the store is visible.
 fn finish_product(stalls: u32, slot: u32, l: Lanes, sh: Shape) {
     for (var i = 0u; i < stalls; i++) {
         if (l.lid == 0u) {
@@ -330,6 +330,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         stalled = run_group(gi.x, gi.y, slot, l, sh);
     }
     if (SINGLE_PASS != 0u) {
+        // Every store the last workgroup reads (this workgroup's slot, pending row and list entry,
+        // made by other invocations than the one counting) comes before the count: otherwise the
+        // last workgroup polls for them while their writer may be descheduled (a CPU adapter).
+        storageBarrier();
         if (l.lid == 0u) {
             let add = 1u + select(0u, params.stall_unit, stalled);
             let before = atomicAdd(&state[STATE_DONE], add) + add;
