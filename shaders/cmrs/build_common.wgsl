@@ -1,6 +1,6 @@
-// What the two GPU builds of CMRS strips share (cmrs/build, cmrs/build_padded): the CSR input
-// bindings, a workgroup's copy of its strip's row pointers, and writing one entry into the format
-// (into `col_words`, `vals_out` and `sources`, which each importer binds).
+// What the GPU builds of CMRS strips share (cmrs/build_place and so cmrs/build and
+// cmrs/build_padded, and cmrs/build_long): the CSR input bindings and the rows a strip hands to
+// the long-row passes.
 
 @group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
 @group(0) @binding(1) var<storage, read> col_idx: array<u32>;
@@ -12,30 +12,24 @@ override VAL_WORDS: u32 = 1u;
 const ROW_BITS: u32 = 4u;
 const WG: u32 = 64u;
 
-var<workgroup> ptrs: array<u32, 17>;
-
-// The pointers of rows r0..r0 + rows into `ptrs` (the whole workgroup calls it).
-fn load_strip(r0: u32, rows: u32, lid: u32) {
-    if (lid <= rows) {
-        ptrs[lid] = row_ptr[r0 + lid];
+// The rows (bit i: row r0 + i) of a strip of `rows` rows that go to the long-row passes so that
+// the rest has at most `budget` entries: the longest first (ties: the lower row), as
+// `long_rows::rows_to_split` in src/methods/passes/long_rows.rs chooses on the host.
+fn long_rows_of(r0: u32, rows: u32, budget: u32) -> u32 {
+    var total = row_ptr[r0 + rows] - row_ptr[r0];
+    var mask = 0u;
+    while (total > budget) {
+        var pick = 0u;
+        var most = 0u;
+        for (var i = 0u; i < rows; i += 1u) {
+            let len = row_ptr[r0 + i + 1u] - row_ptr[r0 + i];
+            if ((mask & (1u << i)) == 0u && len > most) {
+                pick = i;
+                most = len;
+            }
+        }
+        mask |= 1u << pick;
+        total -= most;
     }
-    workgroupBarrier();
-}
-
-// The strip row holding entry e (a scan of at most 16 pointers).
-fn strip_row(e: u32) -> u32 {
-    var r = 0u;
-    while (ptrs[r + 1u] <= e) {
-        r += 1u;
-    }
-    return r;
-}
-
-// Entry e, of strip row r, as item `pos` of the format.
-fn place(pos: u32, e: u32, r: u32) {
-    col_words[pos] = (col_idx[e] << ROW_BITS) | r;
-    sources[pos] = e;
-    for (var w = 0u; w < VAL_WORDS; w += 1u) {
-        vals_out[pos * VAL_WORDS + w] = vals[e * VAL_WORDS + w];
-    }
+    return mask;
 }

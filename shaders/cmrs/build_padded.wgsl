@@ -1,16 +1,19 @@
 #import shared/grid
-#import cmrs/build_common
+#import cmrs/build_place
 // cmrs_build_padded: cmrs-padded's strips (packed row-in-strip numbers) built on the GPU from a
 // CSR matrix in GPU buffers (src/methods/cmrs/gpu_build.rs); `arrange_for_small_buffer` in
 // format.rs is its CPU twin. A strip's rows are dealt to the team's TEAM / BUF_COLS lane groups,
 // longest row first (ties: lower row first) to the least loaded group (ties: lower group); a
 // group's rows lie one after another over its BUF_COLS lanes, pass after pass, and the strip is
 // padded to its busiest group's passes.
+// Rows that make a strip longer than the budget go to the long-row passes instead (the longest
+// first): the strip is dealt and placed without them (cmrs/build_long gathers them).
 // PASS 0, one invocation per strip: each row's group and start in the group's queue, the strip's
-//   padded length (into strip_ptr, scanned next into pointers), the most entries of a strip.
+//   padded length (into strip_ptr) and its chunks of CHUNK kept entries (both scanned next), the
+//   most entries a strip keeps, the entries and rows it leaves to the long-row passes.
 // PASS 1, one invocation: the padded total (after the scan), for the host to size the format.
 // PASS 2, one invocation per item: padding everywhere (column word and source NONE).
-// PASS 3, one workgroup per strip: each entry to its place.
+// PASS 3, one workgroup per chunk of a strip: each entry to its place.
 
 struct PaddedParams {
     nrows: u32,
@@ -19,13 +22,16 @@ struct PaddedParams {
     team: u32,
     buf_cols: u32,
     items: u32,
-    pad0: u32,
-    pad1: u32,
+    // Entries a strip may keep; its longest rows beyond that go to the long-row passes.
+    budget: u32,
+    // Placing workgroups (PASS 3): the strips' chunks.
+    chunks: u32,
 }
 
 @group(0) @binding(3) var<storage, read_write> strip_ptr: array<u32>;
-// [the most entries of a strip, the padded total, then (group, start in the group's queue) per
-// row]: one buffer, so that the kernel binds no more than the 8 storage buffers every adapter
+// [each strip's chunks (strips + 1 words, scanned after PASS 0 into first chunks), the most
+// entries a strip keeps, the padded total, the entries and the rows left to the long-row passes,
+// then (group, start in the group's queue) per row]: one buffer, so that the kernel binds no more than the 8 storage buffers every adapter
 // allows.
 @group(0) @binding(4) var<storage, read_write> plan: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> col_words: array<u32>;
@@ -35,6 +41,21 @@ struct PaddedParams {
 
 override PASS: u32 = 0u;
 const NONE: u32 = 0xFFFFFFFFu;
+
+fn chunk_start(s: u32) -> u32 {
+    return atomicLoad(&plan[s]);
+}
+
+// Word k of the counts after the chunk pointers: the most kept, the padded total, the entries and
+// the rows left out.
+fn stat(k: u32) -> u32 {
+    return params.strips + 1u + k;
+}
+
+// Row r's group (and start, the word after).
+fn row_word(r: u32) -> u32 {
+    return params.strips + 5u + 2u * r;
+}
 // Most lane groups of a team (the widest team, one buffer column each).
 const MAX_GROUPS: u32 = 128u;
 
@@ -44,8 +65,17 @@ fn plan_strip(s: u32) {
     var len: array<u32, 16>;
     var order: array<u32, 16>;
     var total = 0u;
+    var left_out = 0u;
+    if (row_ptr[r0 + rows] - row_ptr[r0] > params.budget) {
+        left_out = long_rows_of(r0, rows, params.budget);
+    }
     for (var i = 0u; i < rows; i += 1u) {
         len[i] = row_ptr[r0 + i + 1u] - row_ptr[r0 + i];
+        if ((left_out & (1u << i)) != 0u) {
+            atomicAdd(&plan[stat(2u)], len[i]);
+            atomicAdd(&plan[stat(3u)], 1u);
+            len[i] = 0u;
+        }
         total += len[i];
         // Insertion by length, longest first; equal lengths keep row order.
         var j = i;
@@ -72,13 +102,14 @@ fn plan_strip(s: u32) {
                 least = g;
             }
         }
-        atomicStore(&plan[2u + 2u * (r0 + r)], least);
-        atomicStore(&plan[3u + 2u * (r0 + r)], load[least]);
+        atomicStore(&plan[row_word(r0 + r)], least);
+        atomicStore(&plan[row_word(r0 + r) + 1u], load[least]);
         load[least] += len[r];
         busiest = max(busiest, load[least]);
     }
     strip_ptr[s] = (busiest + params.buf_cols - 1u) / params.buf_cols * params.team;
-    atomicMax(&plan[0], total);
+    atomicStore(&plan[s], (total + CHUNK - 1u) / CHUNK);
+    atomicMax(&plan[stat(0u)], total);
 }
 
 @compute @workgroup_size(64)
@@ -92,12 +123,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             plan_strip(s);
         } else if (s == params.strips) {
             strip_ptr[s] = 0u;
+            atomicStore(&plan[s], 0u);
         }
         return;
     }
     if (PASS == 1u) {
         if (g == 0u && lid == 0u) {
-            atomicStore(&plan[1], strip_ptr[params.strips]);
+            atomicStore(&plan[stat(1u)], strip_ptr[params.strips]);
         }
         return;
     }
@@ -109,21 +141,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         return;
     }
-    // PASS 3: strip g (workgroups past the last strip, in a grid split over two dimensions, return).
-    if (g >= params.strips) {
+    // PASS 3: a chunk of a strip (workgroups past the last chunk, in a grid split over two
+    // dimensions, return).
+    if (g >= params.chunks) {
         return;
     }
-    let r0 = g * params.height;
+    let chunk = locate_chunk(g, lid, params.strips);
+    let r0 = chunk.x * params.height;
     let rows = min(params.height, params.nrows - r0);
-    load_strip(r0, rows, lid);
-    let base = ptrs[0];
-    let len = ptrs[rows] - base;
-    let at = strip_ptr[g];
-    for (var k = lid; k < len; k += WG) {
-        let e = base + k;
-        let r = strip_row(e);
-        let group = atomicLoad(&plan[2u + 2u * (r0 + r)]);
-        let q = atomicLoad(&plan[3u + 2u * (r0 + r)]) + (e - ptrs[r]);
+    load_strip(r0, rows, lid, params.budget);
+    let at = strip_ptr[chunk.x];
+    let end = min(kept[rows], (chunk.y + 1u) * CHUNK);
+    for (var k = chunk.y * CHUNK + lid; k < end; k += WG) {
+        let r = strip_row(k);
+        let e = ptrs[r] + (k - kept[r]);
+        let group = atomicLoad(&plan[row_word(r0 + r)]);
+        let q = atomicLoad(&plan[row_word(r0 + r) + 1u]) + (e - ptrs[r]);
         let pos = at + q / params.buf_cols * params.team + group * params.buf_cols
             + q % params.buf_cols;
         place(pos, e, r);

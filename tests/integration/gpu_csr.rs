@@ -141,14 +141,26 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
         let c = wgspmv::testing::reference::check(1.0, a, &x, 0.0, None, &yg, &y_ref);
         assert!(c.ok, "{label} / {m}: wrong: row {:?}", c.worst_row);
         // Methods built on the GPU read nothing back (an empty matrix is built on the host), the
-        // CSR kernels' long-row passes included.
+        // long-row passes of the CSR kernels and of strips included.
         let read = from_gpu.report().read_back_bytes;
-        let long = (0..a.nrows()).any(|r| a.row_len(r) > 16_384);
-        // (Strips of `cmrs` long enough for the long-row passes are built on the host.)
         let strips = matches!(m, Method::Cmrs | Method::CmrsPadded);
         let blocks = matches!(m, Method::Bccoo | Method::BccooPlus);
-        if a.nnz() > 0 && built_on_gpu && !(strips && long) && opts.max_chunk_bytes.is_none() {
+        if a.nnz() > 0 && built_on_gpu && opts.max_chunk_bytes.is_none() {
             assert_eq!(read, 0, "{label} / {m}: built on the GPU");
+        }
+        // Strips leave the same rows to the long-row passes, and say so.
+        if strips {
+            assert_eq!(from_gpu.details(), from_host.details(), "{label} / {m}");
+            // (The matrix made for it does leave rows to them, at 4 lanes and 1-column buffers.)
+            if label.starts_with("strips beyond")
+                && (opts.lanes_per_row == Some(4) || opts.cmrs.buffer_columns == Some(1))
+            {
+                assert!(
+                    !from_gpu.details().contains(" 0 long row"),
+                    "{label} / {m}: {}",
+                    from_gpu.details()
+                );
+            }
         }
         // A BCCOO format built on the GPU is its host twin word for word: the auxiliary array
         // (thread rows, workgroup info, carry list, thread escapes), flags, column words and
@@ -315,7 +327,15 @@ fn configurations() -> Vec<(Method, PlanOptions, bool)> {
         };
         v.push((m, opts, true));
     }
-    for (height, keep_csr_order) in [(3, false), (16, false), (5, true)] {
+    // (Teams of 4 lanes in workgroup memory: strips beyond 65 536 entries leave rows to the
+    // long-row passes.)
+    for (height, keep_csr_order, lanes_per_row) in [
+        (3, false, None),
+        (16, false, None),
+        (5, true, None),
+        (3, false, Some(4)),
+        (2, true, Some(4)),
+    ] {
         let cmrs = CmrsOptions {
             height: Some(height),
             keep_csr_order,
@@ -323,6 +343,12 @@ fn configurations() -> Vec<(Method, PlanOptions, bool)> {
         };
         let opts = PlanOptions {
             cmrs,
+            lanes_per_row,
+            lanes: if lanes_per_row.is_some() {
+                wgspmv::LanePolicy::Workgroup
+            } else {
+                wgspmv::LanePolicy::Auto
+            },
             ..Default::default()
         };
         v.push((Method::Cmrs, opts, true));
@@ -399,6 +425,13 @@ fn test_matrices() -> Vec<(String, CsrMatrix<f64>)> {
             &[3, 16_384, 16_385, 0, 40_000, 7, 32_768, 33_000, 1],
             50_000,
         ),
+    ));
+    // Strips longer than a 4-lane team's loop budget (65 536 entries) at heights 2 and 3, and
+    // than an 8-lane team's 1-column buffer (16 384) at 16: the longest rows go to the long-row
+    // passes, the lower of two equal rows first.
+    v.push((
+        "strips beyond the loop budget".into(),
+        rows_of_lengths(&[3, 70_000, 5, 0, 66_000, 2, 40_000, 40_000, 1, 9], 80_000),
     ));
     // Columns far apart (BCCOO's 16-bit column differences escape; block columns past 65 535),
     // with empty rows between.

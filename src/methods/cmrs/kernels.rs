@@ -61,5 +61,14 @@ pub const CMRS_BUILD_PADDED: Kernel = Kernel {
     derive: None,
 };
 
+/// The rows that strips built on the GPU leave to the long-row passes, gathered on the GPU.
+pub const CMRS_BUILD_LONG: Kernel = Kernel {
+    name: "cmrs_build_long",
+    file: "cmrs/build_long",
+    heights: &[],
+    overrides: &[("PASS", &[0, 1]), ("VAL_WORDS", &[1, 2])],
+    derive: None,
+};
+
 /// Every kernel of `cmrs` and `cmrs-padded`, for validation.
-pub const KERNELS: &[Kernel] = &[CMRS, CMRS_BUILD, CMRS_BUILD_PADDED];
+pub const KERNELS: &[Kernel] = &[CMRS, CMRS_BUILD, CMRS_BUILD_PADDED, CMRS_BUILD_LONG];

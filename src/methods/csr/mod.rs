@@ -269,6 +269,7 @@ pub(crate) fn gpu_stages<T: Scalar>(
             &row_ptr,
             [col_idx.clone(), values.clone()],
             choice.long_row(),
+            long_rows::most_long_rows((a.nrows, a.nnz), choice.long_row()),
         )?
     } else {
         Vec::new()

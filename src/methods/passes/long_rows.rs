@@ -27,27 +27,39 @@ const PER_LANE: u32 = 64;
 /// what is left of each group has at most `max_entries` entries: the longest rows first.
 pub(crate) fn rows_to_split(row_ptr: &[u32], group_rows: usize, max_entries: u64) -> Vec<u32> {
     let nrows = row_ptr.len() - 1;
-    let len = |r: usize| (row_ptr[r + 1] - row_ptr[r]) as u64;
     let mut out = Vec::new();
     for first in (0..nrows).step_by(group_rows.max(1)) {
         let rows = first..(first + group_rows.max(1)).min(nrows);
-        let mut total: u64 = rows.clone().map(len).sum();
-        if total <= max_entries {
-            continue;
-        }
-        let mut by_len: Vec<usize> = rows.collect();
-        by_len.sort_by_key(|&r| std::cmp::Reverse(len(r)));
-        let start = out.len();
-        for r in by_len {
-            if total <= max_entries {
-                break;
-            }
-            total -= len(r);
-            out.push(r as u32);
-        }
-        out[start..].sort_unstable();
+        out.extend(split_group(row_ptr, rows, max_entries).0);
     }
     out
+}
+
+/// The rows `rows_to_split` takes out of one group of rows (ascending), and the entries left:
+/// the longest rows first (ties: the lower row) until at most `max_entries` are left. The GPU
+/// builds of strips choose the same (`long_rows_of` in shaders/cmrs/build_common.wgsl).
+pub(crate) fn split_group(
+    row_ptr: &[u32],
+    rows: std::ops::Range<usize>,
+    max_entries: u64,
+) -> (Vec<u32>, u64) {
+    let len = |r: usize| (row_ptr[r + 1] - row_ptr[r]) as u64;
+    let mut total = (row_ptr[rows.end] - row_ptr[rows.start]) as u64;
+    if total <= max_entries {
+        return (Vec::new(), total);
+    }
+    let mut by_len: Vec<usize> = rows.collect();
+    by_len.sort_by_key(|&r| std::cmp::Reverse(len(r)));
+    let mut out = Vec::new();
+    for r in by_len {
+        if total <= max_entries {
+            break;
+        }
+        total -= len(r);
+        out.push(r as u32);
+    }
+    out.sort_unstable();
+    (out, total)
 }
 
 /// Mirrors `BuildParams` in shaders/passes/long_rows_build.wgsl.
@@ -76,19 +88,25 @@ fn pass_pipelines<T: Scalar>(
     Ok((pipeline(0)?, pipeline(1)?, wg * PER_LANE))
 }
 
+/// The most rows of more than `long_row` entries `nnz` entries over `nrows` rows can hold.
+pub(crate) fn most_long_rows((nrows, nnz): (usize, usize), long_row: u64) -> u64 {
+    (nnz as u64 / (long_row + 1)).min(nrows as u64)
+}
+
 /// The two passes for every row of more than `long_row` entries of a CSR matrix on the GPU,
-/// reading `col_idx` and `values` (the plan's copies of the whole arrays, each within one
-/// binding). Their description is built on the GPU from `row_ptr` (submitted here, nothing read
-/// back): sized for the most long rows and pieces `nnz` allows, dispatched over the counts found.
+/// reading `col_idx` and `values` (each within one binding). Their description is built on the
+/// GPU from `row_ptr` (submitted here, nothing read back): sized for `max_longs` long rows (at
+/// least those there are; [`most_long_rows`] where unknown) and the pieces `nnz` entries can
+/// make, dispatched over the counts found.
 pub(crate) fn gpu_stages<T: Scalar>(
     gpu: &Gpu,
     (nrows, nnz): (usize, usize),
     row_ptr: &wgpu::Buffer,
     [col_idx, values]: [Arc<crate::gpu::DeviceBuffer>; 2],
     long_row: u64,
+    max_longs: u64,
 ) -> Result<Vec<Stage>> {
     let (pieces_pipeline, finish_pipeline, piece) = pass_pipelines::<T>(gpu)?;
-    let max_longs = (nnz as u64 / (long_row + 1)).min(nrows as u64);
     if max_longs == 0 {
         return Ok(Vec::new());
     }
