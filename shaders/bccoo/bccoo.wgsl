@@ -46,8 +46,13 @@ override SINGLE_PASS: u32 = 1u;
 // Polls per slot word before a waiting workgroup gives up and leaves its carry to the last
 // workgroup of the dispatch; 0: no workgroup waits, the last one adds every carry.
 override SPIN_LIMIT: u32 = 1048576u;
-// Polls per word for the last workgroup, which only reads words stored before their writers counted
-// themselves finished: a bound for the sake of having one.
+// 1: the invocations' stores that the last workgroup reads come before the workgroup counts
+// itself finished (an execution barrier), for adapters whose invocations can be held up for
+// longer than its polls (CPU adapters run a workgroup as chunks on OS threads). 0 where every
+// started workgroup keeps running, as single pass by default assumes: the polls cover the lag.
+override ORDERED_FINISH: u32 = 1u;
+// Polls per word for the last workgroup, which only reads words whose writers' workgroups have
+// counted themselves finished: a bound for the sake of having one.
 const FINISH_SPIN_LIMIT: u32 = 1u << 24u;
 
 const DELTA_ESCAPE: u32 = 0x8000u;
@@ -264,8 +269,8 @@ fn run_group(g: u32, info: u32, slot: u32, l: Lanes, sh: Shape) -> bool {
 }
 
 // Single pass: run by the last workgroup of the dispatch to count itself finished. It adds the
-// carries whose waits ran out (every slot is stored by now: each workgroup stores before it
-// counts) and resets the ticket, the counters and the list for the next product. The stall
+// carries whose waits ran out (every slot is stored by now, or about to be: see ORDERED_FINISH)
+// and resets the ticket, the counters and the list for the next product. The stall
 // count travels in the same `done` word as the finish count: one read-modify-write sees both, so
 // no ordering between two atomic words is needed. The list's entries, the pending rows and the
 // slots are single atomic words written once, polled until the store is visible.
@@ -330,10 +335,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         stalled = run_group(gi.x, gi.y, slot, l, sh);
     }
     if (SINGLE_PASS != 0u) {
-        // Every store the last workgroup reads (this workgroup's slot, pending row and list entry,
-        // made by other invocations than the one counting) comes before the count: otherwise the
-        // last workgroup polls for them while their writer may be descheduled (a CPU adapter).
-        storageBarrier();
+        // The stores the last workgroup reads (this workgroup's slot, list entry and pending
+        // row) are made by other invocations than the one counting. The result cache's barrier
+        // already puts them before the count; per-thread writes have none, and where a
+        // workgroup's invocations may be descheduled between them (ORDERED_FINISH) the last
+        // workgroup's polls could run out while the writer waits, so one is added there.
+        if (ORDERED_FINISH != 0u && STRATEGY == 1u) {
+            workgroupBarrier();
+        }
         if (l.lid == 0u) {
             let add = 1u + select(0u, params.stall_unit, stalled);
             let before = atomicAdd(&state[STATE_DONE], add) + add;

@@ -3,11 +3,12 @@
 // cmrs_build: the CMRS format (packed row-in-strip numbers, no padding) built on the GPU from a
 // CSR matrix in GPU buffers (src/methods/cmrs/gpu_build.rs); format.rs is its CPU twin.
 // PASS 0, one invocation per strip pointer: strip_ptr[s] = row_ptr[s * HEIGHT]; each strip's
-//   chunks of CHUNK kept entries (scanned next into each strip's first placing workgroup); and
+//   chunks of CHUNK kept entries beyond its first (scanned next: where its further placing
+//   workgroups start); and
 //   the longest strip (without its long rows), the entries and the rows that strips longer than
 //   the budget hand to the long-row passes. Where there are such rows, cmrs/build_long writes
 //   the strip pointers over again, without them.
-// PASS 1, one workgroup per chunk of a strip: each entry the strip keeps goes to its place in the
+// PASS 1, one workgroup per strip, then one per further chunk of a strip: each entry the strip keeps goes to its place in the
 //   strip's items sorted by column, rows in order within a column (with SORT; else it stays in
 //   CSR order). Its place is its index in its own row plus, for every other kept row of the
 //   strip, the entries there with a smaller column (a row below it) or a column not larger (a
@@ -20,7 +21,7 @@ struct BuildParams {
     sort: u32,
     // Entries a strip may keep; its longest rows beyond that go to the long-row passes.
     budget: u32,
-    // Placing workgroups (PASS 1): the strips' chunks.
+    // Placing workgroups (PASS 1): one per strip and per further chunk.
     chunks: u32,
     pad0: u32,
     pad1: u32,
@@ -30,14 +31,14 @@ struct BuildParams {
 @group(0) @binding(4) var<storage, read_write> col_words: array<u32>;
 @group(0) @binding(5) var<storage, read_write> vals_out: array<u32>;
 @group(0) @binding(6) var<storage, read_write> sources: array<u32>;
-// Each strip's chunks (strips + 1 words, scanned after PASS 0 into first chunks), then the
+// Each strip's chunks beyond its first (strips + 1 words, scanned after PASS 0), then the
 // longest strip kept, the entries and the rows left to the long-row passes.
 @group(0) @binding(7) var<storage, read_write> counts: array<atomic<u32>>;
 @group(0) @binding(8) var<uniform> params: BuildParams;
 
 override PASS: u32 = 0u;
 
-fn chunk_start(s: u32) -> u32 {
+fn more_chunks_before(s: u32) -> u32 {
     return atomicLoad(&counts[s]);
 }
 
@@ -84,7 +85,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                     atomicAdd(&counts[params.strips + 2u], left);
                     atomicAdd(&counts[params.strips + 3u], countOneBits(mask));
                 }
-                atomicStore(&counts[s], (total + CHUNK - 1u) / CHUNK);
+                atomicStore(&counts[s], more_chunks(total));
                 atomicMax(&counts[params.strips + 1u], total);
             }
         }

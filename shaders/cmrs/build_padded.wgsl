@@ -9,11 +9,13 @@
 // Rows that make a strip longer than the budget go to the long-row passes instead (the longest
 // first): the strip is dealt and placed without them (cmrs/build_long gathers them).
 // PASS 0, one invocation per strip: each row's group and start in the group's queue, the strip's
-//   padded length (into strip_ptr) and its chunks of CHUNK kept entries (both scanned next), the
-//   most entries a strip keeps, the entries and rows it leaves to the long-row passes.
+//   padded length (into strip_ptr) and its chunks of CHUNK kept entries beyond the first (both
+//   scanned next), the most entries a strip keeps, the entries and rows it leaves to the
+//   long-row passes.
 // PASS 1, one invocation: the padded total (after the scan), for the host to size the format.
 // PASS 2, one invocation per item: padding everywhere (column word and source NONE).
-// PASS 3, one workgroup per chunk of a strip: each entry to its place.
+// PASS 3, one workgroup per strip, then one per further chunk of a strip: each entry to its
+//   place.
 
 struct PaddedParams {
     nrows: u32,
@@ -24,12 +26,12 @@ struct PaddedParams {
     items: u32,
     // Entries a strip may keep; its longest rows beyond that go to the long-row passes.
     budget: u32,
-    // Placing workgroups (PASS 3): the strips' chunks.
+    // Placing workgroups (PASS 3): one per strip and per further chunk.
     chunks: u32,
 }
 
 @group(0) @binding(3) var<storage, read_write> strip_ptr: array<u32>;
-// [each strip's chunks (strips + 1 words, scanned after PASS 0 into first chunks), the most
+// [each strip's chunks beyond its first (strips + 1 words, scanned after PASS 0), the most
 // entries a strip keeps, the padded total, the entries and the rows left to the long-row passes,
 // then (group, start in the group's queue) per row]: one buffer, so that the kernel binds no more than the 8 storage buffers every adapter
 // allows.
@@ -42,7 +44,7 @@ struct PaddedParams {
 override PASS: u32 = 0u;
 const NONE: u32 = 0xFFFFFFFFu;
 
-fn chunk_start(s: u32) -> u32 {
+fn more_chunks_before(s: u32) -> u32 {
     return atomicLoad(&plan[s]);
 }
 
@@ -108,7 +110,7 @@ fn plan_strip(s: u32) {
         busiest = max(busiest, load[least]);
     }
     strip_ptr[s] = (busiest + params.buf_cols - 1u) / params.buf_cols * params.team;
-    atomicStore(&plan[s], (total + CHUNK - 1u) / CHUNK);
+    atomicStore(&plan[s], more_chunks(total));
     atomicMax(&plan[stat(0u)], total);
 }
 

@@ -15,24 +15,34 @@ var<workgroup> strip_long: u32;
 // The strip and chunk this workgroup places.
 var<workgroup> chunk_at: vec2<u32>;
 
-// The strip and its chunk that placing workgroup g takes: the last strip whose first chunk is at
-// most g (strips without kept entries have no chunk). `chunk_start(s)` is strip s's first chunk
-// (its importer's scanned counts); the whole workgroup calls it.
+// The strip and its chunk that placing workgroup g takes: workgroup s takes strip s's first
+// chunk, and the workgroups after the strips its other chunks, strip by strip (the last strip
+// whose first such workgroup, `more_chunks_before(s)` from its importer's scanned counts, is at
+// most g; strips of one chunk have none). The whole workgroup calls it.
 fn locate_chunk(g: u32, lid: u32, strips: u32) -> vec2<u32> {
+    if (g < strips) {
+        return vec2<u32>(g, 0u);
+    }
     if (lid == 0u) {
+        let x = g - strips;
         var lo = 0u;
         var hi = strips;
         while (lo < hi) {
             let mid = hi - (hi - lo) / 2u;
-            if (chunk_start(mid) <= g) {
+            if (more_chunks_before(mid) <= x) {
                 lo = mid;
             } else {
                 hi = mid - 1u;
             }
         }
-        chunk_at = vec2<u32>(lo, g - chunk_start(lo));
+        chunk_at = vec2<u32>(lo, 1u + x - more_chunks_before(lo));
     }
     return workgroupUniformLoad(&chunk_at);
+}
+
+// The chunks of CHUNK entries after the first that a strip keeping `kept` entries needs.
+fn more_chunks(kept: u32) -> u32 {
+    return select(0u, (kept - 1u) / CHUNK, kept > 0u);
 }
 
 // The pointers of rows r0..r0 + rows into `ptrs`, and into `kept` those of the entries the strip

@@ -26,6 +26,7 @@ pub const BCCOO: Kernel = Kernel {
         ("CACHE_FACTOR", BCCOO_CACHE_FACTORS),
         ("SINGLE_PASS", &[0, 1]),
         ("SPIN_LIMIT", BCCOO_SPIN_LIMITS),
+        ("ORDERED_FINISH", &[0, 1]),
     ],
     derive: None,
 };

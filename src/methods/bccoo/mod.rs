@@ -853,6 +853,7 @@ fn assemble<T: Scalar>(
                 ("CACHE_FACTOR", cache_factor),
                 ("SINGLE_PASS", single as u32),
                 ("SPIN_LIMIT", spin),
+                ("ORDERED_FINISH", !single_pass_is_safe(gpu.info()) as u32),
             ],
         )
         .with_height(h),

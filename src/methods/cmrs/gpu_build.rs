@@ -279,7 +279,8 @@ pub(crate) fn prepare<T: Scalar>(
     let none = wgpu::BufferUsages::empty();
     let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
     let strip_ptr = Arc::new(words("strip_ptr", strips as u64 + 1)?);
-    // Each strip's chunks, scanned into its first placing workgroup, then the three counts.
+    // Each strip's placing chunks beyond its first (scanned: where its further placing
+    // workgroups start), then the three counts.
     let counts = words("cmrs strip counts", strips as u64 + 4)?;
     let block_sums = words(
         "cmrs scan blocks",
@@ -326,9 +327,10 @@ pub(crate) fn prepare<T: Scalar>(
         )?;
         r.scan(&counts, &block_sums, strips as u32 + 1)
     })?;
-    let [chunks, longest, long_entries, long_rows] =
+    let [more_chunks, longest, long_entries, long_rows] =
         <[u32; 4]>::try_from(read_words(gpu, &counts, strips as u64, 4)?)
             .expect("four words read back");
+    let chunks = strips as u32 + more_chunks;
     if !strips_fit(&choice, longest as u64) {
         return Ok(None);
     }
@@ -430,7 +432,7 @@ fn prepare_padded<T: Scalar>(
     let none = wgpu::BufferUsages::empty();
     let words = |label, n: u64| gpu.storage_zeroed(label, n * 4, none);
     let strip_ptr = Arc::new(words("strip_ptr", strips as u64 + 1)?);
-    // Each strip's chunks (scanned into its first placing workgroup), the longest strip, the
+    // Each strip's placing chunks beyond its first (scanned), the longest strip, the
     // padded total, the entries and rows left to the long-row passes, then each row's group and
     // start in it.
     let plan = words("cmrs-padded plan", strips as u64 + 5 + 2 * nrows as u64)?;
@@ -498,9 +500,10 @@ fn prepare_padded<T: Scalar>(
         true,
         None,
     )?;
-    let [chunks, longest, items, long_entries, long_rows] =
+    let [more_chunks, longest, items, long_entries, long_rows] =
         <[u32; 5]>::try_from(read_words(gpu, &plan, strips as u64, 5)?)
             .expect("five words read back");
+    let chunks = strips as u32 + more_chunks;
     let items = items as u64;
     if !strips_fit(choice, longest as u64) || items * s.max(4) > chunk_limit(gpu, opts) {
         return Ok(None);
