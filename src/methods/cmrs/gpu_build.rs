@@ -1,12 +1,13 @@
 //! `cmrs` from a CSR matrix in the caller's GPU buffers, built on the GPU
 //! (shaders/cmrs/build.wgsl; [`CmrsMatrix::from_csr`](super::CmrsMatrix::from_csr) is its CPU
 //! twin): strip pointers, the longest strip and what strips longer than the kernel's loop budget
-//! leave to the long-row passes first (twelve bytes read back, to size the format), then every
-//! entry placed in its strip, sorted by column. `cmrs-padded`'s strips are arranged per lane
-//! group on the GPU too (shaders/cmrs/build_padded.wgsl: its plan per strip, sixteen bytes read
-//! back, then the placing). The rows left to the long-row passes are gathered on the GPU
-//! (shaders/cmrs/build_long.wgsl) and described there (`long_rows::gpu_stages`). The separate
-//! row-in-strip layout and row chunks are built on the host.
+//! leave to the long-row passes first (sixteen bytes read back with the placing chunks, to size
+//! the format), then every entry placed in its strip, sorted by column. `cmrs-padded`'s strips
+//! are arranged per lane group on the GPU too (shaders/cmrs/build_padded.wgsl: its plan per
+//! strip, twenty bytes read back, then the placing). The rows left to the long-row passes are
+//! gathered on the GPU (shaders/cmrs/build_long.wgsl) and described there
+//! (`long_rows::gpu_stages`). The separate row-in-strip layout and row chunks are built on the
+//! host.
 
 use super::{Choice, RowLayout};
 use crate::gpu::recorder::submit_pass;
