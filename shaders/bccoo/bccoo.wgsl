@@ -77,9 +77,10 @@ fn column_code(p: u32) -> u32 {
     return half_word(p);
 }
 
-// One block times x: HEIGHT sums (columns past the matrix are padding and hold zeros). Zero
-// values are skipped: fill, zero blocks and padding must add nothing even where x is NaN or Inf
-// (a stored zero meeting such an x is the stored-zeros pass's, src/methods/passes/stored_zeros.rs).
+// One block times x: HEIGHT sums (columns past the matrix are padding and hold zeros). +0 values
+// are skipped: fill, zero blocks and padding must add nothing even where x is NaN or Inf. A
+// stored zero is kept as -0 (format.rs), so it is multiplied: 0 * NaN and 0 * Inf make the row
+// NaN, as the CSR reference does, and 0 * finite adds nothing.
 fn block_product(p: u32, col: u32) -> rows {
     var out = rows(scalar(0));
     for (var j = 0u; j < WIDTH; j++) {
@@ -88,7 +89,7 @@ fn block_product(p: u32, col: u32) -> rows {
             let xv = x[c];
             for (var r = 0u; r < HEIGHT; r++) {
                 let v = vals[(r * params.padded_blocks + p) * WIDTH + j];
-                put_row(&out, r, row_of(out, r) + select(v * xv, scalar(0), v == scalar(0)));
+                put_row(&out, r, row_of(out, r) + select(v * xv, scalar(0), is_positive_zero(v)));
             }
         }
     }

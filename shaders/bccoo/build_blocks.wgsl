@@ -11,7 +11,7 @@
 //   first block.
 // PASS 2, one invocation per value slot: every source NONE (fill and padding keep them).
 // PASS 3, one invocation per entry: its value into its block's slot of its row's value plane,
-//   in the transposed layout, and its source; the entry opening a block writes the block's
+//   in the transposed layout (a zero as -0, which the kernel tells from fill), and its source; the entry opening a block writes the block's
 //   column (natural order). A block's place in its block row is the number of blocks opened,
 //   in the block row's stacked rows, at smaller block columns: one search per row, no loop over
 //   a row.
@@ -27,6 +27,22 @@
 override PASS: u32 = 0u;
 // u32 words per value: 1 (f32) or 2 (f64).
 override VAL_WORDS: u32 = 1u;
+
+// Entry e's value into value slot `slot`, a zero (either sign) as -0: the kernel skips +0 only,
+// its fill (`from_csr` in format.rs does the same).
+fn put_value(slot: u32, e: u32) {
+    let top = e * VAL_WORDS + VAL_WORDS - 1u;
+    var zero = (vals[top] & 0x7FFFFFFFu) == 0u;
+    for (var v = 0u; v + 1u < VAL_WORDS; v += 1u) {
+        zero = zero && vals[e * VAL_WORDS + v] == 0u;
+    }
+    for (var v = 0u; v < VAL_WORDS; v += 1u) {
+        vals_out[slot * VAL_WORDS + v] = vals[e * VAL_WORDS + v];
+    }
+    if (zero) {
+        vals_out[slot * VAL_WORDS + VAL_WORDS - 1u] = 0x80000000u;
+    }
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
@@ -84,9 +100,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
     let n = block_row[br] + rank;
     let slot = ((q % h) * params.padded_blocks + layout_of(n)) * w + c % w;
-    for (var v = 0u; v < VAL_WORDS; v += 1u) {
-        vals_out[slot * VAL_WORDS + v] = vals[e * VAL_WORDS + v];
-    }
+    put_value(slot, e);
     sources[slot] = e;
     if (owners[e + 1u] != owners[e]) {
         cols[n] = bc;

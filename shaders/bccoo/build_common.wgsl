@@ -31,8 +31,7 @@ struct BuildParams {
     thread_escape_base: u32,
     // Where the escapes start in the column words.
     escape_base: u32,
-    // Stored zeros (±0 values).
-    zero_count: u32,
+    pad0: u32,
     pad1: u32,
     pad2: u32,
 }
@@ -40,7 +39,7 @@ struct BuildParams {
 // Words of the statistics buffer (read back between submissions; gpu_build.rs mirrors them):
 // blocks of every size ((height - 1) * 3 + width index), the largest column, the stored zeros,
 // the empty block rows and the stored blocks of the chosen size, the escapes of delta16, the
-// carried workgroups, the longest carry chain, and the stored zeros listed so far.
+// carried workgroups and the longest carry chain.
 const STAT_COUNTS: u32 = 0u;
 const STAT_MAX_COL: u32 = 12u;
 const STAT_ZEROS: u32 = 13u;
@@ -49,7 +48,6 @@ const STAT_OWNERS: u32 = 15u;
 const STAT_ESCAPES: u32 = 16u;
 const STAT_CARRIES: u32 = 17u;
 const STAT_CHAIN: u32 = 18u;
-const STAT_ZERO_SLOTS: u32 = 19u;
 
 // Flags of a workgroup's info word (format.rs GROUP_*), the chain length above them.
 const GROUP_ALL_STOP: u32 = 1u;

@@ -8,16 +8,12 @@
 //   first, shares its block column), the largest column and the stored zeros, into `stats`.
 // PASS 1, one invocation per 32 block rows: BCCOO+'s row map where empty block rows are left out
 //   (`compact_row_map` in format.rs), from the scanned non-empty flags.
-// PASS 2, one invocation per entry: each stored zero (±0) appended to `zeros` as the stored-zero
-//   pass reads them ([count, then (row, column) pairs]), and its entry after the pairs (for the
-//   update guard; any order, sorted on the host).
 
 @group(0) @binding(2) var<storage, read> vals: array<u32>;
 @group(0) @binding(3) var<storage, read_write> stats: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read> nonempty: array<u32>;
 @group(0) @binding(5) var<storage, read_write> row_map: array<u32>;
-@group(0) @binding(6) var<storage, read_write> zeros: array<u32>;
-@group(0) @binding(7) var<uniform> params: BuildParams;
+@group(0) @binding(6) var<uniform> params: BuildParams;
 
 override PASS: u32 = 0u;
 // u32 words per value: 1 (f32) or 2 (f64).
@@ -73,21 +69,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
     let e0 = g * WG;
     if (e0 >= params.nnz) {
-        return;
-    }
-    if (PASS == 2u) {
-        find_entry_rows(e0, lid);
-        let e = e0 + lid;
-        if (e < params.nnz && is_zero(e)) {
-            let n = params.zero_count;
-            let k = atomicAdd(&stats[STAT_ZERO_SLOTS], 1u);
-            if (k == 0u) {
-                zeros[0] = n;
-            }
-            zeros[1u + 2u * k] = row_of_entry(e);
-            zeros[2u + 2u * k] = col_idx[e];
-            zeros[1u + 2u * n + k] = e;
-        }
         return;
     }
     if (lid < 14u) {

@@ -12,3 +12,8 @@ fn to_words(v: scalar) -> vec2<u32> {
 fn from_words(w: vec2<u32>) -> scalar {
     return bitcast<scalar>(w.x);
 }
+
+// Whether v is +0 exactly (bccoo's fill; a stored zero is kept as -0).
+fn is_positive_zero(v: scalar) -> bool {
+    return bitcast<u32>(v) == 0u;
+}

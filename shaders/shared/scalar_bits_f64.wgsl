@@ -23,3 +23,8 @@ fn to_words(v: scalar) -> vec2<u32> {
 fn from_words(w: vec2<u32>) -> scalar {
     return bitcast<scalar>((u64(w.y) << 32u) | u64(w.x));
 }
+
+// Whether v is +0 exactly (bccoo's fill; a stored zero is kept as -0).
+fn is_positive_zero(v: scalar) -> bool {
+    return bitcast<u64>(v) == 0lu;
+}

@@ -185,8 +185,6 @@ pub(crate) struct GpuInner {
     pub id: u64,
     /// Working buffers of dropped plans, kept for the next ones.
     pool: Arc<pool::Pool>,
-    /// One zero word, bound read-only where a kernel's optional input is absent.
-    zero_word: std::sync::OnceLock<wgpu::Buffer>,
     /// The warm-up probe's fastest time on this device, ms per copy (`Gpu::warm_up`).
     fastest_probe_ms: Mutex<Option<f64>>,
 }
@@ -395,7 +393,6 @@ impl Gpu {
                 compile_ns: AtomicU64::new(0),
                 id: next_id(),
                 pool: Arc::default(),
-                zero_word: std::sync::OnceLock::new(),
                 fastest_probe_ms: Mutex::default(),
             }),
         }
@@ -469,19 +466,6 @@ impl Gpu {
     /// Time this device has spent compiling pipelines, in ns.
     pub(crate) fn compile_ns(&self) -> u64 {
         self.inner.compile_ns.load(Ordering::Relaxed)
-    }
-
-    /// A storage buffer holding one zero word, never written (bound where a kernel's flag is
-    /// absent).
-    pub(crate) fn zero_word(&self) -> &wgpu::Buffer {
-        self.inner.zero_word.get_or_init(|| {
-            self.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("zero word"),
-                size: 16,
-                usage: wgpu::BufferUsages::STORAGE,
-                mapped_at_creation: false,
-            })
-        })
     }
 
     /// Waits until all submitted work is done.

@@ -358,16 +358,6 @@ pub const GATHER: Kernel = Kernel {
     derive: None,
 };
 
-/// Value updates of formats whose kernels skip zero values: whether the new values keep the
-/// stored zeros (src/plan/values.rs).
-pub const ZERO_CHECK: Kernel = Kernel {
-    name: "zero_check",
-    file: "shared/zero_check",
-    heights: &[],
-    overrides: &[("WG_SIZE", &[256])],
-    derive: None,
-};
-
 /// The GPU check of a CSR matrix the caller holds on the GPU (src/matrix/gpu_csr.rs).
 pub const CSR_CHECK: Kernel = Kernel {
     name: "csr_check",
@@ -417,7 +407,6 @@ pub const SCAN_U32_DOWN: Kernel = Kernel {
 pub const SHARED_KERNELS: &[Kernel] = &[
     COPY,
     GATHER,
-    ZERO_CHECK,
     CSR_CHECK,
     CSR_FEATURES,
     SCAN_U32_REDUCE,

@@ -7,10 +7,9 @@
 //!   SURAA's rows, rearranged by length, are gathered the same way, their sources made at the
 //!   first update from its permutation (read back where the setup ran on the GPU);
 //! * BCCOO's blocks are gathered the same way, their sources made at the first update by
-//!   building the format once more over entry numbers; its kernels skip zero values (fill and
-//!   padding among them) and a pass built with the plan restores the stored zeros, so an update
-//!   is taken only when the new values are zero at exactly the entries that were (checked on the
-//!   host, or on the GPU with a 4-byte read back), and refused otherwise.
+//!   building the format once more over entry numbers (or kept from the GPU build); its kernels
+//!   skip +0 (fill and padding), so the gather stores a zero value as -0, as the builds do, and
+//!   any new pattern of zeros is taken.
 
 use super::SpmvPlan;
 use crate::gpu::recorder::Recorder;
@@ -136,8 +135,9 @@ pub(crate) enum ValueLayout {
     Runs(Vec<ValueRun>),
     /// Buffers filled by a gather (and runs beside them, e.g. the long-row pass).
     Gather(Vec<Arc<GatherPart>>, Vec<ValueRun>),
-    /// Buffers filled by a gather, valid while the same entries are zero (see [`ZeroGuard`]).
-    Guarded(Vec<Arc<GatherPart>>, Arc<ZeroGuard>),
+    /// BCCOO's blocks, filled by a gather that keeps a zero value as -0 (its kernels skip +0,
+    /// the fill of its blocks).
+    Blocks(Vec<Arc<GatherPart>>),
     /// No update in place (the format reorders the values, say); the reason, for the error.
     Fixed(&'static str),
 }
@@ -148,7 +148,7 @@ impl ValueLayout {
         let (parts, runs): (&[Arc<GatherPart>], &[ValueRun]) = match self {
             ValueLayout::Runs(runs) => (&[], runs),
             ValueLayout::Gather(parts, runs) => (parts, runs),
-            ValueLayout::Guarded(parts, _) => (parts, &[]),
+            ValueLayout::Blocks(parts) => (parts, &[]),
             ValueLayout::Fixed(_) => (&[], &[]),
         };
         for r in runs {
@@ -163,66 +163,6 @@ impl ValueLayout {
     }
 }
 
-/// The stored zeros a format's zero pass was built for: an update must keep exactly these
-/// entries zero (±0), since the kernels skip zero values.
-pub(crate) struct ZeroGuard {
-    /// CSR entries whose value is ±0, ascending.
-    entries: Vec<u32>,
-    /// Bit `i` set where entry `i` is a stored zero; uploaded at the first GPU-buffer update.
-    bits_on_gpu: std::sync::OnceLock<wgpu::Buffer>,
-}
-
-impl std::fmt::Debug for ZeroGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ZeroGuard({} stored zeros)", self.entries.len())
-    }
-}
-
-impl ZeroGuard {
-    /// The stored zeros of `values` (CSR order).
-    pub(crate) fn of<T: Scalar>(values: &[T]) -> Arc<Self> {
-        use rayon::prelude::*;
-        let entries = values
-            .par_iter()
-            .enumerate()
-            .filter(|(_, v)| v.to_f64() == 0.0)
-            .map(|(i, _)| i as u32)
-            .collect();
-        Arc::new(Self {
-            entries,
-            bits_on_gpu: Default::default(),
-        })
-    }
-
-    /// The stored zeros at these CSR entries (in any order).
-    pub(crate) fn of_entries(mut entries: Vec<u32>) -> Arc<Self> {
-        entries.sort_unstable();
-        Arc::new(Self {
-            entries,
-            bits_on_gpu: Default::default(),
-        })
-    }
-
-    /// Whether `values` are zero at exactly the guarded entries.
-    fn holds<T: Scalar>(&self, values: &[T]) -> bool {
-        use rayon::prelude::*;
-        let zeros = values.par_iter().filter(|v| v.to_f64() == 0.0).count();
-        zeros == self.entries.len()
-            && self
-                .entries
-                .par_iter()
-                .all(|&i| values[i as usize].to_f64() == 0.0)
-    }
-
-    fn refusal(method: &'static str) -> Error {
-        Error::Unsupported {
-            method,
-            what: "take new values that are zero at other entries than the plan's stored zeros",
-            why: "its kernels skip zero values and a pass built with the plan restores the stored zeros; prepare a new plan for the new pattern of zeros",
-        }
-    }
-}
-
 impl Default for ValueLayout {
     fn default() -> Self {
         ValueLayout::Fixed("the format reorders the values")
@@ -233,7 +173,7 @@ impl<T: Scalar> SpmvPlan<T> {
     fn value_runs(&self) -> Result<&[ValueRun]> {
         match &self.values {
             ValueLayout::Runs(runs) | ValueLayout::Gather(_, runs) => Ok(runs),
-            ValueLayout::Guarded(..) => Ok(&[]),
+            ValueLayout::Blocks(_) => Ok(&[]),
             ValueLayout::Fixed(why) => Err(Error::Unsupported {
                 method: self.report.method,
                 what: "update their values in place",
@@ -255,11 +195,6 @@ impl<T: Scalar> SpmvPlan<T> {
         }
         let runs = self.value_runs()?;
         let s = std::mem::size_of::<T>() as u64;
-        if let ValueLayout::Guarded(_, guard) = &self.values {
-            if !guard.holds(values) {
-                return Err(ZeroGuard::refusal(self.report.method));
-            }
-        }
         if let Some(parts) = self.gather_parts() {
             // Gathered on the GPU from the new values, uploaded once.
             let staged = self.gpu.storage_buffer(
@@ -271,7 +206,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 .gpu
                 .device()
                 .create_command_encoder(&Default::default());
-            self.record_gathers(&mut encoder, parts, &staged, None)?;
+            self.record_gathers(&mut encoder, parts, &staged)?;
             self.gpu.scoped("submitting a value update", || {
                 self.gpu.submit([encoder.finish()]);
             })?;
@@ -287,99 +222,39 @@ impl<T: Scalar> SpmvPlan<T> {
         })
     }
 
-    /// Records into `encoder` the check of whether `values` (the new values, a storage buffer
-    /// read from its start) are zero at exactly `guard`'s entries. Returns its flag (a word, set
-    /// where they are not), `None` for a matrix without entries.
-    fn record_zero_check(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        guard: &ZeroGuard,
-        values: &wgpu::Buffer,
-    ) -> Result<Option<DeviceBuffer>> {
-        let count = self.nnz as u32;
-        if count == 0 {
-            return Ok(None);
-        }
-        let bits = match guard.bits_on_gpu.get() {
-            Some(b) => b,
-            None => {
-                let mut words = vec![0u32; self.nnz.div_ceil(32)];
-                for &e in &guard.entries {
-                    words[e as usize / 32] |= 1 << (e % 32);
-                }
-                let b = self
-                    .gpu
-                    .storage_buffer(
-                        "stored-zero bits",
-                        bytemuck::cast_slice(&words),
-                        wgpu::BufferUsages::empty(),
-                    )?
-                    .into_inner();
-                guard.bits_on_gpu.get_or_init(|| b)
-            }
-        };
-        let wg = 256u32;
-        let pipeline = self.gpu.pipeline(&crate::kernel::Variant::new(
-            crate::kernel::ZERO_CHECK,
-            T::WGSL,
-            crate::kernel::LaneMode::Workgroup,
-            vec![("WG_SIZE", wg)],
-        ))?;
-        let changed = self
-            .gpu
-            .storage_zeroed("zero check flag", 4, wgpu::BufferUsages::empty())?;
-        let params = self
-            .gpu
-            .uniform_buffer("zero check params", bytemuck::cast_slice(&[count, 0u32]));
-        let bytes = self.nnz as u64 * std::mem::size_of::<T>() as u64;
-        self.gpu.scoped("checking the new values' zeros", || {
-            let values = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: values,
-                offset: 0,
-                size: std::num::NonZeroU64::new(bytes.next_multiple_of(4)),
-            });
-            let resources = vec![
-                bits.as_entire_binding(),
-                values,
-                changed.as_entire_binding(),
-                params.as_entire_binding(),
-            ];
-            Recorder::new(&self.gpu, encoder, "zero check").dispatch_pipeline(
-                &pipeline,
-                "zero check",
-                resources,
-                count.div_ceil(wg),
-            );
-        })?;
-        Ok(Some(changed))
-    }
-
     /// The buffers a gather refills, if the format has any.
     fn gather_parts(&self) -> Option<&[Arc<GatherPart>]> {
         match &self.values {
-            ValueLayout::Gather(parts, _) | ValueLayout::Guarded(parts, _) => Some(parts),
+            ValueLayout::Gather(parts, _) | ValueLayout::Blocks(parts) => Some(parts),
             _ => None,
         }
     }
 
     /// Records the gathers of `parts` from `values` (every new value in CSR order, a storage
-    /// buffer of this plan's device), which write nothing where the word `refused` is set.
+    /// buffer of this plan's device). BCCOO's blocks are gathered as words, a zero kept as -0.
     fn record_gathers(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         parts: &[Arc<GatherPart>],
         values: &wgpu::Buffer,
-        refused: Option<&wgpu::Buffer>,
     ) -> Result<()> {
-        let refused = refused.unwrap_or_else(|| self.gpu.zero_word());
         let s = std::mem::size_of::<T>() as u64;
         let wg = 256u32;
-        let pipeline = self.gpu.pipeline(&crate::kernel::Variant::new(
-            crate::kernel::GATHER,
-            T::WGSL,
-            crate::kernel::LaneMode::Workgroup,
-            vec![("WG_SIZE", wg)],
-        ))?;
+        let pipeline = if matches!(self.values, ValueLayout::Blocks(_)) {
+            self.gpu.pipeline(&crate::kernel::Variant::new(
+                crate::methods::bccoo::kernels::BCCOO_GATHER,
+                "u32",
+                crate::kernel::LaneMode::Workgroup,
+                vec![("WG_SIZE", wg), ("VAL_WORDS", (s / 4) as u32)],
+            ))?
+        } else {
+            self.gpu.pipeline(&crate::kernel::Variant::new(
+                crate::kernel::GATHER,
+                T::WGSL,
+                crate::kernel::LaneMode::Workgroup,
+                vec![("WG_SIZE", wg)],
+            ))?
+        };
         let align = self.gpu.info().limits.min_storage_buffer_offset_alignment as u64;
         for part in parts {
             let Sources { host, count, range } = part.sources()?;
@@ -419,7 +294,6 @@ impl<T: Scalar> SpmvPlan<T> {
                     values,
                     part.buffer.as_entire_binding(),
                     uniform.as_entire_binding(),
-                    refused.as_entire_binding(),
                 ];
                 Recorder::new(&self.gpu, encoder, "gather").dispatch_pipeline(
                     &pipeline,
@@ -441,19 +315,12 @@ impl<T: Scalar> SpmvPlan<T> {
         values: &wgpu::Buffer,
         offset: u64,
     ) -> Result<()> {
-        if matches!(self.values, ValueLayout::Guarded(..)) {
-            return Err(Error::Unsupported {
-                method: self.report.method,
-                what: "record a value update into an encoder",
-                why: "the new values' zeros are checked against the plan's stored zeros first, which reads 4 bytes back; use update_values_from_buffer",
-            });
-        }
         self.keep_out_of_pool();
         self.record_update(encoder, values, offset)
     }
 
-    /// [`record_update_values`](Self::record_update_values) for any layout (a guarded one after
-    /// its check).
+    /// [`record_update_values`](Self::record_update_values), without keeping the plan's buffers
+    /// out of the pool (the update is submitted here).
     fn record_update(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -465,7 +332,7 @@ impl<T: Scalar> SpmvPlan<T> {
         self.check_values_buffer(values, offset)?;
         if let Some(parts) = self.gather_parts() {
             let staged = self.storage_values(encoder, values, offset)?;
-            self.record_gathers(encoder, parts, staged.as_deref().unwrap_or(values), None)?;
+            self.record_gathers(encoder, parts, staged.as_deref().unwrap_or(values))?;
         }
         self.gpu
             .scoped("recording a value update", || -> Result<()> {
@@ -529,42 +396,16 @@ impl<T: Scalar> SpmvPlan<T> {
         Ok(())
     }
 
-    /// [`record_update_values`](Self::record_update_values), submitted. For `bccoo` the new
-    /// values' zeros are checked on the GPU in the same submission (its flag, 4 bytes, read
-    /// back), and an update that changes them is refused, leaving the plan as it was.
+    /// [`record_update_values`](Self::record_update_values), submitted.
     pub fn update_values_from_buffer(&self, values: &wgpu::Buffer, offset: u64) -> Result<()> {
         let mut encoder = self
             .gpu
             .device()
             .create_command_encoder(&Default::default());
-        let submit = |encoder: wgpu::CommandEncoder| {
-            self.gpu.scoped("submitting a value update", || {
-                self.gpu.submit([encoder.finish()]);
-            })
-        };
-        let ValueLayout::Guarded(_, guard) = &self.values else {
-            self.record_update(&mut encoder, values, offset)?;
-            return submit(encoder);
-        };
-        self.check_values_buffer(values, offset)?;
-        let staged = self.storage_values(&mut encoder, values, offset)?;
-        let source = staged.as_deref().unwrap_or(values);
-        let refused = self.record_zero_check(&mut encoder, guard, source)?;
-        // Gathered from the checked copy (or the caller's own buffer); a refusal found by the
-        // check skips the gathers on the GPU.
-        let parts = self.gather_parts().unwrap_or(&[]);
-        self.record_gathers(&mut encoder, parts, source, refused.as_deref())?;
-        let Some(refused) = refused else {
-            return submit(encoder);
-        };
-        if self
-            .gpu
-            .read_buffer_after::<u32>(Some(encoder), &refused, 1)?[0]
-            != 0
-        {
-            return Err(ZeroGuard::refusal(self.report.method));
-        }
-        Ok(())
+        self.record_update(&mut encoder, values, offset)?;
+        self.gpu.scoped("submitting a value update", || {
+            self.gpu.submit([encoder.finish()]);
+        })
     }
 
     /// Tells the plan where its format keeps the values (methods call this from `prepare`).

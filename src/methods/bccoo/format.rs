@@ -297,6 +297,16 @@ impl Geometry {
     }
 }
 
+/// A CSR value as the blocks keep it: a zero (either sign) as -0, since the kernels skip +0
+/// (fill and padding) and must multiply a stored zero (0 · NaN and 0 · Inf are NaN).
+pub(crate) fn stored_value<T: Scalar>(v: T) -> T {
+    if v.to_f64() == 0.0 {
+        T::from_f64(-0.0)
+    } else {
+        v
+    }
+}
+
 /// Splits `data` into consecutive pieces of the given lengths (for parallel fills of variable
 /// ranges).
 fn split_by<X>(mut data: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [X]> {
@@ -411,7 +421,7 @@ impl Geometry {
                             last = col / wu;
                             c[k] = last;
                         }
-                        v[k * hw + r as usize * w + (col % wu) as usize] = val;
+                        v[k * hw + r as usize * w + (col % wu) as usize] = stored_value(val);
                     }
                     if scratch.is_empty() {
                         // An empty block row: one zero block, its column filled in below.

@@ -9,20 +9,20 @@
 //!    blocks, per-thread first rows and escapes, per-workgroup info and the carry list (to size
 //!    the column words and the auxiliary array);
 //!
-//! then the column words encoded. Stored zeros (which the kernels skip) are listed on the GPU
-//! for the pass that restores them, their entries read back for the update guard.
+//! then the column words encoded. Stored zeros are placed as -0, which the kernels multiply while
+//! they skip the +0 of fill and padding.
 
 use super::{
     assemble, check_values_fit, finish, kernels, params, BccooLayout, FormatOnGpu, Params,
 };
 use crate::gpu::recorder::{submit_copies_and_pass, Recorder, SCAN_BLOCK};
 use crate::gpu::Bind;
-use crate::gpu::{DeviceBuffer, Gpu, RangeRead};
+use crate::gpu::{DeviceBuffer, Gpu};
 use crate::matrix::{check_u32, GpuCsr};
 use crate::methods::common::bad;
 use crate::methods::{Method, PlanOptions};
-use crate::plan::values::{GatherPart, ValueLayout, ZeroGuard};
-use crate::plan::{Binding, Phases, SpmvPlan, Stage};
+use crate::plan::values::{GatherPart, ValueLayout};
+use crate::plan::{Binding, Phases, SpmvPlan};
 use crate::{Result, Scalar};
 use std::sync::Arc;
 
@@ -53,8 +53,7 @@ struct BuildParams {
     carry_base: u32,
     thread_escape_base: u32,
     escape_base: u32,
-    zero_count: u32,
-    pad: [u32; 2],
+    pad: [u32; 3],
 }
 
 // Words of the statistics buffer (STAT_* in shaders/bccoo/build_common.wgsl).
@@ -65,7 +64,7 @@ const STAT_OWNERS: usize = 15;
 const STAT_ESCAPES: usize = 16;
 const STAT_CARRIES: usize = 17;
 const STAT_CHAIN: usize = 18;
-const STATS_WORDS: u64 = 20;
+const STATS_WORDS: u64 = 19;
 
 /// Invocations of the build kernels' workgroups (`WG` in the shaders).
 const WG: u64 = 256;
@@ -171,8 +170,6 @@ impl BuildReuse {
 /// The first submission's findings: block counts, the largest column, the stored zeros.
 struct Counted {
     st: Vec<u32>,
-    zero_stage: Option<Stage>,
-    guard: Arc<ZeroGuard>,
 }
 
 /// Blocks of one size and slice count, placed for one tile and workgroup size.
@@ -277,8 +274,8 @@ pub(crate) fn prepare_reusing<T: Scalar>(
 
     // 1. Blocks of every size, the largest column, stored zeros.
     if reuse.counted.is_none() {
-        reuse.counted = Some(count::<T>(gpu, a, &bp, vw)?);
-        mark("block statistics read, stored zeros listed");
+        reuse.counted = Some(count(gpu, a, &bp, vw)?);
+        mark("block statistics read");
     }
     let counted = reuse.counted.as_ref().expect("counted above");
     let st = &counted.st;
@@ -330,7 +327,7 @@ pub(crate) fn prepare_reusing<T: Scalar>(
     if let Some(pl) = &earlier {
         if let Some((l, f)) = pl.format.as_ref().filter(|(l, _)| *l == layout) {
             // The same format: only the kernels differ.
-            let plan = plan_of::<T>(gpu, (nrows, ncols, nnz), f.clone(), pl, counted, &p, method)?;
+            let plan = plan_of::<T>(gpu, (nrows, ncols, nnz), f.clone(), pl, &p, method)?;
             mark("format reused");
             debug_assert_eq!(*l, layout);
             reuse.placed = earlier;
@@ -479,8 +476,7 @@ pub(crate) fn prepare_reusing<T: Scalar>(
                 pass(r, rw, 3, vw, &rows_b, block_rows as u64)?;
                 pass(r, rw, 4, vw, &rows_b, padded - blocks)?;
                 if compact {
-                    let no_zeros = words("stand-in", 4)?;
-                    let stats_b = [rp, ci, va, &stats, nonempty, &*row_map, &no_zeros, &u];
+                    let stats_b = [rp, ci, va, &stats, nonempty, &*row_map, &u];
                     let words = (block_rows as u64).div_ceil(32);
                     pass(r, kernels::BCCOO_BUILD_STATS, 1, vw, &stats_b, words)?;
                 }
@@ -620,81 +616,33 @@ pub(crate) fn prepare_reusing<T: Scalar>(
         row_map_words,
         format: Some((layout, format.clone())),
     };
-    let plan = plan_of::<T>(
-        gpu,
-        (nrows, ncols, nnz),
-        format,
-        &placed,
-        counted,
-        &p,
-        method,
-    )?;
+    let plan = plan_of::<T>(gpu, (nrows, ncols, nnz), format, &placed, &p, method)?;
     reuse.placed = Some(placed);
     mark("plan assembled");
     Ok(Some(finish(plan, phases)))
 }
 
-/// The first submission: block counts of every size, the largest column, the stored zeros
-/// (listed for their pass, their entries read back for the update guard).
-fn count<T: Scalar>(gpu: &Gpu, a: &GpuCsr, bp: &BuildParams, vw: u32) -> Result<Counted> {
+/// The first submission: block counts of every size, the largest column, the stored zeros.
+fn count(gpu: &Gpu, a: &GpuCsr, bp: &BuildParams, vw: u32) -> Result<Counted> {
     let (rp, ci, va): (&dyn Bind, &dyn Bind, &dyn Bind) = (a.row_ptr, a.col_idx, a.values);
-    let words = |label, n: u64| words(gpu, label, n);
-    let uniform = |bp: &BuildParams| uniform(gpu, bp);
-    let stats = words("bccoo build stats", STATS_WORDS)?;
-    let (x0, x1, no_zeros) = (
-        words("stand-in", 4)?,
-        words("stand-in", 4)?,
-        words("stand-in", 4)?,
-    );
-    let u = uniform(bp);
-    let stats_kernel = kernels::BCCOO_BUILD_STATS;
+    let stats = words(gpu, "bccoo build stats", STATS_WORDS)?;
+    let (x0, x1) = (words(gpu, "stand-in", 4)?, words(gpu, "stand-in", 4)?);
+    let u = uniform(gpu, bp);
     submit(gpu, &[], |r| {
-        let b = [rp, ci, va, &stats, &x0, &x1, &no_zeros, &u];
-        pass(r, stats_kernel, 0, vw, &b, a.nnz as u64)
+        let b = [rp, ci, va, &stats, &x0, &x1, &u];
+        pass(r, kernels::BCCOO_BUILD_STATS, 0, vw, &b, a.nnz as u64)
     })?;
     let st = gpu.read_buffer::<u32>(&stats, STATS_WORDS as usize)?;
-    let zeros = st[STAT_ZEROS];
-    if zeros == 0 {
-        return Ok(Counted {
-            st,
-            zero_stage: None,
-            guard: ZeroGuard::of_entries(Vec::new()),
-        });
-    }
-    let n = zeros as u64;
-    let list = Arc::new(words("stored zeros", 1 + 3 * n)?);
-    let u = uniform(&BuildParams {
-        zero_count: zeros,
-        ..*bp
-    });
-    submit(gpu, &[], |r| {
-        let b = [rp, ci, va, &stats, &x0, &x1, &list, &u];
-        pass(r, stats_kernel, 2, vw, &b, a.nnz as u64)
-    })?;
-    // Only the entries, after the count and the (row, column) pairs.
-    let entries = gpu.read_ranges(&[RangeRead {
-        buffer: &list,
-        ranges: std::iter::once(4 * (1 + 2 * n)..4 * (1 + 3 * n)).collect(),
-        in_place: false,
-    }])?;
-    let guard = ZeroGuard::of_entries(bytemuck::pod_collect_to_vec(&entries[0][0]));
-    let stage =
-        crate::methods::passes::stored_zeros::stage_of_list::<T>(gpu, Binding::Owned(list), zeros);
-    Ok(Counted {
-        st,
-        zero_stage: Some(stage?),
-        guard,
-    })
+    Ok(Counted { st })
 }
 
 /// The plan around `format` (built from `placed`): the values gathered through `placed`'s
-/// sources, the stored zeros' pass and guard from `counted`.
+/// sources.
 fn plan_of<T: Scalar>(
     gpu: &Gpu,
     shape: (usize, usize, usize),
     format: FormatOnGpu,
     placed: &Placed,
-    counted: &Counted,
     p: &Params,
     method: Method,
 ) -> Result<SpmvPlan<T>> {
@@ -706,15 +654,13 @@ fn plan_of<T: Scalar>(
         slots as usize,
         0..shape.2 as u64,
     );
-    let value_layout = ValueLayout::Guarded(vec![gather], counted.guard.clone());
     assemble(
         gpu,
         shape,
         format,
         p,
         method,
-        value_layout,
-        counted.zero_stage.clone(),
+        ValueLayout::Blocks(vec![gather]),
     )
 }
 
@@ -753,11 +699,18 @@ mod tests {
             .map(T::from_f64)
             .collect();
         let x = GpuVector::from_slice(gpu, &x).unwrap();
-        // Zero exactly where the old values are (stored zeros must stay zero).
+        // Stored zeros filled, other entries zeroed.
         let new_values: Vec<T> = a
             .values()
             .iter()
-            .map(|v| T::from_f64(-3.0 * v.to_f64()))
+            .enumerate()
+            .map(|(i, v)| {
+                T::from_f64(match (v.to_f64() == 0.0, i % 7) {
+                    (true, _) => 1.5,
+                    (false, 3) => 0.0,
+                    _ => -3.0 * v.to_f64(),
+                })
+            })
             .collect();
         let o = |tile, wg, f: &dyn Fn(&mut BccooOptions)| {
             let mut b = BccooOptions {
@@ -893,7 +846,7 @@ mod tests {
                 check(&gpu, class.name(), &a);
             }
         }
-        // Stored zeros (±0: their pass and update guard shared), empty rows, and block columns
+        // Stored zeros (±0, kept as -0), empty rows, and block columns
         // beyond 16 bits (the column coding left to the build: 16-bit differences or u32).
         let (rows, cols) = (3000usize, 300_000usize);
         let mut t = Vec::new();

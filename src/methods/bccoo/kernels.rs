@@ -40,6 +40,15 @@ pub const BCCOO_CARRY: Kernel = Kernel {
     derive: None,
 };
 
+/// Value updates of the blocks: the new values gathered as words, a zero kept as -0.
+pub const BCCOO_GATHER: Kernel = Kernel {
+    name: "bccoo_gather",
+    file: "bccoo/gather",
+    heights: &[],
+    overrides: &[("WG_SIZE", &[256]), ("VAL_WORDS", &[1, 2])],
+    derive: None,
+};
+
 /// BCCOO+'s second pass: adds up the slices' partial results into `y`.
 pub const BCCOO_COMBINE: Kernel = Kernel {
     name: "bccoo_combine",
@@ -60,7 +69,7 @@ pub const BCCOO_BUILD_STATS: Kernel = Kernel {
     name: "bccoo_build_stats",
     file: "bccoo/build_stats",
     heights: &[],
-    overrides: &[("PASS", &[0, 1, 2]), ("VAL_WORDS", &[1, 2])],
+    overrides: &[("PASS", &[0, 1]), ("VAL_WORDS", &[1, 2])],
     derive: None,
 };
 
@@ -110,4 +119,5 @@ pub const KERNELS: &[Kernel] = &[
     BCCOO_BUILD_ROWS,
     BCCOO_BUILD_TILES,
     BCCOO_BUILD_RELAYOUT,
+    BCCOO_GATHER,
 ];

@@ -33,7 +33,7 @@ use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, upload, upload_buffer, workgroup_size,
 };
 use crate::methods::{Method, PlanOptions};
-use crate::plan::values::{GatherPart, SourceMaker, ValueLayout, ZeroGuard};
+use crate::plan::values::{GatherPart, SourceMaker, ValueLayout};
 use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
 use rayon::prelude::*;
@@ -751,14 +751,18 @@ pub(crate) fn build_reusing<T: Scalar>(
     phases.build();
     check_values_fit(gpu, opts, m.values.len() as u64 * s, m.padded_blocks, h, w)?;
     let format = FormatOnGpu::upload(gpu, &m, a.nnz())?;
-    // The kernels skip zero values (fill and padding among them); stored zeros get their own pass.
-    let zeros = crate::methods::passes::stored_zeros::stage(gpu, a)?;
     // Value updates gather into the blocks; their sources are made at the first update.
     let (shape, structure) = (a.shape(), Arc::new(structure_of(a)));
     let make: SourceMaker = Box::new(move || value_sources(shape, &structure, &layout));
     let gather = GatherPart::lazy(format.values.clone(), make);
-    let values = ValueLayout::Guarded(vec![gather], ZeroGuard::of(a.values()));
-    let plan = assemble(gpu, a.shape(), format, &p, method, values, zeros)?;
+    let plan = assemble(
+        gpu,
+        a.shape(),
+        format,
+        &p,
+        method,
+        ValueLayout::Blocks(vec![gather]),
+    )?;
     Ok(finish(plan, phases))
 }
 
@@ -790,8 +794,8 @@ fn check_values_fit(
     Ok(())
 }
 
-/// The plan around a format on the GPU: the main kernel, the carry and combining passes,
-/// `zeros` (the stored-zero pass, if any) and how values are updated.
+/// The plan around a format on the GPU: the main kernel, the carry and combining passes, and
+/// how values are updated.
 fn assemble<T: Scalar>(
     gpu: &Gpu,
     shape: (usize, usize, usize),
@@ -799,7 +803,6 @@ fn assemble<T: Scalar>(
     p: &Params,
     method: Method,
     values: ValueLayout,
-    zeros: Option<Stage>,
 ) -> Result<SpmvPlan<T>> {
     let (nrows, ncols, _) = shape;
     let s = std::mem::size_of::<T>();
@@ -938,7 +941,6 @@ fn assemble<T: Scalar>(
     if slices > 1 {
         stages.push(combine_stage::<T>(gpu, nrows, &f, out)?);
     }
-    stages.extend(zeros);
 
     let report = BccooReport {
         layout: f.layout,

@@ -20,13 +20,4 @@ pub const LONG_ROWS_BUILD: Kernel = Kernel {
     derive: None,
 };
 
-/// The pass that lets stored zeros meet NaN and ±Inf in x, for formats that skip zero values.
-pub const STORED_ZEROS: Kernel = Kernel {
-    name: "stored_zeros",
-    file: "passes/stored_zeros",
-    heights: &[],
-    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
-    derive: None,
-};
-
-pub const KERNELS: &[Kernel] = &[LONG_ROWS, LONG_ROWS_BUILD, STORED_ZEROS];
+pub const KERNELS: &[Kernel] = &[LONG_ROWS, LONG_ROWS_BUILD];
