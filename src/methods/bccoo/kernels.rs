@@ -64,7 +64,7 @@ pub const BCCOO_COMBINE: Kernel = Kernel {
 };
 
 /// The GPU build's counts before sizing anything (blocks of every size, largest column, stored
-/// zeros), BCCOO+'s row map and the list of stored zeros.
+/// zeros) and BCCOO+'s row map.
 pub const BCCOO_BUILD_STATS: Kernel = Kernel {
     name: "bccoo_build_stats",
     file: "bccoo/build_stats",

@@ -211,7 +211,7 @@ fn buildable<T: Scalar>(
 /// Whether every strip of `longest` entries (without the rows it leaves to the long-row passes)
 /// fits the SpMV kernel's loop budget: so it does by construction, checked all the same, as a
 /// strip beyond it would be summed wrong. (The placing passes take a strip in chunks of `CHUNK`
-/// entries, shaders/cmrs/build_common.wgsl, so no strip is too long for them.)
+/// entries, shaders/cmrs/build_place.wgsl, so no strip is too long for them.)
 fn strips_fit(choice: &Choice, longest: u64) -> bool {
     longest <= choice.strip_budget()
 }
