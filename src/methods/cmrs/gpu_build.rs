@@ -370,54 +370,22 @@ pub(crate) fn prepare<T: Scalar>(
             chunks,
         )
     })?;
-    let mut gathers = vec![GatherPart::on_gpu(
-        values.clone(),
+    let built = Built {
+        strip_ptr,
+        col_words,
+        values,
         sources,
-        items as usize,
-        0..nnz as u64,
-    )];
-    let long_stages = match long {
-        Some(l) => {
-            let (stages, gather) = l.stages::<T>(gpu, nrows, nnz)?;
-            gathers.push(gather);
-            stages
-        }
-        None => Vec::new(),
+        items,
+        long,
     };
-    gpu.wait()?;
-    phases.build();
-    let pipeline = choice.pipeline::<T>(gpu, RowLayout::Packed)?;
-    let arrays = [
-        Binding::Owned(strip_ptr),
-        Binding::Owned(col_words),
-        Binding::Owned(values),
-        // The kernel reads no row-in-strip words when they are packed.
-        Binding::Owned(Arc::new(words("row_in_strip", 1)?)),
-    ];
-    let mut stages = if strips == 0 {
-        Vec::new()
-    } else {
-        vec![choice.stage(gpu, &pipeline, &(0..strips), nrows, arrays)]
-    };
-    stages.extend(long_stages);
-    let details = choice.details(
-        method,
-        RowLayout::Packed,
-        0,
-        strips as i64 * 4 - (nrows as i64) * 4,
-        1,
-        long_rows as usize,
-    );
-    let mut plan = SpmvPlan::new(gpu, (nrows, ncols, nnz), stages, method.name(), details)
-        .with_values(ValueLayout::Gather(gathers, Vec::new()));
-    plan.report_mut().split = phases.split;
-    Ok(Some(plan))
+    let overhead = strips as i64 * 4 - (nrows as i64) * 4;
+    plan_of(gpu, &choice, method, a, built, (0, overhead), phases).map(Some)
 }
 
 /// `cmrs-padded` from GPU buffers: each strip's rows dealt to the team's lane groups, the strip
-/// lengths scanned into pointers, the padded total, the longest strip and what strips leave to
-/// the long-row passes read back (16 bytes, to size the format and keep strips within the loop
-/// budgets), then every entry placed and the long rows gathered.
+/// lengths scanned into pointers, the padded total, the longest strip, the placing chunks and
+/// what strips leave to the long-row passes read back (20 bytes, to size the format), then every
+/// entry placed and the long rows gathered.
 fn prepare_padded<T: Scalar>(
     gpu: &Gpu,
     a: &GpuCsr,
@@ -425,7 +393,7 @@ fn prepare_padded<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
 ) -> Result<Option<SpmvPlan<T>>> {
-    let (nrows, ncols, nnz) = (a.nrows, a.ncols, a.nnz);
+    let (nrows, nnz) = (a.nrows, a.nnz);
     let s = std::mem::size_of::<T>() as u64;
     let h = choice.height as usize;
     let strips = nrows.div_ceil(h);
@@ -530,12 +498,59 @@ fn prepare_padded<T: Scalar>(
         false,
         long.as_ref(),
     )?;
+    let padding = items as usize - (nnz - long_entries as usize);
+    let overhead = padding as i64 * (4 + s as i64) + (strips as i64 - nrows as i64) * 4;
+    let built = Built {
+        strip_ptr,
+        col_words,
+        values,
+        sources,
+        items,
+        long,
+    };
+    plan_of(gpu, choice, method, a, built, (padding, overhead), phases).map(Some)
+}
+
+/// A strip format built on the GPU (submitted, not yet waited for): its arrays, the number of
+/// items (values and padding), and the rows its strips leave to the long-row passes.
+struct Built {
+    strip_ptr: Arc<crate::gpu::DeviceBuffer>,
+    col_words: Arc<crate::gpu::DeviceBuffer>,
+    values: Arc<crate::gpu::DeviceBuffer>,
+    sources: Arc<crate::gpu::DeviceBuffer>,
+    items: u64,
+    long: Option<LongRows>,
+}
+
+/// The plan of a strip format built on the GPU: the strips' stage, then the long-row passes,
+/// value updates gathered into both; `padding` and `overhead` (bytes against CSR) for its
+/// description.
+fn plan_of<T: Scalar>(
+    gpu: &Gpu,
+    choice: &Choice,
+    method: Method,
+    a: &GpuCsr,
+    built: Built,
+    (padding, overhead): (usize, i64),
+    mut phases: Phases,
+) -> Result<SpmvPlan<T>> {
+    let (nrows, ncols, nnz) = (a.nrows, a.ncols, a.nnz);
+    let strips = nrows.div_ceil(choice.height as usize);
+    let Built {
+        strip_ptr,
+        col_words,
+        values,
+        sources,
+        items,
+        long,
+    } = built;
     let mut gathers = vec![GatherPart::on_gpu(
         values.clone(),
         sources,
         items as usize,
         0..nnz as u64,
     )];
+    let long_rows = long.as_ref().map_or(0, |l| l.rows as usize);
     let long_stages = match long {
         Some(l) => {
             let (stages, gather) = l.stages::<T>(gpu, nrows, nnz)?;
@@ -552,7 +567,11 @@ fn prepare_padded<T: Scalar>(
         Binding::Owned(col_words),
         Binding::Owned(values),
         // The kernel reads no row-in-strip words when they are packed.
-        Binding::Owned(Arc::new(words("row_in_strip", 1)?)),
+        Binding::Owned(Arc::new(gpu.storage_zeroed(
+            "row_in_strip",
+            4,
+            wgpu::BufferUsages::empty(),
+        )?)),
     ];
     let mut stages = if strips == 0 {
         Vec::new()
@@ -560,18 +579,9 @@ fn prepare_padded<T: Scalar>(
         vec![choice.stage(gpu, &pipeline, &(0..strips), nrows, arrays)]
     };
     stages.extend(long_stages);
-    let padding = items as usize - (nnz - long_entries as usize);
-    let overhead = padding as i64 * (4 + s as i64) + (strips as i64 - nrows as i64) * 4;
-    let details = choice.details(
-        method,
-        RowLayout::Packed,
-        padding,
-        overhead,
-        1,
-        long_rows as usize,
-    );
+    let details = choice.details(method, RowLayout::Packed, padding, overhead, 1, long_rows);
     let mut plan = SpmvPlan::new(gpu, (nrows, ncols, nnz), stages, method.name(), details)
         .with_values(ValueLayout::Gather(gathers, Vec::new()));
     plan.report_mut().split = phases.split;
-    Ok(Some(plan))
+    Ok(plan)
 }
