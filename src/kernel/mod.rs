@@ -358,6 +358,15 @@ pub const GATHER: Kernel = Kernel {
     derive: None,
 };
 
+/// The chunk hashes of a CSR matrix's structure in GPU buffers (`select::fingerprint_gpu`).
+pub const FINGERPRINT: Kernel = Kernel {
+    name: "fingerprint",
+    file: "shared/fingerprint",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
 /// The GPU check of a CSR matrix the caller holds on the GPU (src/matrix/gpu_csr.rs).
 pub const CSR_CHECK: Kernel = Kernel {
     name: "csr_check",
@@ -407,6 +416,7 @@ pub const SCAN_U32_DOWN: Kernel = Kernel {
 pub const SHARED_KERNELS: &[Kernel] = &[
     COPY,
     GATHER,
+    FINGERPRINT,
     CSR_CHECK,
     CSR_FEATURES,
     SCAN_U32_REDUCE,

@@ -330,14 +330,16 @@ impl Gpu {
     /// then built there where the method can: `csr-scalar` and `csr-vector` (copies of the
     /// arrays, or the arrays themselves with [`CallerBuffers::Share`], unless the matrix needs
     /// row chunks; the passes for rows too long for one invocation are described on the GPU),
-    /// `cmrs` and `cmrs-padded` (their strips, unless a strip needs the long-row passes),
-    /// `speculative` (copies and its structure analysis, when its check stage runs on the GPU
-    /// and the matrix needs no row chunks), `suraa` (its GPU setup), `bccoo` and `bccoo-plus`
-    /// (their GPU build, where the options allow it, and a guided tuning's candidates where
-    /// `bccoo.tune_budget_products` is given), and `Auto` (features counted on the GPU, a timed
-    /// choice's candidates built, tuned and timed from the buffers, not remembered); elsewhere
-    /// the matrix is read back and built on the host, and the report's `read_back_bytes` says
-    /// how much was read.
+    /// `cmrs` and `cmrs-padded` (their strips, and the rows strips leave to the long-row passes,
+    /// unless the matrix needs row chunks), `speculative` (copies and its structure analysis,
+    /// when its check stage runs on the GPU and the matrix needs no row chunks), `suraa` (its
+    /// GPU setup), `bccoo` and `bccoo-plus` (their GPU build, where the options allow it, and a
+    /// guided tuning's candidates where `bccoo.tune_budget_products` is given), and `Auto`
+    /// (features counted on the GPU, a timed choice's candidates built, tuned and timed from the
+    /// buffers). Tunings and timed choices are remembered under the structure's fingerprint,
+    /// hashed on the GPU (8 bytes per 4096 words read back), the same key as the host CSR's.
+    /// Elsewhere the matrix is read back and built on the host, and the report's
+    /// `read_back_bytes` says how much was read.
     pub fn prepare_gpu_csr<T: Scalar>(
         &self,
         a: &GpuCsr,

@@ -235,33 +235,94 @@ pub fn predict(
 }
 
 /// A hash of the matrix structure (dimensions, row pointers, column indices; not the values),
-/// the same in every process and on any number of threads: the words are hashed in chunks of a
-/// fixed size in parallel (a serial pass over a large matrix's columns is a noticeable part of a
-/// tuning of short products: docs/bccoo.md), and the chunks' hashes in order.
+/// the same in every process, on any number of threads and from GPU buffers
+/// ([`fingerprint_gpu`]): the row pointers and then the columns are cut into chunks of
+/// [`FINGERPRINT_CHUNK`] words, each hashed on its own (in parallel: a serial pass over a large
+/// matrix's columns is a noticeable part of a tuning of short products, docs/bccoo.md), and the
+/// chunks' hashes folded in order.
 pub fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
     use rayon::prelude::*;
-    const CHUNK: usize = 1 << 18;
+    let chunks = |words: &[u32]| -> Vec<u64> {
+        words
+            .par_chunks(FINGERPRINT_CHUNK)
+            .map(chunk_hash)
+            .collect()
+    };
+    let (ptr, cols) = (chunks(a.row_ptr()), chunks(a.col_idx()));
+    fold_chunks(a.shape(), ptr.into_iter().chain(cols))
+}
+
+/// Words per chunk of the fingerprint (`CHUNK` in shaders/shared/fingerprint.wgsl).
+pub(crate) const FINGERPRINT_CHUNK: usize = 4096;
+
+/// One chunk's hash: two 32-bit multiplicative lanes (32-bit operations only, so that a GPU
+/// without 64-bit integers computes the same, shaders/shared/fingerprint.wgsl).
+pub(crate) fn chunk_hash(words: &[u32]) -> u64 {
+    let (mut a, mut b) = (0x811C_9DC5u32, 0x9E37_79B9u32);
+    for &w in words {
+        a = (a ^ w).wrapping_mul(0x0100_0193);
+        b = (b ^ w).wrapping_mul(0x85EB_CA6B).rotate_left(13);
+    }
+    (a as u64) << 32 | b as u64
+}
+
+/// The fingerprint from the matrix's shape and its chunks' hashes in order.
+pub(crate) fn fold_chunks(
+    (nrows, ncols, nnz): (usize, usize, usize),
+    chunks: impl Iterator<Item = u64>,
+) -> u64 {
     let mix = |h: u64, w: u32| {
         (h ^ w as u64)
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
             .rotate_left(29)
     };
-    let chunks = |words: &[u32]| -> Vec<u64> {
-        words
-            .par_chunks(CHUNK)
-            .map(|c| c.iter().fold(remember::FNV0, |h, &w| mix(h, w)))
-            .collect()
-    };
     let h = remember::fnv(
-        [a.nrows() as u64, a.ncols() as u64, a.nnz() as u64]
+        [nrows as u64, ncols as u64, nnz as u64]
             .iter()
             .flat_map(|v| v.to_le_bytes()),
         remember::FNV0,
     );
-    chunks(a.row_ptr())
-        .into_iter()
-        .chain(chunks(a.col_idx()))
-        .fold(h, |h, c| mix(mix(h, c as u32), (c >> 32) as u32))
+    chunks.fold(h, |h, c| mix(mix(h, c as u32), (c >> 32) as u32))
+}
+
+/// [`fingerprint`] of a CSR matrix in GPU buffers: the chunks hashed on the GPU, one invocation
+/// each, their hashes read back (8 bytes per 4096 words) and folded here.
+pub(crate) fn fingerprint_gpu(gpu: &Gpu, a: &crate::matrix::GpuCsr) -> Result<u64> {
+    let words = [a.nrows as u64 + 1, a.nnz as u64];
+    let chunks = words.map(|w| w.div_ceil(FINGERPRINT_CHUNK as u64));
+    let total = chunks[0] + chunks[1];
+    let out = gpu.storage_zeroed("fingerprint chunks", total * 8, wgpu::BufferUsages::empty())?;
+    let params: [u32; 4] = [
+        words[0] as u32,
+        words[1] as u32,
+        chunks[0] as u32,
+        total as u32,
+    ];
+    let params = gpu.uniform_buffer("fingerprint", bytemuck::cast_slice(&params));
+    // An empty array may come in a buffer too small to bind.
+    let placeholder;
+    let col_idx = if a.col_idx.size() >= 4 {
+        a.col_idx
+    } else {
+        placeholder = gpu.storage_zeroed("no columns", 16, wgpu::BufferUsages::empty())?;
+        &placeholder
+    };
+    crate::gpu::recorder::submit_pass(gpu, "fingerprint", "fingerprinting a GPU matrix", |r| {
+        let buffers: [&dyn crate::gpu::Bind; 4] = [a.row_ptr, col_idx, &out, &params];
+        r.dispatch(
+            crate::kernel::FINGERPRINT,
+            vec![],
+            &buffers,
+            total.div_ceil(64) as u32,
+        )
+    })?;
+    let hashes: Vec<[u32; 2]> = gpu.read_buffer(&out, total as usize)?;
+    Ok(fold_chunks(
+        (a.nrows, a.ncols, a.nnz),
+        hashes
+            .into_iter()
+            .map(|[lo, hi]| (hi as u64) << 32 | lo as u64),
+    ))
 }
 
 fn adapter_hash(gpu: &Gpu) -> u64 {
@@ -387,8 +448,9 @@ pub(crate) type BuildCandidate<'a, T> =
 
 /// The timed choice for a validated CSR matrix in GPU buffers ([`choose_gpu_csr`]'s candidates,
 /// built from the buffers by `build`, which returns a plan and its setup in ms, then timed):
-/// nothing read back; `bccoo` tuned there by the guided search where the host's timed choice
-/// would tune it. Not remembered (the key needs the host's arrays).
+/// nothing of the matrix read back but its fingerprint's chunk hashes (8 bytes per 4096 words);
+/// `bccoo` tuned there by the guided search where the host's timed choice would tune it. The
+/// choice is remembered, and looked up, as a host CSR's of the same structure is.
 pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
     gpu: &Gpu,
     a: &crate::GpuCsr,
@@ -397,7 +459,35 @@ pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
 ) -> Result<(SpmvPlan<T>, AutoChoice)> {
     let budget = timed_budget(opts)?.expect("a timed choice has a budget");
     let mut choice = choose_gpu_csr::<T>(gpu, a, opts)?;
-    let (_, plan) = time_candidates(gpu, &mut choice, opts, budget, (a.nrows, a.ncols), build)?;
+    // Remembered under the same key as a host CSR of the same structure.
+    let key = remember::Key {
+        adapter: adapter_hash(gpu),
+        matrix: fingerprint_gpu(gpu, a)?,
+        scalar: T::NAME,
+        products_decade: (choice.expected_products as f64).log10().round() as i32,
+    };
+    let file = opts.auto.remember_file.as_deref();
+    if let Some(r) = remember::recall(&key, file) {
+        if let Some(k) = choice.candidates.iter().position(|c| c.method == r.method) {
+            let o = candidate_options(&choice.candidates[k], choice.expected_products, opts, true);
+            // (A remembered method that fails to build here is timed again with the rest.)
+            if let Ok((plan, _)) = build(r.method, &o) {
+                choice.candidates[k].measured_product_ms = Some(r.product_ms);
+                choice.method = r.method;
+                choice.basis = Basis::Remembered;
+                return Ok((plan, choice));
+            }
+        }
+    }
+    let (i, plan) = time_candidates(gpu, &mut choice, opts, budget, (a.nrows, a.ncols), build)?;
+    remember::store(
+        key,
+        remember::Remembered {
+            method: choice.method,
+            product_ms: choice.candidates[i].measured_product_ms.unwrap_or(0.0),
+        },
+        file,
+    )?;
     Ok((plan, choice))
 }
 
@@ -617,4 +707,62 @@ fn time_candidates<T: Scalar>(
     choice.basis = Basis::Timed;
     choice.timing_ms = timing_start.elapsed().as_secs_f64() * 1e3;
     Ok((i, plan))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::UploadedCsr;
+    use crate::testing::SuiteClass;
+
+    /// The fingerprint hashed on the GPU is the host's, word for word of its definition: arrays
+    /// of less than one chunk, of whole chunks and a ragged last one, no entries, empty rows;
+    /// and it tells structures apart that differ in one column or one row pointer.
+    #[test]
+    fn fingerprint_on_the_gpu_equals_the_hosts() {
+        let Some(gpu) = crate::gpu::test_gpu() else {
+            return;
+        };
+        let mut matrices: Vec<CsrMatrix<f32>> = vec![
+            CsrMatrix::try_new(3, 4, vec![0, 0, 0, 0], vec![], vec![]).unwrap(),
+            CsrMatrix::try_new(2, 3, vec![0, 1, 3], vec![2, 0, 1], vec![1.0; 3]).unwrap(),
+        ];
+        for (class, rows) in [
+            (SuiteClass::Banded, 4095),
+            (SuiteClass::PowerLaw, 9000),
+            (SuiteClass::EmptyRows, 4096 * 3 - 1),
+        ] {
+            matrices.push(class.generate(rows, 5).cast::<f32>());
+        }
+        let moved = {
+            let a = &matrices[3];
+            let mut cols = a.col_idx().to_vec();
+            // The last entry of row 0 one column further right (still sorted, still in range).
+            let end = a.row_ptr()[1] as usize - 1;
+            cols[end] += 1;
+            assert!(
+                cols[end] < a.ncols() as u32
+                    && (end + 1 == cols.len() || a.row_ptr()[1] as usize == end + 1)
+            );
+            CsrMatrix::try_new(
+                a.nrows(),
+                a.ncols(),
+                a.row_ptr().to_vec(),
+                cols,
+                a.values().to_vec(),
+            )
+            .unwrap()
+        };
+        let mut seen = std::collections::HashSet::new();
+        for a in matrices.iter().chain([&moved]) {
+            let up = UploadedCsr::new(&gpu, a).unwrap().unwrap();
+            let (host, on_gpu) = (fingerprint(a), fingerprint_gpu(&gpu, &up.view()).unwrap());
+            assert_eq!(host, on_gpu, "{:?}", a.shape());
+            assert!(
+                seen.insert(host),
+                "{:?}: a fingerprint seen before",
+                a.shape()
+            );
+        }
+    }
 }

@@ -45,9 +45,10 @@ pub(crate) fn fnv(bytes: impl IntoIterator<Item = u8>, mut h: u64) -> u64 {
 
 pub(crate) const FNV0: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// The tag of a remembered line: v2 since the fingerprint became the parallel chunked hash
-/// (lines of v1 hashed the same structure otherwise and are ignored).
-const VERSION: &str = "v2";
+/// The tag of a remembered line: v3 since the fingerprint's chunks are hashed in 32-bit lanes,
+/// as a GPU computes them (lines of v1 and v2 hashed the same structure otherwise and are
+/// ignored).
+const VERSION: &str = "v3";
 
 fn line_of(k: &Key, r: &Remembered) -> String {
     format!(

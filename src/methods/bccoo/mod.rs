@@ -284,9 +284,7 @@ pub(crate) fn prepare_gpu<T: Scalar>(
 ) -> Result<Option<SpmvPlan<T>>> {
     let int64 = gpu.info().has(wgpu::Features::SHADER_INT64);
     match opts.bccoo.tune_budget_products {
-        Some(budget)
-            if opts.bccoo.tune && opts.bccoo.tune_file.is_none() && (int64 || !T::NEEDS_F64) =>
-        {
+        Some(budget) if opts.bccoo.tune && (int64 || !T::NEEDS_F64) => {
             let (plan, report) = tune::tune_gpu(gpu, a, method, opts, budget)?;
             Ok(Some(with_tuning(plan, report)))
         }

@@ -168,39 +168,14 @@ pub(crate) fn tune<T: Scalar>(
         let ms = start.elapsed().as_secs_f64() * 1e3;
         log::debug!("tuning: {what} at {ms:.3} ms");
     };
-    let info = gpu.info();
     let file = opts.bccoo.tune_file.clone();
     let given = BccooOptions {
         tune: false,
         tune_file: None,
         ..opts.bccoo.clone()
     };
-    let key: Key = format!(
-        "{} {:?} {} {:?} {:?} {} {} {:016x}",
-        info.name,
-        info.backend,
-        info.driver,
-        opts.lanes,
-        given,
-        method.name(),
-        T::NAME,
-        crate::select::fingerprint(a)
-    )
-    .replace(['\t', '\n'], " ");
-    let read_file = |path: &std::path::Path| match std::fs::read_to_string(path) {
-        Ok(text) => Ok(lookup(&text, &key)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(crate::Error::Io {
-            path: path.to_owned(),
-            source,
-        }),
-    };
-    // With a tuning file, the file is the memory (what another process tuned counts too).
-    let remembered = match &file {
-        Some(path) => read_file(path)?,
-        None => memory().lock().unwrap().get(&key).cloned(),
-    };
-    if let Some((chosen, wg)) = remembered {
+    let key = key_of::<T>(gpu, opts, &given, method, crate::select::fingerprint(a));
+    if let Some((chosen, wg)) = recall(file.as_deref(), &key)? {
         let po = PlanOptions {
             bccoo: chosen.clone(),
             workgroup_size: Some(wg),
@@ -210,16 +185,7 @@ pub(crate) fn tune<T: Scalar>(
             Some(plan) => plan,
             None => build(gpu, a, method, &po)?,
         };
-        return Ok((
-            plan,
-            TuneReport {
-                candidates: Vec::new(),
-                chosen,
-                workgroup_size: wg,
-                time: Duration::ZERO,
-                remembered: true,
-            },
-        ));
+        return Ok((plan, recalled(chosen, wg)));
     }
     mark("matrix fingerprinted");
     // Candidates are built on the GPU from one upload of the CSR where the plain build would be
@@ -260,8 +226,65 @@ pub(crate) fn tune<T: Scalar>(
         )?,
     };
     let report = searched(gpu, &plan, &given, candidates, (start, compiled));
+    remember(file.as_deref(), key, &report)?;
+    Ok((plan, report))
+}
+
+/// The key of one tuning in the memory and in tuning files: the adapter, the lane policy, the
+/// options left to the tuner, the method, the scalar and the matrix's fingerprint.
+fn key_of<T: Scalar>(
+    gpu: &Gpu,
+    opts: &PlanOptions,
+    given: &BccooOptions,
+    method: Method,
+    fingerprint: u64,
+) -> Key {
+    let info = gpu.info();
+    format!(
+        "{} {:?} {} {:?} {:?} {} {} {:016x}",
+        info.name,
+        info.backend,
+        info.driver,
+        opts.lanes,
+        given,
+        method.name(),
+        T::NAME,
+        fingerprint
+    )
+    .replace(['\t', '\n'], " ")
+}
+
+/// The choice remembered for `key`: with a tuning file, the file is the memory (what another
+/// process tuned counts too).
+fn recall(file: Option<&std::path::Path>, key: &Key) -> Result<Option<(BccooOptions, u32)>> {
+    match file {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => Ok(lookup(&text, key)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(crate::Error::Io {
+                path: path.to_owned(),
+                source,
+            }),
+        },
+        None => Ok(memory().lock().unwrap().get(key).cloned()),
+    }
+}
+
+/// The report of a choice taken from memory.
+fn recalled(chosen: BccooOptions, workgroup_size: u32) -> TuneReport {
+    TuneReport {
+        candidates: Vec::new(),
+        chosen,
+        workgroup_size,
+        time: Duration::ZERO,
+        remembered: true,
+    }
+}
+
+/// Remembers a search's choice under `key`, in the process and in the tuning file if any.
+fn remember(file: Option<&std::path::Path>, key: Key, report: &TuneReport) -> Result<()> {
     let (chosen, wg) = (report.chosen.clone(), report.workgroup_size);
-    if let Some(path) = &file {
+    if let Some(path) = file {
         use std::io::Write;
         let line = encode(&key, &chosen, wg);
         std::fs::OpenOptions::new()
@@ -270,12 +293,12 @@ pub(crate) fn tune<T: Scalar>(
             .open(path)
             .and_then(|mut f| writeln!(f, "{line}"))
             .map_err(|source| crate::Error::Io {
-                path: path.clone(),
+                path: path.to_owned(),
                 source,
             })?;
     }
     memory().lock().unwrap().insert(key, (chosen, wg));
-    Ok((plan, report))
+    Ok(())
 }
 
 /// The report of a search that chose `plan`: every remaining choice pinned to what it used,
@@ -303,9 +326,10 @@ fn searched<T: Scalar>(
 }
 
 /// Tunes from the caller's CSR in GPU buffers (validated) by the guided search within `budget`
-/// products, every candidate built on the GPU: nothing of the matrix is read back. Neither
-/// remembered nor looked up (the key would need the structure read back): the report's
-/// `chosen` options rebuild the choice.
+/// products, every candidate built on the GPU: nothing of the matrix is read back but its
+/// fingerprint's chunk hashes (8 bytes per 4096 words), under which the choice is remembered
+/// and looked up as a host tuning's is (the same key for the same structure, tuning file
+/// included).
 pub(crate) fn tune_gpu<T: Scalar>(
     gpu: &Gpu,
     a: &GpuCsr,
@@ -314,17 +338,36 @@ pub(crate) fn tune_gpu<T: Scalar>(
     budget: u32,
 ) -> Result<(SpmvPlan<T>, TuneReport)> {
     let (start, compiled) = (Instant::now(), gpu.compile_ns());
+    let file = opts.bccoo.tune_file.clone();
     let given = BccooOptions {
         tune: false,
         tune_file: None,
         ..opts.bccoo.clone()
     };
+    let key = key_of::<T>(
+        gpu,
+        opts,
+        &given,
+        method,
+        crate::select::fingerprint_gpu(gpu, a)?,
+    );
+    if let Some((chosen, wg)) = recall(file.as_deref(), &key)? {
+        let po = PlanOptions {
+            bccoo: chosen.clone(),
+            workgroup_size: Some(wg),
+            ..opts.clone()
+        };
+        if let Some(plan) = super::gpu_build::prepare::<T>(gpu, a, method, &po)? {
+            return Ok((plan, recalled(chosen, wg)));
+        }
+    }
     let x: Vec<T> = crate::methods::common::probe_vector(a.ncols);
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows, T::from_f64(0.0))?;
     let source = Source::Gpu(a);
     let (plan, candidates) = guided(gpu, source, method, opts, &given, budget, &gx, &mut gy)?;
     let report = searched(gpu, &plan, &given, candidates, (start, compiled));
+    remember(file.as_deref(), key, &report)?;
     Ok((plan, report))
 }
 
