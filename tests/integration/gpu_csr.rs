@@ -869,6 +869,17 @@ fn timed_auto_from_gpu_buffers_reads_nothing_back() {
         };
         let host = gpu.prepare_with(a, plan.method(), &host_opts).unwrap();
         assert_same_products(gpu, label, &plan, &host);
+        // Remembered under the structure's fingerprint (hashed on the GPU): the same method,
+        // nothing timed again, and the host CSR of the same structure finds it too.
+        for again in [
+            gpu.prepare_gpu_csr::<f32>(&described(a.shape(), b), Method::Auto, &opts),
+            gpu.prepare_with(a, Method::Auto, &opts),
+        ] {
+            let again = again.unwrap();
+            let c = again.report().choice.clone().unwrap();
+            assert!(c.remembered, "{label}: [{}]", again.report());
+            assert_eq!(again.method(), plan.method(), "{label}");
+        }
         opts.auto.timed_budget_products = Some(f64::NAN);
         assert!(matches!(
             gpu.prepare_gpu_csr::<f32>(&described(a.shape(), b), Method::Auto, &opts),
