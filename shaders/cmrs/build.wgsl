@@ -4,15 +4,15 @@
 // CSR matrix in GPU buffers (src/methods/cmrs/gpu_build.rs); format.rs is its CPU twin.
 // PASS 0, one invocation per strip pointer: strip_ptr[s] = row_ptr[s * HEIGHT]; each strip's
 //   chunks of CHUNK kept entries beyond its first (scanned next: where its further placing
-//   workgroups start); and
-//   the longest strip (without its long rows), the entries and the rows that strips longer than
-//   the budget hand to the long-row passes. Where there are such rows, cmrs/build_long writes
-//   the strip pointers over again, without them.
-// PASS 1, one workgroup per strip, then one per further chunk of a strip: each entry the strip keeps goes to its place in the
-//   strip's items sorted by column, rows in order within a column (with SORT; else it stays in
-//   CSR order). Its place is its index in its own row plus, for every other kept row of the
-//   strip, the entries there with a smaller column (a row below it) or a column not larger (a
-//   row above it): binary searches, so no invocation loops over a whole row.
+//   workgroups start); and the longest strip (without its long rows), the entries and the rows
+//   that strips longer than the budget hand to the long-row passes. Where there are such rows,
+//   cmrs/build_long writes the strip pointers over again, without them.
+// PASS 1, one workgroup per strip, then one per further chunk of a strip: each entry the strip
+//   keeps goes to its place in the strip's items sorted by column, rows in order within a
+//   column (with SORT; else it stays in CSR order). Its place is its index in its own row plus,
+//   for every other kept row of the strip, the entries there with a smaller column (a row below
+//   it) or a column not larger (a row above it): binary searches, so no invocation loops over a
+//   whole row.
 
 struct BuildParams {
     nrows: u32,
