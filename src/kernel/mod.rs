@@ -349,12 +349,17 @@ pub const COPY: Kernel = Kernel {
     derive: None,
 };
 
-/// Value updates of formats that reorder values: a gather by the format's source indices.
+/// Value updates of formats that reorder values: a gather of words by the format's source
+/// indices (BCCOO's with zeros kept as -0).
 pub const GATHER: Kernel = Kernel {
     name: "gather",
     file: "shared/gather",
     heights: &[],
-    overrides: &[("WG_SIZE", &[256])],
+    overrides: &[
+        ("WG_SIZE", &[256]),
+        ("VAL_WORDS", &[1, 2]),
+        ("MARK_ZEROS", &[0, 1]),
+    ],
     derive: None,
 };
 

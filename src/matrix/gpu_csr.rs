@@ -209,6 +209,20 @@ impl GpuCsr<'_> {
         Ok(())
     }
 
+    /// The column buffer to bind: the caller's, or a small stand-in (kept in `stand_in`) where
+    /// an empty array came in a buffer too small to bind.
+    pub(crate) fn bindable_col_idx<'b>(
+        &'b self,
+        gpu: &Gpu,
+        stand_in: &'b mut Option<crate::gpu::DeviceBuffer>,
+    ) -> Result<&'b wgpu::Buffer> {
+        if self.col_idx.size() >= 4 {
+            return Ok(self.col_idx);
+        }
+        let b = gpu.storage_zeroed("no columns", 16, wgpu::BufferUsages::empty())?;
+        Ok(stand_in.insert(b))
+    }
+
     /// Validates the matrix on the GPU (three small passes and one 48-byte read back); returns
     /// the longest row's length, or the first violation as the host check would name it.
     pub(crate) fn check<T: Scalar>(&self, gpu: &Gpu) -> Result<Checked> {
@@ -233,14 +247,8 @@ impl GpuCsr<'_> {
             "csr check params",
             bytemuck::cast_slice(&[nrows, self.ncols as u32, nnz, 0]),
         );
-        // An empty array may come in a buffer too small to bind.
-        let placeholder;
-        let col_idx = if self.col_idx.size() >= 4 {
-            self.col_idx
-        } else {
-            placeholder = gpu.storage_zeroed("csr check no columns", 16, none)?;
-            &placeholder
-        };
+        let mut stand_in = None;
+        let col_idx = self.bindable_col_idx(gpu, &mut stand_in)?;
         let allocated = start.elapsed();
         // The passes and the findings' read back in one submission.
         let mut enc = gpu

@@ -231,7 +231,7 @@ impl<T: Scalar> SpmvPlan<T> {
     }
 
     /// Records the gathers of `parts` from `values` (every new value in CSR order, a storage
-    /// buffer of this plan's device). BCCOO's blocks are gathered as words, a zero kept as -0.
+    /// buffer of this plan's device), as words; BCCOO's blocks keep a zero as -0.
     fn record_gathers(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -240,21 +240,16 @@ impl<T: Scalar> SpmvPlan<T> {
     ) -> Result<()> {
         let s = std::mem::size_of::<T>() as u64;
         let wg = 256u32;
-        let pipeline = if matches!(self.values, ValueLayout::Blocks(_)) {
-            self.gpu.pipeline(&crate::kernel::Variant::new(
-                crate::methods::bccoo::kernels::BCCOO_GATHER,
-                "u32",
-                crate::kernel::LaneMode::Workgroup,
-                vec![("WG_SIZE", wg), ("VAL_WORDS", (s / 4) as u32)],
-            ))?
-        } else {
-            self.gpu.pipeline(&crate::kernel::Variant::new(
-                crate::kernel::GATHER,
-                T::WGSL,
-                crate::kernel::LaneMode::Workgroup,
-                vec![("WG_SIZE", wg)],
-            ))?
-        };
+        let marks_zeros = matches!(self.values, ValueLayout::Blocks(_)) as u32;
+        let pipeline = crate::gpu::recorder::pipeline_of(
+            &self.gpu,
+            crate::kernel::GATHER,
+            vec![
+                ("WG_SIZE", wg),
+                ("VAL_WORDS", (s / 4) as u32),
+                ("MARK_ZEROS", marks_zeros),
+            ],
+        )?;
         let align = self.gpu.info().limits.min_storage_buffer_offset_alignment as u64;
         for part in parts {
             let Sources { host, count, range } = part.sources()?;

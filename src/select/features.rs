@@ -308,14 +308,8 @@ impl Features {
         let words = 5 * groups + 2 * samples;
         let none = wgpu::BufferUsages::empty();
         let out = gpu.storage_zeroed("csr features", words as u64 * 4, none)?;
-        // An empty array may come in a buffer too small to bind.
-        let placeholder;
-        let col_idx = if a.col_idx.size() >= 4 {
-            a.col_idx
-        } else {
-            placeholder = gpu.storage_zeroed("csr features no columns", 16, none)?;
-            &placeholder
-        };
+        let mut stand_in = None;
+        let col_idx = a.bindable_col_idx(gpu, &mut stand_in)?;
         submit_pass(
             gpu,
             "csr features",

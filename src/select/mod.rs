@@ -299,14 +299,8 @@ pub(crate) fn fingerprint_gpu(gpu: &Gpu, a: &crate::matrix::GpuCsr) -> Result<u6
         total as u32,
     ];
     let params = gpu.uniform_buffer("fingerprint", bytemuck::cast_slice(&params));
-    // An empty array may come in a buffer too small to bind.
-    let placeholder;
-    let col_idx = if a.col_idx.size() >= 4 {
-        a.col_idx
-    } else {
-        placeholder = gpu.storage_zeroed("no columns", 16, wgpu::BufferUsages::empty())?;
-        &placeholder
-    };
+    let mut stand_in = None;
+    let col_idx = a.bindable_col_idx(gpu, &mut stand_in)?;
     crate::gpu::recorder::submit_pass(gpu, "fingerprint", "fingerprinting a GPU matrix", |r| {
         let buffers: [&dyn crate::gpu::Bind; 4] = [a.row_ptr, col_idx, &out, &params];
         r.dispatch(

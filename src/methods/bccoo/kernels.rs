@@ -40,15 +40,6 @@ pub const BCCOO_CARRY: Kernel = Kernel {
     derive: None,
 };
 
-/// Value updates of the blocks: the new values gathered as words, a zero kept as -0.
-pub const BCCOO_GATHER: Kernel = Kernel {
-    name: "bccoo_gather",
-    file: "bccoo/gather",
-    heights: &[],
-    overrides: &[("WG_SIZE", &[256]), ("VAL_WORDS", &[1, 2])],
-    derive: None,
-};
-
 /// BCCOO+'s second pass: adds up the slices' partial results into `y`.
 pub const BCCOO_COMBINE: Kernel = Kernel {
     name: "bccoo_combine",
@@ -119,5 +110,4 @@ pub const KERNELS: &[Kernel] = &[
     BCCOO_BUILD_ROWS,
     BCCOO_BUILD_TILES,
     BCCOO_BUILD_RELAYOUT,
-    BCCOO_GATHER,
 ];

@@ -20,7 +20,6 @@ use crate::methods::{Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout};
 use crate::plan::{Binding, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
-use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Mirrors `BuildParams` in shaders/cmrs/build.wgsl.
@@ -217,8 +216,7 @@ fn strips_fit(choice: &Choice, longest: u64) -> bool {
 }
 
 /// Whether a host CSR `a` is better uploaded as it is and built on the GPU: the GPU build can
-/// make this plan (decided from the host's row pointers, so no upload is wasted; height 1 is the
-/// CSR vector kernel's copies).
+/// make this plan (decided before any upload; height 1 is the CSR vector kernel's copies).
 pub(crate) fn builds_from_host<T: Scalar>(
     gpu: &Gpu,
     a: &CsrMatrix<T>,
@@ -233,17 +231,8 @@ pub(crate) fn builds_from_host<T: Scalar>(
     if !buildable::<T>(gpu, &choice, opts, a.ncols(), nnz) {
         return Ok(false);
     }
-    let h = choice.height as usize;
-    let rp = a.row_ptr();
-    // The longest strip without the rows it leaves to the long-row passes.
-    let longest = (0..nrows.div_ceil(h))
-        .into_par_iter()
-        .map(|s| {
-            long_rows::split_group(rp, s * h..((s + 1) * h).min(nrows), choice.strip_budget()).1
-        })
-        .max()
-        .unwrap_or(0);
-    Ok(strips_fit(&choice, longest))
+    // (Strips leave rows to the long-row passes until they fit, so every strip does.)
+    Ok(true)
 }
 
 pub(crate) fn prepare<T: Scalar>(
