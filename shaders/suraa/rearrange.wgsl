@@ -1,4 +1,5 @@
 #import shared/grid
+#import suraa/sorted_row
 // SURAA setup (Algorithm 2, line 5): the matrix rearranged into sorted row order, so that the
 // kernels read consecutive rows from consecutive memory. Output entry k belongs to the sorted
 // row i whose new range holds it; each workgroup copies a block of BLOCK entries (coalesced
@@ -24,22 +25,6 @@ override VAL_WORDS: u32 = 1u;
 const WG: u32 = 256u;
 const ITEMS: u32 = 8u;
 const BLOCK: u32 = WG * ITEMS;
-
-// The last sorted row i in [lo, hi) with new_ptr[i] <= k (new_ptr[lo] <= k holds): the row
-// holding entry k, since a row starting at or before k that is not it ends before k.
-fn row_of(k: u32, lo: u32, hi: u32) -> u32 {
-    var a = lo;
-    var b = hi;
-    while (b - a > 1u) {
-        let mid = a + (b - a) / 2u;
-        if (new_ptr[mid] <= k) {
-            a = mid;
-        } else {
-            b = mid;
-        }
-    }
-    return a;
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,

@@ -4,8 +4,8 @@
 //!   copies the new values into them;
 //! * a format that reorders them (CMRS strips) keeps, for each stored value, the CSR entry it
 //!   came from (4 bytes each, on the host; uploaded at the first update) and gathers;
-//!   SURAA's rows, rearranged by length, are gathered the same way, their sources made at the
-//!   first update from its permutation (read back where the setup ran on the GPU);
+//!   SURAA's rows, rearranged by length, are gathered the same way, their sources made on the
+//!   GPU at the first update from its permutation and sorted row pointers;
 //! * BCCOO's blocks are gathered the same way, their sources made at the first update by
 //!   building the format once more over entry numbers (or kept from the GPU build); its kernels
 //!   skip +0 (fill and padding), so the gather stores a zero value as -0, as the builds do, and
@@ -34,7 +34,9 @@ pub(crate) struct GatherPart {
     /// first update (a format whose map lives on the GPU).
     sources: std::sync::OnceLock<Sources>,
     make: Option<SourceMaker>,
-    /// `sources` on the GPU, uploaded at the first update.
+    /// Makes `on_gpu` at the first update, on the GPU.
+    make_on_gpu: Option<GpuSourceMaker>,
+    /// `sources` on the GPU, uploaded (or made there) at the first update.
     pub on_gpu: std::sync::OnceLock<Arc<DeviceBuffer>>,
 }
 
@@ -49,6 +51,10 @@ struct Sources {
 
 /// Makes a gather's `sources` when they are first needed.
 pub(crate) type SourceMaker = Box<dyn Fn() -> Result<Vec<u32>> + Send + Sync>;
+
+/// Makes a gather's `sources` on the GPU when they are first needed: the work is submitted at
+/// once, so an update recorded after it (into a caller's encoder too) runs after it.
+pub(crate) type GpuSourceMaker = Box<dyn Fn() -> Result<DeviceBuffer> + Send + Sync>;
 
 impl std::fmt::Debug for GatherPart {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,6 +86,7 @@ impl GatherPart {
             buffer,
             sources: std::sync::OnceLock::from(with_range(sources)),
             make: None,
+            make_on_gpu: None,
             on_gpu: Default::default(),
         })
     }
@@ -100,6 +107,7 @@ impl GatherPart {
                 range,
             }),
             make: None,
+            make_on_gpu: None,
             on_gpu: std::sync::OnceLock::from(sources),
         })
     }
@@ -111,6 +119,28 @@ impl GatherPart {
             buffer,
             sources: Default::default(),
             make: Some(make),
+            make_on_gpu: None,
+            on_gpu: Default::default(),
+        })
+    }
+
+    /// A part whose `count` sources, reading CSR entries `range`, `make` writes on the GPU at
+    /// the first update.
+    pub(crate) fn lazy_on_gpu(
+        buffer: Arc<DeviceBuffer>,
+        count: usize,
+        range: std::ops::Range<u64>,
+        make: GpuSourceMaker,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            buffer,
+            sources: std::sync::OnceLock::from(Sources {
+                host: Vec::new(),
+                count,
+                range,
+            }),
+            make: None,
+            make_on_gpu: Some(make),
             on_gpu: Default::default(),
         })
     }
@@ -260,11 +290,14 @@ impl<T: Scalar> SpmvPlan<T> {
             let sources = match part.on_gpu.get() {
                 Some(b) => b.clone(),
                 None => {
-                    let b = self.gpu.storage_buffer(
-                        "gather sources",
-                        bytemuck::cast_slice(host),
-                        wgpu::BufferUsages::empty(),
-                    )?;
+                    let b = match &part.make_on_gpu {
+                        Some(make) => make()?,
+                        None => self.gpu.storage_buffer(
+                            "gather sources",
+                            bytemuck::cast_slice(host),
+                            wgpu::BufferUsages::empty(),
+                        )?,
+                    };
                     // Made after the plan's buffers were kept out of the pool, and recorded
                     // into the caller's encoder as they were.
                     b.keep_out_of_pool();

@@ -211,6 +211,12 @@ fn gpu_setup_matches_its_cpu_twin() {
                     setup::rearrange(a32.row_ptr(), a32.col_idx(), a32.values(), &twin);
                 assert_eq!(d.col_idx, cols, "{name} / {dev}: rearranged columns");
                 assert_eq!(d.vals, vals, "{name} / {dev}: rearranged values");
+                let sources = setup::sources_from_sorted(&twin.perm, &twin.row_ptr).unwrap();
+                assert_eq!(
+                    wgspmv::methods::suraa::gpu_setup::value_sources_of(&plan).unwrap(),
+                    sources,
+                    "{name} / {dev}: value-update map"
+                );
                 assert_eq!(
                     r.schedule, twin.schedule,
                     "{name} / {dev}: reported schedule"

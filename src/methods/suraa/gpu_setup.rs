@@ -25,7 +25,7 @@ use std::sync::Arc;
 /// Keys per radix-sort tile (see the WGSL constants).
 const RADIX_TILE: u32 = 256 * 8;
 /// Entries one workgroup of `suraa_rearrange` copies.
-const REARRANGE_BLOCK: u32 = 256 * 8;
+pub(crate) const REARRANGE_BLOCK: u32 = 256 * 8;
 
 /// Mirrors `struct RadixParams` in shaders/shared/radix_common.wgsl.
 #[repr(C)]
@@ -374,6 +374,22 @@ pub fn read_back<T: Scalar>(plan: &SpmvPlan<T>) -> Result<PlanData<T>> {
         col_idx: gpu.read_buffer(&b.col_idx, n)?,
         vals: gpu.read_buffer(&b.vals, n)?,
     })
+}
+
+/// A `suraa` plan's value-update map as its first update makes it on the GPU (for each
+/// rearranged entry, the CSR entry it holds), read back.
+pub fn value_sources_of<T: Scalar>(plan: &SpmvPlan<T>) -> Result<Vec<u32>> {
+    let b = &plan
+        .suraa()
+        .ok_or(Error::InvalidParameter {
+            name: "plan",
+            value: plan.method().to_string(),
+            reason: "not a suraa plan".into(),
+        })?
+        .buffers;
+    let gpu = plan.gpu();
+    let sources = super::value_sources(gpu, &b.perm, &b.row_ptr, (plan.nrows(), plan.nnz()))?;
+    gpu.read_buffer(&sources, plan.nnz())
 }
 
 pub(crate) fn read_schedule(gpu: &Gpu, b: &Built) -> Result<Schedule> {

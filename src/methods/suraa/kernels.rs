@@ -80,6 +80,8 @@ pub const SURAA_REARRANGE: Kernel = kernel(
 );
 /// GPU setup, last step: segments, row groups, vector classes and dispatch sizes.
 pub const SURAA_PLAN: Kernel = kernel("suraa_plan", "suraa/plan", &[]);
+/// The value-update map (each rearranged entry's CSR entry), made at the first update.
+pub const SURAA_SOURCES: Kernel = kernel("suraa_sources", "suraa/sources", &[("PASS", &[0, 1])]);
 
 /// Every kernel of `suraa`, its GPU setup included, for validation.
 pub const KERNELS: &[Kernel] = &[
@@ -93,4 +95,5 @@ pub const KERNELS: &[Kernel] = &[
     SURAA_LENGTHS,
     SURAA_PLAN,
     SURAA_REARRANGE,
+    SURAA_SOURCES,
 ];

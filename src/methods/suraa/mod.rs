@@ -21,11 +21,13 @@ pub use setup::{Schedule, SetupParams};
 pub mod kernels;
 pub use kernels::KERNELS;
 
+use crate::gpu::recorder::{submit_pass, SCAN_BLOCK};
+use crate::gpu::Bind;
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::kernel::{Kernel, LaneMode, Variant};
 use crate::methods::common::{bad, check_workgroup_memory, lane_mode, team_width, workgroup_size};
 use crate::methods::{Method, PlanOptions};
-use crate::plan::values::{GatherPart, SourceMaker, ValueLayout};
+use crate::plan::values::{GatherPart, GpuSourceMaker, ValueLayout};
 use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, Error, Result, Scalar};
 use std::sync::Arc;
@@ -346,16 +348,15 @@ fn build<T: Scalar>(
         ],
         grid: Grid::Indirect(b.indirect.clone(), 12),
     };
-    // Value updates gather into the rearranged values; the map back to CSR order is made from
-    // the permutation at the first update, so plans that never update pay nothing for it.
+    // Value updates gather into the rearranged values; the map back to CSR order is made on
+    // the GPU from the permutation at the first update, so plans that never update pay nothing
+    // for it.
     let values = {
         let (gpu, perm, sorted_ptr) = (gpu.clone(), b.perm.clone(), b.row_ptr.clone());
-        let make: SourceMaker = Box::new(move || {
-            let perm: Vec<u32> = gpu.read_buffer(&perm, nrows)?;
-            let sorted_ptr: Vec<u32> = gpu.read_buffer(&sorted_ptr, nrows + 1)?;
-            setup::sources_from_sorted(&perm, &sorted_ptr)
-        });
-        ValueLayout::Gather(vec![GatherPart::lazy(b.vals.clone(), make)], Vec::new())
+        let make: GpuSourceMaker =
+            Box::new(move || value_sources(&gpu, &perm, &sorted_ptr, (nrows, nnz)));
+        let part = GatherPart::lazy_on_gpu(b.vals.clone(), nnz, 0..nnz as u64, make);
+        ValueLayout::Gather(vec![part], Vec::new())
     };
     let report = SuraaReport {
         params,
@@ -386,6 +387,49 @@ fn build<T: Scalar>(
     plan.report_mut().detail = Some(Arc::new(report));
     plan.report_mut().split = phases.split;
     Ok(plan)
+}
+
+/// The value-update map (for each rearranged entry, the CSR entry it holds), made on the GPU
+/// from the permutation and the sorted row pointers (shaders/suraa/sources.wgsl; its CPU twin
+/// is `setup::sources_from_sorted`); submitted, not waited for.
+pub(crate) fn value_sources(
+    gpu: &Gpu,
+    perm: &wgpu::Buffer,
+    sorted_ptr: &wgpu::Buffer,
+    (nrows, nnz): (usize, usize),
+) -> Result<DeviceBuffer> {
+    let none = wgpu::BufferUsages::empty();
+    let sources = gpu.storage_overwritten("suraa value sources", nnz as u64 * 4, none)?;
+    let csr_ptr = gpu.storage_overwritten("suraa csr row_ptr", (nrows as u64 + 1) * 4, none)?;
+    let sums = gpu.storage_overwritten(
+        "suraa scan blocks",
+        (nrows as u64 + 1).div_ceil(SCAN_BLOCK as u64) * 4,
+        none,
+    )?;
+    let params = gpu.uniform_buffer(
+        "suraa sources",
+        bytemuck::cast_slice(&[nnz as u32, nrows as u32]),
+    );
+    submit_pass(
+        gpu,
+        "suraa sources",
+        "making suraa's value-update map",
+        |r| {
+            let buffers: [&dyn Bind; 5] = [perm, sorted_ptr, &csr_ptr, &sources, &params];
+            r.passes(
+                kernels::SURAA_SOURCES,
+                &buffers,
+                &[(0, (nrows as u32 + 1).div_ceil(256))],
+            )?;
+            r.scan(&csr_ptr, &sums, nrows as u32 + 1)?;
+            r.passes(
+                kernels::SURAA_SOURCES,
+                &buffers,
+                &[(1, (nnz as u32).div_ceil(gpu_setup::REARRANGE_BLOCK))],
+            )
+        },
+    )?;
+    Ok(sources)
 }
 
 /// The CSR arrays uploaded as they are, for the GPU setup.

@@ -119,8 +119,9 @@ pub fn inverse(perm: &[u32]) -> Vec<u32> {
 
 /// For each value of the rearranged matrix, the CSR entry it holds, from the permutation and the
 /// sorted rows' pointers alone (the original pointers follow from the sorted lengths), so a plan
-/// keeps no copy of the CSR pointers for its value updates.
-pub(crate) fn sources_from_sorted(perm: &[u32], sorted_ptr: &[u32]) -> crate::Result<Vec<u32>> {
+/// keeps no copy of the CSR pointers for its value updates. The CPU twin of the map plans make
+/// on the GPU (`super::value_sources`).
+pub fn sources_from_sorted(perm: &[u32], sorted_ptr: &[u32]) -> crate::Result<Vec<u32>> {
     let n = perm.len();
     let corrupt = || crate::Error::Map(format!("suraa's permutation of {n} rows is not one"));
     let mut len = vec![u32::MAX; n];
