@@ -31,7 +31,7 @@ struct Timed<'a> {
 /// Timestamp queries one timed recording holds (two per dispatch; later dispatches run untimed).
 const TIMED_QUERIES: u32 = 512;
 
-fn pass_times_wanted(gpu: &Gpu) -> bool {
+pub(crate) fn pass_times_wanted(gpu: &Gpu) -> bool {
     gpu.info().has(wgpu::Features::TIMESTAMP_QUERY)
         && std::env::var(PASS_TIMES_VAR).is_ok_and(|v| v == "1")
 }

@@ -144,6 +144,33 @@ struct Findings {
 
 const NONE: u32 = u32::MAX;
 
+/// A validation recorded into an encoder, its findings not read yet
+/// ([`GpuCsr::record_check`]).
+pub(crate) struct PendingCheck {
+    found: crate::gpu::DeviceBuffer,
+}
+
+impl PendingCheck {
+    /// The findings' read, to join a build's read back.
+    pub(crate) fn read(&self) -> crate::gpu::RangeRead<'_> {
+        crate::gpu::RangeRead {
+            buffer: &self.found,
+            ranges: vec![0..std::mem::size_of::<Findings>() as u64],
+            in_place: false,
+        }
+    }
+
+    /// The longest row, or the first violation as the host check would name it, from the bytes
+    /// [`read`](Self::read) brought back.
+    pub(crate) fn finish(&self, a: &GpuCsr, bytes: &[u8]) -> Result<Checked> {
+        let f: Findings = bytemuck::pod_read_unaligned(bytes);
+        a.first_violation(&f)?;
+        Ok(Checked {
+            longest_row: f.longest_row,
+        })
+    }
+}
+
 /// Bytes of a CSR matrix's row pointers, columns and values.
 pub(crate) fn csr_bytes<T: Scalar>(nrows: usize, nnz: usize) -> [u64; 3] {
     [
@@ -226,8 +253,34 @@ impl GpuCsr<'_> {
     /// Validates the matrix on the GPU (three small passes and one 48-byte read back); returns
     /// the longest row's length, or the first violation as the host check would name it.
     pub(crate) fn check<T: Scalar>(&self, gpu: &Gpu) -> Result<Checked> {
-        self.check_buffers::<T>(gpu)?;
         let start = std::time::Instant::now();
+        let mut enc = gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("csr check"),
+            });
+        let pending = self.record_check::<T>(gpu, &mut enc)?;
+        let submitted = start.elapsed();
+        let got = gpu.read_ranges_after(Some(enc), &[pending.read()])?;
+        log::debug!(
+            "GPU CSR check: recorded {:?}, read back {:?}",
+            submitted,
+            start.elapsed()
+        );
+        pending.finish(self, &got[0][0])
+    }
+
+    /// Checks what the host can and records the GPU validation's passes into `enc`, for a build
+    /// that reads the findings back with its own first read back ([`PendingCheck::read`]) and
+    /// uses nothing it builds before [`PendingCheck::finish`] says the matrix is valid. Its
+    /// passes must then be safe on any arrays: no loop longer than a binary search, every write
+    /// into its own buffers.
+    pub(crate) fn record_check<T: Scalar>(
+        &self,
+        gpu: &Gpu,
+        enc: &mut wgpu::CommandEncoder,
+    ) -> Result<PendingCheck> {
+        self.check_buffers::<T>(gpu)?;
         let (nrows, nnz) = (self.nrows as u32, self.nnz as u32);
         let none = wgpu::BufferUsages::empty();
         let init = Findings {
@@ -249,15 +302,8 @@ impl GpuCsr<'_> {
         );
         let mut stand_in = None;
         let col_idx = self.bindable_col_idx(gpu, &mut stand_in)?;
-        let allocated = start.elapsed();
-        // The passes and the findings' read back in one submission.
-        let mut enc = gpu
-            .device()
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("csr check"),
-            });
         gpu.scoped("validating a CSR matrix on the GPU", || {
-            let mut r = Recorder::new(gpu, &mut enc, "csr check");
+            let mut r = Recorder::new(gpu, enc, "csr check");
             let buffers: [&dyn crate::gpu::Bind; 5] =
                 [self.row_ptr, col_idx, &starts, &found, &params];
             let groups = |n: u32| n.div_ceil(256);
@@ -267,18 +313,7 @@ impl GpuCsr<'_> {
                 &[(0, groups(nrows + 1)), (1, groups(nnz)), (2, 1)],
             )
         })??;
-        let submitted = start.elapsed();
-        let f: Findings = gpu.read_buffer_after(Some(enc), &found, 1)?[0];
-        log::debug!(
-            "GPU CSR check: allocated {:?}, submitted {:?}, read back {:?}",
-            allocated,
-            submitted,
-            start.elapsed()
-        );
-        self.first_violation(&f)?;
-        Ok(Checked {
-            longest_row: f.longest_row,
-        })
+        Ok(PendingCheck { found })
     }
 
     /// The error the host check gives for the same arrays, in the same order of checks.

@@ -491,15 +491,25 @@ fn plans_from_gpu_buffers_equal_plans_from_the_host() {
     }
 }
 
-/// The error of `prepare_gpu_csr` for these arrays.
+/// The error of `prepare_gpu_csr` for these arrays, the same for every method and
+/// configuration (`speculative` on the GPU validates in its analysis's read back) and `auto`.
 fn gpu_error(gpu: &Gpu, shape: (usize, usize), ptr: &[u32], cols: &[u32]) -> Error {
     let vals = vec![1.0f32; cols.len()];
     let b = caller_buffers(gpu, ptr, cols, bytemuck::cast_slice(&vals));
     let desc = described((shape.0, shape.1, cols.len()), &b);
-    match gpu.prepare_gpu_csr::<f32>(&desc, Method::CsrScalar, &PlanOptions::default()) {
-        Ok(_) => panic!("{ptr:?} / {cols:?} was accepted"),
-        Err(e) => e,
+    let mut errors = configurations()
+        .into_iter()
+        .map(|(m, o, _)| (m, o))
+        .chain([(Method::Auto, PlanOptions::default())])
+        .map(|(m, o)| match gpu.prepare_gpu_csr::<f32>(&desc, m, &o) {
+            Ok(_) => panic!("{m}: {ptr:?} / {cols:?} was accepted"),
+            Err(e) => (m, e),
+        });
+    let (_, first) = errors.next().expect("configurations");
+    for (m, e) in errors {
+        assert_eq!(format!("{e:?}"), format!("{first:?}"), "{m}");
     }
+    first
 }
 
 #[test]

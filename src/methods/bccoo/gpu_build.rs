@@ -216,16 +216,21 @@ struct RelayoutParams {
 
 /// The plan built on the GPU, or `None` where the host builds it (tuning, f64 without 64-bit
 /// integers in shaders: the host path then gives the same result or error).
+/// With `validate`, the matrix is validated in the block statistics' submission and its findings
+/// read back with them (one round trip for both; the statistics pass is bounded on any arrays,
+/// and nothing it counted is used unless the matrix is valid); the time spent recording the
+/// validation is written there.
 pub(crate) fn prepare<T: Scalar>(
     gpu: &Gpu,
     a: &GpuCsr,
     method: Method,
     opts: &PlanOptions,
+    validate: Option<&mut f64>,
 ) -> Result<Option<SpmvPlan<T>>> {
     if opts.bccoo.tune {
         return Ok(None);
     }
-    prepare_reusing(gpu, a, method, opts, &mut BuildReuse::default())
+    build(gpu, a, method, opts, &mut BuildReuse::default(), validate)
 }
 
 /// [`prepare`] for a tuning's candidates (the tuning options are not looked at), skipping what
@@ -236,6 +241,18 @@ pub(crate) fn prepare_reusing<T: Scalar>(
     method: Method,
     opts: &PlanOptions,
     reuse: &mut BuildReuse,
+) -> Result<Option<SpmvPlan<T>>> {
+    build(gpu, a, method, opts, reuse, None)
+}
+
+/// [`prepare_reusing`], validating as [`prepare`] does.
+fn build<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    method: Method,
+    opts: &PlanOptions,
+    reuse: &mut BuildReuse,
+    validate: Option<&mut f64>,
 ) -> Result<Option<SpmvPlan<T>>> {
     if T::NEEDS_F64 && !gpu.info().has(wgpu::Features::SHADER_INT64) {
         return Ok(None);
@@ -273,8 +290,8 @@ pub(crate) fn prepare_reusing<T: Scalar>(
     };
 
     // 1. Blocks of every size, the largest column, stored zeros.
-    if reuse.counted.is_none() {
-        reuse.counted = Some(count(gpu, a, &bp, vw)?);
+    if reuse.counted.is_none() || validate.is_some() {
+        reuse.counted = Some(count::<T>(gpu, a, &bp, validate)?);
         mark("block statistics read");
     }
     let counted = reuse.counted.as_ref().expect("counted above");
@@ -623,16 +640,54 @@ pub(crate) fn prepare_reusing<T: Scalar>(
 }
 
 /// The first submission: block counts of every size, the largest column, the stored zeros.
-fn count(gpu: &Gpu, a: &GpuCsr, bp: &BuildParams, vw: u32) -> Result<Counted> {
+fn count<T: Scalar>(
+    gpu: &Gpu,
+    a: &GpuCsr,
+    bp: &BuildParams,
+    validate: Option<&mut f64>,
+) -> Result<Counted> {
+    let vw = (std::mem::size_of::<T>() / 4) as u32;
     let (rp, ci, va): (&dyn Bind, &dyn Bind, &dyn Bind) = (a.row_ptr, a.col_idx, a.values);
     let stats = words(gpu, "bccoo build stats", STATS_WORDS)?;
     let (x0, x1) = (words(gpu, "stand-in", 4)?, words(gpu, "stand-in", 4)?);
     let u = uniform(gpu, bp);
-    submit(gpu, &[], |r| {
+    let stats_pass = |r: &mut Recorder| {
         let b = [rp, ci, va, &stats, &x0, &x1, &u];
         pass(r, kernels::BCCOO_BUILD_STATS, 0, vw, &b, a.nnz as u64)
-    })?;
-    let st = gpu.read_buffer::<u32>(&stats, STATS_WORDS as usize)?;
+    };
+    let mut enc = gpu
+        .device()
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("bccoo build"),
+        });
+    let check = match validate {
+        Some(ms) => {
+            let t = std::time::Instant::now();
+            let check = a.record_check::<T>(gpu, &mut enc)?;
+            *ms = t.elapsed().as_secs_f64() * 1e3;
+            Some(check)
+        }
+        None => None,
+    };
+    if check.is_some() || !crate::gpu::recorder::pass_times_wanted(gpu) {
+        gpu.scoped("building bccoo on the GPU", || {
+            stats_pass(&mut Recorder::new(gpu, &mut enc, "bccoo build"))
+        })??;
+    } else {
+        // Timed pass by pass (`WGSPMV_PASS_TIMES`).
+        submit(gpu, &[], stats_pass)?;
+    }
+    let stats_read = crate::gpu::RangeRead {
+        buffer: &stats,
+        ranges: vec![0..STATS_WORDS * 4],
+        in_place: false,
+    };
+    let reads: Vec<_> = check.iter().map(|c| c.read()).chain([stats_read]).collect();
+    let got = gpu.read_ranges_after(Some(enc), &reads)?;
+    if let Some(check) = &check {
+        check.finish(a, &got[0][0])?;
+    }
+    let st = bytemuck::pod_collect_to_vec(&got[reads.len() - 1][0]);
     Ok(Counted { st })
 }
 

@@ -288,7 +288,7 @@ pub(crate) fn prepare_gpu<T: Scalar>(
             let (plan, report) = tune::tune_gpu(gpu, a, method, opts, budget)?;
             Ok(Some(with_tuning(plan, report)))
         }
-        _ => gpu_build::prepare(gpu, a, method, opts),
+        _ => gpu_build::prepare(gpu, a, method, opts, None),
     }
 }
 

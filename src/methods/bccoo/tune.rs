@@ -357,7 +357,7 @@ pub(crate) fn tune_gpu<T: Scalar>(
             workgroup_size: Some(wg),
             ..opts.clone()
         };
-        if let Some(plan) = super::gpu_build::prepare::<T>(gpu, a, method, &po)? {
+        if let Some(plan) = super::gpu_build::prepare::<T>(gpu, a, method, &po, None)? {
             return Ok((plan, recalled(chosen, wg)));
         }
     }

@@ -95,12 +95,17 @@ pub(crate) fn builds_from_host<T: Scalar>(
     Ok(gpu_setup::<T>(gpu, shape, opts)?.is_some())
 }
 
-/// The plan, or `None` where the host has to build it (see [`gpu_setup`]).
+/// The plan, or `None` where the host has to build it (see [`gpu_setup`]). With `validate`,
+/// the matrix is validated in the analysis's submission and its findings read back with the
+/// counts (one round trip for both; the analysis is bounded on any arrays, and nothing it
+/// computed is used unless the matrix is valid); the time spent recording the validation is
+/// written there.
 pub(crate) fn prepare<T: Scalar>(
     gpu: &Gpu,
     a: &GpuCsr,
     method: Method,
     opts: &PlanOptions,
+    validate: Option<&mut f64>,
 ) -> Result<Option<SpmvPlan<T>>> {
     let shape @ (nrows, _, nnz) = (a.nrows, a.ncols, a.nnz);
     let Some(st) = gpu_setup::<T>(gpu, shape, opts)? else {
@@ -136,14 +141,23 @@ pub(crate) fn prepare<T: Scalar>(
         pad: 0,
     };
     let params = gpu.uniform_buffer("speculative analyse", bytemuck::bytes_of(&params));
+    let mut enc = gpu
+        .device()
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("speculative from GPU buffers"),
+        });
+    let check = match validate {
+        Some(ms) => {
+            let t = std::time::Instant::now();
+            let check = a.record_check::<T>(gpu, &mut enc)?;
+            *ms = t.elapsed().as_secs_f64() * 1e3;
+            Some(check)
+        }
+        None => None,
+    };
     gpu.scoped(
         "analysing a GPU matrix for speculative",
         || -> Result<()> {
-            let mut enc = gpu
-                .device()
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("speculative from GPU buffers"),
-                });
             let [ptr_bytes, col_bytes, val_bytes] = a.bytes::<T>();
             gpu.record_copy(&mut enc, a.row_ptr, 0, &ptr_and_tiles, 0, ptr_bytes)?;
             gpu.record_copy(&mut enc, a.col_idx, 0, &cols, 0, col_bytes)?;
@@ -163,11 +177,24 @@ pub(crate) fn prepare<T: Scalar>(
                     ],
                 )?;
             }
-            gpu.submit([enc.finish()]);
             Ok(())
         },
     )??;
-    let c: Counts = gpu.read_buffer(&counts, 1)?[0];
+    let counts_read = crate::gpu::RangeRead {
+        buffer: &counts,
+        ranges: vec![0..std::mem::size_of::<Counts>() as u64],
+        in_place: false,
+    };
+    let reads: Vec<_> = check
+        .iter()
+        .map(|c| c.read())
+        .chain([counts_read])
+        .collect();
+    let got = gpu.read_ranges_after(Some(enc), &reads)?;
+    if let Some(check) = &check {
+        check.finish(a, &got[0][0])?;
+    }
+    let c: Counts = bytemuck::pod_read_unaligned(&got[reads.len() - 1][0]);
     let total = Speculation {
         tiles,
         dirty_tiles: c.dirty_tiles as u64,
