@@ -210,6 +210,17 @@ pub(crate) struct RangeRead<'a> {
     pub in_place: bool,
 }
 
+impl<'a> RangeRead<'a> {
+    /// The first `bytes` of `buffer`, through a staging copy.
+    pub(crate) fn first(buffer: &'a wgpu::Buffer, bytes: u64) -> Self {
+        Self {
+            buffer,
+            ranges: std::iter::once(0..bytes).collect(),
+            in_place: false,
+        }
+    }
+}
+
 impl super::Gpu {
     /// Reads the first `len` elements of a plan's buffer back, blocking (for tests and reports).
     pub(crate) fn read_buffer<P: bytemuck::Pod>(
@@ -236,14 +247,7 @@ impl super::Gpu {
         let bytes = ((len * std::mem::size_of::<P>()) as u64)
             .next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
             .min(buffer.size());
-        let got = self.read_ranges_after(
-            before,
-            &[RangeRead {
-                buffer,
-                ranges: std::iter::once(0..bytes).collect(),
-                in_place: false,
-            }],
-        )?;
+        let got = self.read_ranges_after(before, &[RangeRead::first(buffer, bytes)])?;
         // Collect rather than cast in place: the bytes need not be aligned for P.
         Ok(bytemuck::pod_collect_to_vec(
             &got[0][0][..len * std::mem::size_of::<P>()],

@@ -153,11 +153,7 @@ pub(crate) struct PendingCheck {
 impl PendingCheck {
     /// The findings' read, to join a build's read back.
     pub(crate) fn read(&self) -> crate::gpu::RangeRead<'_> {
-        crate::gpu::RangeRead {
-            buffer: &self.found,
-            ranges: vec![0..std::mem::size_of::<Findings>() as u64],
-            in_place: false,
-        }
+        crate::gpu::RangeRead::first(&self.found, std::mem::size_of::<Findings>() as u64)
     }
 
     /// The longest row, or the first violation as the host check would name it, from the bytes

@@ -677,11 +677,7 @@ fn count<T: Scalar>(
         // Timed pass by pass (`WGSPMV_PASS_TIMES`).
         submit(gpu, &[], stats_pass)?;
     }
-    let stats_read = crate::gpu::RangeRead {
-        buffer: &stats,
-        ranges: vec![0..STATS_WORDS * 4],
-        in_place: false,
-    };
+    let stats_read = crate::gpu::RangeRead::first(&stats, STATS_WORDS * 4);
     let reads: Vec<_> = check.iter().map(|c| c.read()).chain([stats_read]).collect();
     let got = gpu.read_ranges_after(Some(enc), &reads)?;
     if let Some(check) = &check {
@@ -826,7 +822,7 @@ mod tests {
         let mut refused = 0;
         for (k, (m, opts)) in steps.iter().enumerate() {
             let label = format!("{name} / {} / step {k} {m}", T::NAME);
-            let fresh = match prepare::<T>(gpu, &up.view(), *m, opts) {
+            let fresh = match prepare::<T>(gpu, &up.view(), *m, opts, None) {
                 Ok(p) => p.expect("built on the GPU"),
                 // An option this adapter or matrix refuses: refused the same way.
                 Err(e) => {

@@ -180,11 +180,7 @@ pub(crate) fn prepare<T: Scalar>(
             Ok(())
         },
     )??;
-    let counts_read = crate::gpu::RangeRead {
-        buffer: &counts,
-        ranges: vec![0..std::mem::size_of::<Counts>() as u64],
-        in_place: false,
-    };
+    let counts_read = crate::gpu::RangeRead::first(&counts, std::mem::size_of::<Counts>() as u64);
     let reads: Vec<_> = check
         .iter()
         .map(|c| c.read())
