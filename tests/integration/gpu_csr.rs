@@ -784,6 +784,57 @@ fn each_matrix_in_buffers(mut f: impl FnMut(&Gpu, &str, &CsrMatrix<f32>, &[wgpu:
     }
 }
 
+/// The staged tuner (no budget) from GPU buffers: every candidate built on the GPU from the
+/// caller's buffers (the block sizes chosen from counts made there), nothing read back, the
+/// chosen plan the host build's with the same options, remembered for the next call.
+#[test]
+fn staged_tuning_from_gpu_buffers_reads_nothing_back() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::PowerLaw.generate(8_000, 5).cast::<f32>();
+    let b = caller_buffers(
+        &gpu,
+        a.row_ptr(),
+        a.col_idx(),
+        bytemuck::cast_slice(a.values()),
+    );
+    let opts = PlanOptions {
+        bccoo: BccooOptions {
+            tune: true,
+            // (A spin limit no other test gives: no other tuning is remembered under this key.)
+            spin_limit: Some(1 << 18),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let plan = gpu
+        .prepare_gpu_csr::<f32>(&described(a.shape(), &b), Method::Bccoo, &opts)
+        .unwrap();
+    let report = plan.report();
+    assert_eq!(report.read_back_bytes, 0, "[{report}]");
+    assert!(report.built_on_gpu, "[{report}]");
+    let tuning = plan.bccoo().unwrap().tuning.clone().unwrap();
+    assert!(
+        !tuning.remembered && tuning.candidates.len() >= 8,
+        "{:?}",
+        tuning.candidates
+    );
+    let chosen = PlanOptions {
+        bccoo: tuning.chosen.clone(),
+        workgroup_size: Some(tuning.workgroup_size),
+        build_on: BuildOn::Host,
+        ..Default::default()
+    };
+    let host = gpu.prepare_with(&a, Method::Bccoo, &chosen).unwrap();
+    assert_same_products(&gpu, "staged", &plan, &host);
+    let again = gpu
+        .prepare_gpu_csr::<f32>(&described(a.shape(), &b), Method::Bccoo, &opts)
+        .unwrap();
+    let t = again.bccoo().unwrap().tuning.clone().unwrap();
+    assert!(t.remembered && t.candidates.is_empty());
+    assert_eq!(again.report().read_back_bytes, 0);
+    assert_same_products(&gpu, "staged, remembered", &again, &plan);
+}
+
 /// Two plans of one matrix give the same product, bit for bit, on a random `x`.
 fn assert_same_products(gpu: &Gpu, label: &str, p: &SpmvPlan<f32>, q: &SpmvPlan<f32>) {
     let x: Vec<f32> = random_vector(p.ncols(), 7)

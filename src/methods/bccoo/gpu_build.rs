@@ -160,11 +160,44 @@ impl BuildReuse {
         self.placed = kept.0;
     }
 
+    /// The block counts of every height and width (as `super::smallest_of_counts` takes them),
+    /// counted on the GPU unless an earlier build of this matrix left them.
+    pub(crate) fn block_counts<T: Scalar>(
+        &mut self,
+        gpu: &Gpu,
+        a: &GpuCsr,
+    ) -> Result<Vec<[u64; 3]>> {
+        let shape = (a.nrows, a.ncols, a.nnz);
+        if self.shape != Some(shape) || self.counted.is_none() {
+            let bp = BuildParams {
+                nrows: a.nrows as u32,
+                ncols: a.ncols as u32,
+                nnz: a.nnz as u32,
+                ..Default::default()
+            };
+            let counted = count::<T>(gpu, a, &bp, None)?;
+            *self = BuildReuse {
+                shape: Some(shape),
+                counted: Some(counted),
+                ..Default::default()
+            };
+        }
+        let st = &self.counted.as_ref().expect("counted above").st;
+        Ok(block_counts_of(st))
+    }
+
     /// Candidates built by rearranging earlier blocks and by sharing an earlier format (tests).
     #[cfg(test)]
     fn reused(&self) -> (usize, usize) {
         (self.rearranged, self.formats_shared)
     }
+}
+
+/// The block counts of every height and width in the block statistics' words.
+fn block_counts_of(st: &[u32]) -> Vec<[u64; 3]> {
+    (0..4)
+        .map(|h| [0, 1, 2].map(|i| st[h * 3 + i] as u64))
+        .collect()
 }
 
 /// The first submission's findings: block counts, the largest column, the stored zeros.
@@ -296,9 +329,7 @@ fn build<T: Scalar>(
     }
     let counted = reuse.counted.as_ref().expect("counted above");
     let st = &counted.st;
-    let counts: Vec<[u64; 3]> = (0..4)
-        .map(|h| [0, 1, 2].map(|i| st[h * 3 + i] as u64))
-        .collect();
+    let counts = block_counts_of(st);
     let p = params::<T>(
         gpu,
         (nrows, ncols),

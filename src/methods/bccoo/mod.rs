@@ -283,13 +283,12 @@ pub(crate) fn prepare_gpu<T: Scalar>(
     opts: &PlanOptions,
 ) -> Result<Option<SpmvPlan<T>>> {
     let int64 = gpu.info().has(wgpu::Features::SHADER_INT64);
-    match opts.bccoo.tune_budget_products {
-        Some(budget) if opts.bccoo.tune && (int64 || !T::NEEDS_F64) => {
-            let (plan, report) = tune::tune_gpu(gpu, a, method, opts, budget)?;
-            Ok(Some(with_tuning(plan, report)))
-        }
-        _ => gpu_build::prepare(gpu, a, method, opts, None),
+    if opts.bccoo.tune && (int64 || !T::NEEDS_F64) {
+        let budget = opts.bccoo.tune_budget_products;
+        let (plan, report) = tune::tune_gpu(gpu, a, method, opts, budget)?;
+        return Ok(Some(with_tuning(plan, report)));
     }
+    gpu_build::prepare(gpu, a, method, opts, None)
 }
 
 /// `plan` with its tuning's report in its `bccoo` report.

@@ -216,11 +216,10 @@ pub(crate) fn tune<T: Scalar>(
         )?,
         None => staged(
             gpu,
-            a,
+            Source::Host(a, uploaded.as_ref()),
             method,
             opts,
             &given,
-            uploaded.as_ref(),
             &gx,
             &mut gy,
         )?,
@@ -326,16 +325,16 @@ fn searched<T: Scalar>(
 }
 
 /// Tunes from the caller's CSR in GPU buffers (validated) by the guided search within `budget`
-/// products, every candidate built on the GPU: nothing of the matrix is read back but its
-/// fingerprint's chunk hashes (8 bytes per 4096 words), under which the choice is remembered
-/// and looked up as a host tuning's is (the same key for the same structure, tuning file
-/// included).
+/// products, or the staged search without one, every candidate built on the GPU: nothing of the
+/// matrix is read back but its fingerprint's chunk hashes (8 bytes per 4096 words) and the
+/// block statistics' few words, under which the choice is remembered and looked up as a host
+/// tuning's is (the same key for the same structure, tuning file included).
 pub(crate) fn tune_gpu<T: Scalar>(
     gpu: &Gpu,
     a: &GpuCsr,
     method: Method,
     opts: &PlanOptions,
-    budget: u32,
+    budget: Option<u32>,
 ) -> Result<(SpmvPlan<T>, TuneReport)> {
     let (start, compiled) = (Instant::now(), gpu.compile_ns());
     let file = opts.bccoo.tune_file.clone();
@@ -365,7 +364,10 @@ pub(crate) fn tune_gpu<T: Scalar>(
     let gx = GpuVector::from_slice(gpu, &x)?;
     let mut gy = GpuVector::filled(gpu, a.nrows, T::from_f64(0.0))?;
     let source = Source::Gpu(a);
-    let (plan, candidates) = guided(gpu, source, method, opts, &given, budget, &gx, &mut gy)?;
+    let (plan, candidates) = match budget {
+        Some(budget) => guided(gpu, source, method, opts, &given, budget, &gx, &mut gy)?,
+        None => staged(gpu, source, method, opts, &given, &gx, &mut gy)?,
+    };
     let report = searched(gpu, &plan, &given, candidates, (start, compiled));
     remember(file.as_deref(), key, &report)?;
     Ok((plan, report))
@@ -376,17 +378,23 @@ pub(crate) fn tune_gpu<T: Scalar>(
 #[allow(clippy::too_many_arguments)]
 fn staged<T: Scalar>(
     gpu: &Gpu,
-    a: &CsrMatrix<T>,
+    src: Source<'_, T>,
     method: Method,
     opts: &PlanOptions,
     given: &BccooOptions,
-    uploaded: Option<&UploadedCsr>,
     gx: &GpuVector<T>,
     gy: &mut GpuVector<T>,
 ) -> Result<Searched<T>> {
     let info = gpu.info();
     let given = given.clone();
     let mut reuse = Reuse::<T>::default();
+    // The block sizes of the smallest footprints, for the block-size stage (counted before the
+    // first build, which then takes the counts from `reuse`).
+    let footprints = if given.block_height.is_none() || given.block_width.is_none() {
+        src.smallest_footprints(gpu, &mut reuse)?
+    } else {
+        Vec::new()
+    };
     let mut candidates = Vec::new();
     // Builds and times a candidate, returning the plan so that the winner is not built again.
     // The first candidate is timed after a warm-up that settles the clocks; each later one
@@ -401,7 +409,7 @@ fn staged<T: Scalar>(
                 workgroup_size: wg,
                 ..opts.clone()
             };
-            let plan = match build_candidate(gpu, a, uploaded, method, &po, &mut reuse) {
+            let plan = match src.build(gpu, method, &po, &mut reuse) {
                 Ok(p) => p,
                 Err(e) if unfit(&e) => {
                     reuse.gpu.restore(best_blocks.clone());
@@ -479,7 +487,7 @@ fn staged<T: Scalar>(
     // build and to run; and more slices only pay while x is what limits, so the search stops at
     // the first slower count.
     // Slices narrower than 256 columns only add partial results.
-    let max_slices = (a.ncols() / 256).max(2) as u32;
+    let max_slices = (src.ncols() / 256).max(2) as u32;
     let fewest_slices = if method == Method::BccooPlus { 2 } else { 1 };
     let slice_counts = |counts: &[u32]| -> Vec<u32> {
         counts
@@ -493,8 +501,9 @@ fn staged<T: Scalar>(
         stage!(slice_counts(&[1, 2, 4, 8, 16, 32]), set_slices, true);
     }
     if given.block_height.is_none() || given.block_width.is_none() {
-        let sizes: Vec<(u32, u32)> = smallest_footprints(a)
-            .into_iter()
+        let sizes: Vec<(u32, u32)> = footprints
+            .iter()
+            .copied()
             .filter(|&(h, w)| {
                 given.block_height.is_none_or(|g| g == h)
                     && given.block_width.is_none_or(|g| g == w)
@@ -568,7 +577,7 @@ fn staged<T: Scalar>(
                 workgroup_size: best_wg,
                 ..opts.clone()
             };
-            build_candidate(gpu, a, uploaded, method, &po, &mut Reuse::default())?
+            src.build(gpu, method, &po, &mut Reuse::default())?
         }
     };
     Ok((plan, candidates))
@@ -596,6 +605,21 @@ impl<T: Scalar> Source<'_, T> {
         match self {
             Source::Host(a, _) => a.ncols(),
             Source::Gpu(a) => a.ncols,
+        }
+    }
+
+    /// The block sizes of the smallest footprints ([`smallest_footprints`]), from block counts
+    /// made on the GPU for a matrix given there (those of the last build where it left them).
+    fn smallest_footprints(&self, gpu: &Gpu, reuse: &mut Reuse<T>) -> Result<Vec<(u32, u32)>> {
+        match *self {
+            Source::Host(a, _) => Ok(smallest_footprints(a)),
+            Source::Gpu(a) => {
+                let counts = reuse.gpu.block_counts::<T>(gpu, a)?;
+                Ok(super::smallest_of_counts(
+                    &counts,
+                    std::mem::size_of::<T>() as u64,
+                ))
+            }
         }
     }
 
