@@ -273,9 +273,8 @@ pub(crate) fn prepare<T: Scalar>(
 }
 
 /// The plan from the caller's CSR in GPU buffers (validated), built on the GPU, or `None` where
-/// the host builds it: f64 without 64-bit integers in shaders (the host path refuses it), the
-/// staged tuning, and a tuning to remember in a `tune_file` (its key hashes the host's arrays);
-/// a guided tuning otherwise searches from the buffers.
+/// the host builds it: f64 without 64-bit integers in shaders (the host path refuses it). A
+/// tuning (guided or staged) searches from the buffers.
 pub(crate) fn prepare_gpu<T: Scalar>(
     gpu: &Gpu,
     a: &crate::matrix::GpuCsr,
