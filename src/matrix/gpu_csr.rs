@@ -148,6 +148,10 @@ const NONE: u32 = u32::MAX;
 /// ([`GpuCsr::record_check`]).
 pub(crate) struct PendingCheck {
     found: crate::gpu::DeviceBuffer,
+    /// The passes' pooled scratch (row-start bits, a column stand-in), held until the findings
+    /// are read: dropped earlier, another thread's allocation could take them before the
+    /// passes ran and mix its bits with theirs.
+    _scratch: (crate::gpu::DeviceBuffer, Option<crate::gpu::DeviceBuffer>),
 }
 
 impl PendingCheck {
@@ -309,7 +313,10 @@ impl GpuCsr<'_> {
                 &[(0, groups(nrows + 1)), (1, groups(nnz)), (2, 1)],
             )
         })??;
-        Ok(PendingCheck { found })
+        Ok(PendingCheck {
+            found,
+            _scratch: (starts, stand_in),
+        })
     }
 
     /// The error the host check gives for the same arrays, in the same order of checks.
@@ -377,5 +384,39 @@ impl GpuCsr<'_> {
             bytemuck::pod_collect_to_vec(array(1)),
             bytemuck::pod_collect_to_vec(array(2)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pending check holds its pooled scratch until its findings are read: handed back
+    /// earlier, another thread's allocation could take it before the passes ran and mix its own
+    /// row-start bits with theirs (a bad matrix then passes).
+    #[test]
+    fn a_pending_check_holds_its_scratch_until_read() {
+        let Some(gpu) = crate::gpu::test_gpu() else {
+            return;
+        };
+        let a = crate::testing::SuiteClass::ShortRows
+            .generate(20_000, 1)
+            .cast::<f32>();
+        let up = UploadedCsr::new(&gpu, &a).unwrap().expect("fits a binding");
+        gpu.release_buffer_pool();
+        let mut enc = gpu.device().create_command_encoder(&Default::default());
+        let pending = up.view().record_check::<f32>(&gpu, &mut enc).unwrap();
+        assert_eq!(
+            gpu.buffer_pool_bytes(),
+            0,
+            "scratch handed back while recorded"
+        );
+        let got = gpu.read_ranges_after(Some(enc), &[pending.read()]).unwrap();
+        pending.finish(&up.view(), &got[0][0]).unwrap();
+        drop(pending);
+        assert!(
+            gpu.buffer_pool_bytes() > 0,
+            "the scratch goes back once read"
+        );
     }
 }

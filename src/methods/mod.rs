@@ -362,9 +362,18 @@ impl Gpu {
             let validate = Some(&mut validation_ms);
             let plan = match method {
                 Method::Speculative => {
-                    speculative::gpu_build::prepare(self, a, method, opts, validate)?
+                    speculative::gpu_build::prepare(self, a, method, opts, validate)
                 }
-                _ => bccoo::gpu_build::prepare(self, a, method, opts, validate)?,
+                _ => bccoo::gpu_build::prepare(self, a, method, opts, validate),
+            };
+            // A bad matrix is named before anything else that failed (a bad option, memory), as
+            // where the check runs first.
+            let plan = match plan {
+                Err(e) => {
+                    a.check::<T>(self)?;
+                    return Err(e);
+                }
+                Ok(plan) => plan,
             };
             if let Some(plan) = plan {
                 let mut plan = self.built_on_gpu(plan, method, start)?;

@@ -30,8 +30,8 @@ pub(crate) struct ValueRun {
 /// that is [`NONE`] (padding).
 pub(crate) struct GatherPart {
     pub buffer: Arc<DeviceBuffer>,
-    /// `sources` and the CSR entries they read: given at construction, or made by `make` at the
-    /// first update (a format whose map lives on the GPU).
+    /// `sources` and the CSR entries they read: given at construction (the count and range
+    /// alone where the map is on the GPU), or made by `make` at the first update.
     sources: std::sync::OnceLock<Sources>,
     make: Option<SourceMaker>,
     /// Makes `on_gpu` at the first update, on the GPU.
@@ -336,7 +336,9 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Records into `encoder` the copies that replace the matrix's values with those in
     /// `values` (CSR order, starting `offset` bytes in; the buffer needs `COPY_SRC`), for an
-    /// application whose values are computed on the GPU. Nothing is submitted.
+    /// application whose values are computed on the GPU. The update itself is not submitted; a
+    /// format whose value map is made at the first update (`suraa`, `bccoo` from a host CSR)
+    /// submits that work here, ahead of the caller's encoder.
     pub fn record_update_values(
         &self,
         encoder: &mut wgpu::CommandEncoder,

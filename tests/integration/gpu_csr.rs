@@ -577,6 +577,37 @@ fn bad_gpu_csr_is_the_host_checks_error() {
         let on_gpu = gpu_error(&gpu, (nrows, ncols), &ptr, &cols);
         assert_eq!(format!("{on_gpu:?}"), format!("{host:?}"), "{what}");
     }
+    // A bad matrix is named before a bad option, also where the validation joins the build's
+    // first read back (which checks its options first).
+    let vals = [1.0f32; 3];
+    let b = caller_buffers(&gpu, &[1, 2, 3], &[0, 1, 2], bytemuck::cast_slice(&vals));
+    for (m, speculative, bccoo) in [
+        (
+            Method::Speculative,
+            SpeculativeOptions {
+                finish: Finish::Gpu,
+                work_per_lane: Some(3),
+                ..Default::default()
+            },
+            BccooOptions::default(),
+        ),
+        (
+            Method::Bccoo,
+            SpeculativeOptions::default(),
+            BccooOptions {
+                block_height: Some(5),
+                ..Default::default()
+            },
+        ),
+    ] {
+        let o = PlanOptions {
+            speculative,
+            bccoo,
+            ..Default::default()
+        };
+        let e = gpu.prepare_gpu_csr::<f32>(&described((2, 4, 3), &b), m, &o);
+        assert!(matches!(e, Err(Error::RowPtrStart(1))), "{m}: {e:?}");
+    }
     // The device is still usable after the refusals.
     let a = rows_of_lengths(&[3, 0, 5], 9).cast::<f32>();
     check_equal_plans(&gpu, &a, "after the errors");

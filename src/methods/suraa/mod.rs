@@ -491,7 +491,7 @@ impl Built {
             main[0], main[1], 1, combine[0], combine[1], 1, scalar[0], scalar[1], 1,
         ];
         Ok(Self {
-            // Read back at the first value update, with `perm`.
+            // Read by the value-update map's kernel (COPY_SRC: `gpu_setup::read_back`).
             row_ptr: Arc::new(gpu.storage_buffer(
                 "suraa row_ptr",
                 bytemuck::cast_slice(&s.row_ptr),
@@ -499,7 +499,7 @@ impl Built {
             )?),
             col_idx: storage("suraa col_idx", bytemuck::cast_slice(&cols))?,
             vals: storage("suraa values", bytemuck::cast_slice(&vals))?,
-            // Read back at the first value update (the map back to CSR order).
+            // Read by the value-update map's kernel (COPY_SRC: `gpu_setup::read_back`).
             perm: Arc::new(gpu.storage_buffer(
                 "suraa perm",
                 bytemuck::cast_slice(&s.perm),
