@@ -6,11 +6,6 @@
 // writes), finding rows by a binary search narrowed to the block's own rows. Values are copied
 // as VAL_WORDS u32 words each, so one kernel serves f32 and f64.
 
-struct RearrangeParams {
-    nnz: u32,
-    nrows: u32,
-}
-
 @group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
 @group(0) @binding(1) var<storage, read> col_idx: array<u32>;
 @group(0) @binding(2) var<storage, read> vals: array<u32>;
@@ -19,7 +14,7 @@ struct RearrangeParams {
 @group(0) @binding(4) var<storage, read> new_ptr: array<u32>;
 @group(0) @binding(5) var<storage, read_write> col_out: array<u32>;
 @group(0) @binding(6) var<storage, read_write> vals_out: array<u32>;
-@group(0) @binding(7) var<uniform> params: RearrangeParams;
+@group(0) @binding(7) var<uniform> params: EntryParams;
 
 override VAL_WORDS: u32 = 1u;
 const WG: u32 = 256u;
@@ -34,12 +29,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (base >= params.nnz) {
         return;
     }
-    let lo = row_of(base, 0u, params.nrows);
-    let hi = row_of(min(base + BLOCK, params.nnz) - 1u, lo, params.nrows) + 1u;
+    let rows = rows_of_block(base, BLOCK, params.nnz, params.nrows);
     for (var r = 0u; r < ITEMS; r++) {
         let k = base + r * WG + lid;
         if (k < params.nnz) {
-            let i = row_of(k, lo, hi);
+            let i = row_of(k, rows.x, rows.y);
             let src = row_ptr[perm[i]] + (k - new_ptr[i]);
             col_out[k] = col_idx[src];
             for (var w = 0u; w < VAL_WORDS; w++) {

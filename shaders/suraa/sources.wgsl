@@ -8,18 +8,13 @@
 // PASS 1, blocks of BLOCK entries as in rearrange.wgsl: entry k of sorted row i came from
 //   CSR entry csr_ptr[perm[i]] + (k - new_ptr[i]).
 
-struct SourceParams {
-    nnz: u32,
-    nrows: u32,
-}
-
 @group(0) @binding(0) var<storage, read> perm: array<u32>;
 // Sorted row pointers (nrows + 1 entries).
 @group(0) @binding(1) var<storage, read> new_ptr: array<u32>;
 // Original row lengths (PASS 0), then their exclusive scan: the CSR row pointers.
 @group(0) @binding(2) var<storage, read_write> csr_ptr: array<u32>;
 @group(0) @binding(3) var<storage, read_write> sources: array<u32>;
-@group(0) @binding(4) var<uniform> params: SourceParams;
+@group(0) @binding(4) var<uniform> params: EntryParams;
 
 override PASS: u32 = 0u;
 const WG: u32 = 256u;
@@ -43,12 +38,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (base >= params.nnz) {
         return;
     }
-    let lo = row_of(base, 0u, params.nrows);
-    let hi = row_of(min(base + BLOCK, params.nnz) - 1u, lo, params.nrows) + 1u;
+    let rows = rows_of_block(base, BLOCK, params.nnz, params.nrows);
     for (var r = 0u; r < ITEMS; r++) {
         let k = base + r * WG + lid;
         if (k < params.nnz) {
-            let i = row_of(k, lo, hi);
+            let i = row_of(k, rows.x, rows.y);
             sources[k] = csr_ptr[perm[i]] + (k - new_ptr[i]);
         }
     }

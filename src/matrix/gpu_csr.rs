@@ -270,6 +270,40 @@ impl GpuCsr<'_> {
         pending.finish(self, &got[0][0])
     }
 
+    /// [`record_check`](Self::record_check) where `validate` asks for it, the time spent
+    /// recording written there.
+    pub(crate) fn record_check_if<T: Scalar>(
+        &self,
+        gpu: &Gpu,
+        enc: &mut wgpu::CommandEncoder,
+        validate: Option<&mut f64>,
+    ) -> Result<Option<PendingCheck>> {
+        let Some(ms) = validate else {
+            return Ok(None);
+        };
+        let t = std::time::Instant::now();
+        let check = self.record_check::<T>(gpu, enc)?;
+        *ms = t.elapsed().as_secs_f64() * 1e3;
+        Ok(Some(check))
+    }
+
+    /// Submits `enc` and reads `words` back, with `check`'s findings where there is one: the
+    /// words once the matrix is known to be valid.
+    pub(crate) fn read_checked(
+        &self,
+        gpu: &Gpu,
+        enc: wgpu::CommandEncoder,
+        check: Option<&PendingCheck>,
+        words: crate::gpu::RangeRead,
+    ) -> Result<Vec<u8>> {
+        let reads: Vec<_> = check.iter().map(|c| c.read()).chain([words]).collect();
+        let mut got = gpu.read_ranges_after(Some(enc), &reads)?;
+        if let Some(check) = check {
+            check.finish(self, &got[0][0])?;
+        }
+        Ok(got.pop().and_then(|mut w| w.pop()).unwrap_or_default())
+    }
+
     /// Checks what the host can and records the GPU validation's passes into `enc`, for a build
     /// that reads the findings back with its own first read back ([`PendingCheck::read`]) and
     /// uses nothing it builds before [`PendingCheck::finish`] says the matrix is valid. Its

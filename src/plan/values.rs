@@ -99,6 +99,22 @@ impl GatherPart {
         count: usize,
         range: std::ops::Range<u64>,
     ) -> Arc<Self> {
+        Self::mapped_on_gpu(
+            buffer,
+            (count, range),
+            std::sync::OnceLock::from(sources),
+            None,
+        )
+    }
+
+    /// A part whose map lives on the GPU: `count` sources reading CSR entries `range`, in
+    /// `on_gpu` or made there by `make` at the first update.
+    fn mapped_on_gpu(
+        buffer: Arc<DeviceBuffer>,
+        (count, range): (usize, std::ops::Range<u64>),
+        on_gpu: std::sync::OnceLock<Arc<DeviceBuffer>>,
+        make: Option<GpuSourceMaker>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             buffer,
             sources: std::sync::OnceLock::from(Sources {
@@ -107,8 +123,8 @@ impl GatherPart {
                 range,
             }),
             make: None,
-            make_on_gpu: None,
-            on_gpu: std::sync::OnceLock::from(sources),
+            make_on_gpu: make,
+            on_gpu,
         })
     }
 
@@ -132,17 +148,7 @@ impl GatherPart {
         range: std::ops::Range<u64>,
         make: GpuSourceMaker,
     ) -> Arc<Self> {
-        Arc::new(Self {
-            buffer,
-            sources: std::sync::OnceLock::from(Sources {
-                host: Vec::new(),
-                count,
-                range,
-            }),
-            make: None,
-            make_on_gpu: Some(make),
-            on_gpu: Default::default(),
-        })
+        Self::mapped_on_gpu(buffer, (count, range), Default::default(), Some(make))
     }
 
     fn sources(&self) -> Result<&Sources> {

@@ -691,15 +691,7 @@ fn count<T: Scalar>(
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("bccoo build"),
         });
-    let check = match validate {
-        Some(ms) => {
-            let t = std::time::Instant::now();
-            let check = a.record_check::<T>(gpu, &mut enc)?;
-            *ms = t.elapsed().as_secs_f64() * 1e3;
-            Some(check)
-        }
-        None => None,
-    };
+    let check = a.record_check_if::<T>(gpu, &mut enc, validate)?;
     if check.is_some() || !crate::gpu::recorder::pass_times_wanted(gpu) {
         gpu.scoped("building bccoo on the GPU", || {
             stats_pass(&mut Recorder::new(gpu, &mut enc, "bccoo build"))
@@ -709,12 +701,7 @@ fn count<T: Scalar>(
         submit(gpu, &[], stats_pass)?;
     }
     let stats_read = crate::gpu::RangeRead::first(&stats, STATS_WORDS * 4);
-    let reads: Vec<_> = check.iter().map(|c| c.read()).chain([stats_read]).collect();
-    let got = gpu.read_ranges_after(Some(enc), &reads)?;
-    if let Some(check) = &check {
-        check.finish(a, &got[0][0])?;
-    }
-    let st = bytemuck::pod_collect_to_vec(&got[reads.len() - 1][0]);
+    let st = bytemuck::pod_collect_to_vec(&a.read_checked(gpu, enc, check.as_ref(), stats_read)?);
     Ok(Counted { st })
 }
 

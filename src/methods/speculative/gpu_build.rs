@@ -146,15 +146,7 @@ pub(crate) fn prepare<T: Scalar>(
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("speculative from GPU buffers"),
         });
-    let check = match validate {
-        Some(ms) => {
-            let t = std::time::Instant::now();
-            let check = a.record_check::<T>(gpu, &mut enc)?;
-            *ms = t.elapsed().as_secs_f64() * 1e3;
-            Some(check)
-        }
-        None => None,
-    };
+    let check = a.record_check_if::<T>(gpu, &mut enc, validate)?;
     gpu.scoped(
         "analysing a GPU matrix for speculative",
         || -> Result<()> {
@@ -181,16 +173,8 @@ pub(crate) fn prepare<T: Scalar>(
         },
     )??;
     let counts_read = crate::gpu::RangeRead::first(&counts, std::mem::size_of::<Counts>() as u64);
-    let reads: Vec<_> = check
-        .iter()
-        .map(|c| c.read())
-        .chain([counts_read])
-        .collect();
-    let got = gpu.read_ranges_after(Some(enc), &reads)?;
-    if let Some(check) = &check {
-        check.finish(a, &got[0][0])?;
-    }
-    let c: Counts = bytemuck::pod_read_unaligned(&got[reads.len() - 1][0]);
+    let c: Counts =
+        bytemuck::pod_read_unaligned(&a.read_checked(gpu, enc, check.as_ref(), counts_read)?);
     let total = Speculation {
         tiles,
         dirty_tiles: c.dirty_tiles as u64,

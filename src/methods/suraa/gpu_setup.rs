@@ -138,6 +138,7 @@ pub(crate) fn run<T: Scalar>(
         nnz as u64 * std::mem::size_of::<T>() as u64,
         none,
     )?);
+    // `EntryParams` in shaders/suraa/sorted_row.wgsl.
     let rearrange_params = gpu.uniform_buffer(
         "suraa rearrange params",
         bytemuck::cast_slice(&[nnz_u32, m]),

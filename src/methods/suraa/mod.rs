@@ -406,6 +406,7 @@ pub(crate) fn value_sources(
         (nrows as u64 + 1).div_ceil(SCAN_BLOCK as u64) * 4,
         none,
     )?;
+    // `EntryParams` in shaders/suraa/sorted_row.wgsl.
     let params = gpu.uniform_buffer(
         "suraa sources",
         bytemuck::cast_slice(&[nnz as u32, nrows as u32]),
