@@ -394,6 +394,9 @@ impl super::Gpu {
         if let Some(s) = staging {
             s.unmap();
         }
+        if super::recorder::pass_times_wanted(self) {
+            super::recorder::log_deferred_pass_times(self);
+        }
         Ok(out)
     }
 

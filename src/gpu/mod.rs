@@ -556,7 +556,7 @@ impl Gpu {
         bytes: u64,
         extra: wgpu::BufferUsages,
     ) -> Result<DeviceBuffer> {
-        self.storage_for_gpu(label, bytes, extra, true)
+        self.storage_for_gpu(label, bytes, extra, Some(0))
     }
 
     /// [`Gpu::storage_zeroed`] for a buffer whose first `bytes` a copy recorded next overwrites:
@@ -567,8 +567,22 @@ impl Gpu {
         bytes: u64,
         extra: wgpu::BufferUsages,
     ) -> Result<DeviceBuffer> {
-        let padded = bytes.max(16).next_multiple_of(4) != bytes;
-        self.storage_for_gpu(label, bytes, extra, padded)
+        self.storage_zeroed_after(label, bytes, bytes, extra)
+    }
+
+    /// [`Gpu::storage_zeroed`] for a buffer of `bytes` whose first `written` bytes a copy
+    /// recorded next overwrites: a reused one is cleared only beyond them (a padded tail), not
+    /// written twice.
+    pub(crate) fn storage_zeroed_after(
+        &self,
+        label: &str,
+        bytes: u64,
+        written: u64,
+        extra: wgpu::BufferUsages,
+    ) -> Result<DeviceBuffer> {
+        // Clears start on a whole word; the copy, recorded after them, rewrites the rest.
+        let from = written.min(bytes) / wgpu::COPY_BUFFER_ALIGNMENT * wgpu::COPY_BUFFER_ALIGNMENT;
+        self.storage_for_gpu(label, bytes, extra, Some(from))
     }
 
     fn storage_for_gpu(
@@ -576,7 +590,7 @@ impl Gpu {
         label: &str,
         bytes: u64,
         extra: wgpu::BufferUsages,
-        zeroed: bool,
+        zeroed_from: Option<u64>,
     ) -> Result<DeviceBuffer> {
         let size = bytes.max(16).next_multiple_of(4);
         let limit = self.info().max_binding_bytes();
@@ -592,7 +606,7 @@ impl Gpu {
             | wgpu::BufferUsages::COPY_DST
             | wgpu::BufferUsages::COPY_SRC
             | extra;
-        self.pooled_buffer(label, size, usage, zeroed)
+        self.pooled_buffer(label, size, usage, zeroed_from)
     }
 
     /// Creates a small uniform buffer.

@@ -135,7 +135,8 @@ impl std::fmt::Debug for DeviceBuffer {
 #[derive(Default)]
 pub(crate) struct Pool {
     idle: Mutex<Idle>,
-    clears: Mutex<Vec<(wgpu::Buffer, u64)>>,
+    /// The byte range of each reused buffer that must read as zero.
+    clears: Mutex<Vec<(wgpu::Buffer, std::ops::Range<u64>)>>,
 }
 
 #[derive(Default)]
@@ -217,7 +218,7 @@ impl Gpu {
         label: &str,
         size: u64,
         usage: wgpu::BufferUsages,
-        zeroed: bool,
+        zeroed_from: Option<u64>,
     ) -> crate::Result<DeviceBuffer> {
         let pool = &self.inner.pool;
         let class = size_class(size);
@@ -229,8 +230,11 @@ impl Gpu {
         };
         let buffer = match pool.take(usage, class) {
             Some(reused) => {
-                if zeroed {
-                    pool.clears.lock().unwrap().push((reused.clone(), size));
+                if let Some(from) = zeroed_from.filter(|&from| from < size) {
+                    pool.clears
+                        .lock()
+                        .unwrap()
+                        .push((reused.clone(), from..size));
                 }
                 reused
             }
@@ -301,7 +305,7 @@ impl Gpu {
             view.slice(head..tail).fill(0);
         }
         staging.unmap();
-        let dst = self.pooled_buffer(label, size, usage, false)?;
+        let dst = self.pooled_buffer(label, size, usage, None)?;
         self.scoped(&format!("uploading {label}"), || {
             let mut enc =
                 self.inner
@@ -347,7 +351,10 @@ impl Gpu {
         self.inner.queue.write_buffer(buffer, offset, data);
     }
 
-    fn encode_clears(&self, owed: &mut Vec<(wgpu::Buffer, u64)>) -> Option<wgpu::CommandBuffer> {
+    fn encode_clears(
+        &self,
+        owed: &mut Vec<(wgpu::Buffer, std::ops::Range<u64>)>,
+    ) -> Option<wgpu::CommandBuffer> {
         if owed.is_empty() {
             return None;
         }
@@ -357,8 +364,8 @@ impl Gpu {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("clearing reused buffers"),
             });
-        for (buffer, len) in owed.drain(..) {
-            enc.clear_buffer(&buffer, 0, Some(len));
+        for (buffer, range) in owed.drain(..) {
+            enc.clear_buffer(&buffer, range.start, Some(range.end - range.start));
         }
         Some(enc.finish())
     }
@@ -388,6 +395,53 @@ impl Gpu {
 #[cfg(test)]
 mod tests {
     use super::size_class;
+
+    /// A reused buffer whose head a copy overwrites is cleared only beyond that head: the tail
+    /// reads zero, the head still holds the dropped buffer's words (nothing written twice); a
+    /// zeroed one is cleared whole.
+    #[test]
+    fn reused_buffers_are_cleared_beyond_what_a_copy_writes() {
+        let Some(gpu) = crate::gpu::test_gpu() else {
+            return;
+        };
+        let none = wgpu::BufferUsages::empty();
+        let (bytes, written) = (1000u64, 602u64);
+        let words = (bytes / 4) as usize;
+        let leave_stale = || {
+            let b = gpu.storage_zeroed("stale", bytes, none).unwrap();
+            gpu.write_buffer(&b, 0, &vec![0xA5u8; bytes as usize]);
+            gpu.wait().unwrap();
+        };
+        leave_stale();
+        let b = gpu
+            .storage_zeroed_after("tail", bytes, written, none)
+            .unwrap();
+        assert_eq!(
+            gpu.buffer_pool_bytes(),
+            0,
+            "the stale buffer was not reused"
+        );
+        let got: Vec<u32> = gpu.read_buffer(&b, words).unwrap();
+        // The clear starts on the word holding byte `written` (the copy rewrites its head).
+        let first_cleared = (written / 4) as usize;
+        assert!(
+            got[..first_cleared].iter().all(|&w| w == 0xA5A5_A5A5),
+            "head cleared"
+        );
+        assert!(
+            got[first_cleared..].iter().all(|&w| w == 0),
+            "tail not cleared"
+        );
+        drop(b);
+        gpu.wait().unwrap();
+        leave_stale();
+        let b = gpu.storage_zeroed("whole", bytes, none).unwrap();
+        let got: Vec<u32> = gpu.read_buffer(&b, words).unwrap();
+        assert!(
+            got.iter().all(|&w| w == 0),
+            "a zeroed buffer is not cleared whole"
+        );
+    }
 
     #[test]
     fn size_classes_round_up_by_at_most_an_eighth() {

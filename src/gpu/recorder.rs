@@ -15,17 +15,61 @@ pub(crate) struct Recorder<'a> {
     timed: Option<Timed<'a>>,
 }
 
-/// Set to 1, one-off GPU work recorded through [`submit_pass`] runs each dispatch in a pass of
-/// its own with a timestamp pair and logs the times (debug level, after waiting for them): where
-/// a setup's GPU time goes. Off, nothing is waited for or logged.
+/// Set to 1, one-off GPU work (setups, validation, value updates) runs each dispatch in a pass
+/// of its own with a timestamp pair and logs the times at debug level: where a setup's GPU time
+/// goes. Work submitted through [`submit_pass`] is waited for and logged at once; other
+/// recordings are logged after the next read back has waited for them. Off, nothing is waited
+/// for or logged.
 pub(crate) const PASS_TIMES_VAR: &str = "WGSPMV_PASS_TIMES";
 
 /// Dispatches timed by [`Recorder`]: the encoder the passes are begun on, the query set and each
-/// timed dispatch's label.
+/// timed dispatch's label; `deferred` (recorded into someone else's encoder) resolves the times
+/// into a buffer logged after the next read back ([`log_deferred_pass_times`]).
 struct Timed<'a> {
     enc: &'a mut wgpu::CommandEncoder,
     queries: wgpu::QuerySet,
     labels: Vec<String>,
+    deferred: Option<String>,
+}
+
+/// Timed recordings whose encoders were handed back to be submitted: the recording's label,
+/// each dispatch's label, and the buffer their timestamps are copied into.
+type DeferredTimes = (String, Vec<String>, wgpu::Buffer);
+static DEFERRED_TIMES: std::sync::Mutex<Vec<DeferredTimes>> = std::sync::Mutex::new(Vec::new());
+
+/// Logs the timed recordings handed back since the last call (the GPU has finished them: called
+/// after a read back waited). A debugging aid of [`PASS_TIMES_VAR`].
+pub(crate) fn log_deferred_pass_times(gpu: &Gpu) {
+    let pending: Vec<DeferredTimes> = std::mem::take(&mut *DEFERRED_TIMES.lock().unwrap());
+    for (label, names, buffer) in pending {
+        if gpu
+            .map_and_wait(&buffer, wgpu::MapMode::Read, 0..buffer.size())
+            .is_err()
+        {
+            continue;
+        }
+        let ticks: Vec<u64> = match buffer.slice(..).get_mapped_range() {
+            Ok(view) => bytemuck::pod_collect_to_vec(&view),
+            Err(_) => Vec::new(),
+        };
+        buffer.unmap();
+        log_times(gpu, &label, &names, &ticks);
+    }
+}
+
+/// Logs each dispatch's GPU time from its timestamp pair, and the total.
+fn log_times(gpu: &Gpu, label: &str, names: &[String], ticks: &[u64]) {
+    let period = gpu.queue().get_timestamp_period() as f64;
+    let mut total = 0.0;
+    for (name, pair) in names.iter().zip(ticks.chunks_exact(2)) {
+        let ms = pair[1].saturating_sub(pair[0]) as f64 * period / 1e6;
+        total += ms;
+        log::debug!("{label}: {name}: {ms:.4} ms");
+    }
+    log::debug!(
+        "{label}: {} dispatches, {total:.4} ms of GPU time",
+        names.len()
+    );
 }
 
 /// Timestamp queries one timed recording holds (two per dispatch; later dispatches run untimed).
@@ -37,8 +81,12 @@ pub(crate) fn pass_times_wanted(gpu: &Gpu) -> bool {
 }
 
 impl<'a> Recorder<'a> {
-    /// A compute pass on `enc`, ended when the recorder is dropped.
-    pub(crate) fn new(gpu: &'a Gpu, enc: &mut wgpu::CommandEncoder, label: &str) -> Self {
+    /// A compute pass on `enc`, ended when the recorder is dropped (with [`PASS_TIMES_VAR`], a
+    /// timed pass per dispatch, logged after the next read back).
+    pub(crate) fn new(gpu: &'a Gpu, enc: &'a mut wgpu::CommandEncoder, label: &str) -> Self {
+        if pass_times_wanted(gpu) {
+            return Self::deferred(gpu, enc, label);
+        }
         let pass = enc
             .begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(label),
@@ -50,6 +98,16 @@ impl<'a> Recorder<'a> {
             pass: Some(pass),
             timed: None,
         }
+    }
+
+    /// A timed recorder whose times are logged after the next read back (its encoder is
+    /// submitted by someone else).
+    fn deferred(gpu: &'a Gpu, enc: &'a mut wgpu::CommandEncoder, label: &str) -> Self {
+        let mut r = Self::timed(gpu, enc);
+        if let Some(t) = &mut r.timed {
+            t.deferred = Some(label.to_owned());
+        }
+        r
     }
 
     /// A recorder that begins a timed pass on `enc` for each dispatch.
@@ -66,6 +124,7 @@ impl<'a> Recorder<'a> {
                 enc,
                 queries,
                 labels: Vec::new(),
+                deferred: None,
             }),
         }
     }
@@ -158,6 +217,35 @@ impl Recorder<'_> {
     }
 }
 
+impl Drop for Recorder<'_> {
+    /// A deferred timed recording resolves its timestamps into a buffer of its own on the
+    /// encoder, to be logged once the GPU has run it.
+    fn drop(&mut self) {
+        self.pass = None;
+        let Some(t) = self.timed.take() else {
+            return;
+        };
+        let (Some(label), false) = (t.deferred, t.labels.is_empty()) else {
+            return;
+        };
+        let count = 2 * t.labels.len() as u32;
+        let bytes = 8 * count as u64;
+        let buffer = |usage| {
+            self.gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgspmv pass times"),
+                size: bytes,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let resolve = buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC);
+        let read = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        t.enc.resolve_query_set(&t.queries, 0..count, &resolve, 0);
+        t.enc.copy_buffer_to_buffer(&resolve, 0, &read, 0, bytes);
+        DEFERRED_TIMES.lock().unwrap().push((label, t.labels, read));
+    }
+}
+
 /// Records `f`'s dispatches into one compute pass of a new encoder labelled `label` and submits
 /// it (not waited for); errors the device raises meanwhile are reported as happening `during`.
 pub(crate) fn submit_pass(
@@ -223,17 +311,7 @@ fn submit_timed(
     });
     enc.resolve_query_set(&queries, 0..count, &resolve, 0);
     let ticks: Vec<u64> = gpu.read_buffer_after(Some(enc), &resolve, count as usize)?;
-    let period = gpu.queue().get_timestamp_period() as f64;
-    let mut total = 0.0;
-    for (name, pair) in labels.iter().zip(ticks.chunks_exact(2)) {
-        let ms = pair[1].saturating_sub(pair[0]) as f64 * period / 1e6;
-        total += ms;
-        log::debug!("{label}: {name}: {ms:.4} ms");
-    }
-    log::debug!(
-        "{label}: {} dispatches, {total:.4} ms of GPU time",
-        labels.len()
-    );
+    log_times(gpu, label, &labels, &ticks);
     Ok(())
 }
 
@@ -287,12 +365,13 @@ mod tests {
         };
         let chunk = SCAN_BLOCK; // block sums one workgroup of the offsets pass takes at once
         let cases = [
-            (3 * SCAN_BLOCK + 17, false),
-            (3 * SCAN_BLOCK + 17, true),
-            ((2 * chunk + 3) * SCAN_BLOCK + 5, false),
+            (3 * SCAN_BLOCK + 17, false, false),
+            (3 * SCAN_BLOCK + 17, true, false),
+            (3 * SCAN_BLOCK + 17, true, true),
+            ((2 * chunk + 3) * SCAN_BLOCK + 5, false, false),
         ];
         let none = wgpu::BufferUsages::empty();
-        for (n, timed) in cases {
+        for (n, timed, deferred) in cases {
             let items: Vec<u32> = (0..n).map(|i| (i * 7 + 3) % 11).collect();
             let expected: Vec<u32> = items
                 .iter()
@@ -313,14 +392,41 @@ mod tests {
                 .storage_zeroed("scan sums", 4 * n.div_ceil(SCAN_BLOCK) as u64, none)
                 .unwrap();
             let scan = |r: &mut Recorder| r.scan(&data, &sums, n);
-            if timed {
+            if deferred {
+                // Recorded into an encoder submitted afterwards; its times wait for a read back.
+                let mut enc = gpu.device().create_command_encoder(&Default::default());
+                scan(&mut Recorder::deferred(
+                    &gpu,
+                    &mut enc,
+                    "test scan (deferred)",
+                ))
+                .unwrap();
+                gpu.submit([enc.finish()]);
+                let held = DEFERRED_TIMES
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|(label, names, _)| label == "test scan (deferred)" && names.len() == 3);
+                assert!(
+                    held,
+                    "the deferred recording's three dispatches are not held"
+                );
+            } else if timed {
                 let enc = gpu.device().create_command_encoder(&Default::default());
                 submit_timed(&gpu, "test scan", enc, scan).unwrap();
             } else {
                 submit_pass(&gpu, "test scan", "a test scan", scan).unwrap();
             }
             let got: Vec<u32> = gpu.read_buffer(&data, n as usize).unwrap();
-            assert!(got == expected, "{n} entries, timed: {timed}: scan differs");
+            assert!(
+                got == expected,
+                "{n} entries, timed: {timed}, deferred: {deferred}: scan differs"
+            );
+            if deferred {
+                log_deferred_pass_times(&gpu);
+                let left = DEFERRED_TIMES.lock().unwrap().len();
+                assert_eq!(left, 0, "deferred times left after logging");
+            }
         }
     }
 }

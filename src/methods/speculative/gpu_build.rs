@@ -118,13 +118,18 @@ pub(crate) fn prepare<T: Scalar>(
     let padded = padded_len(nnz);
     let mut phases = Phases::start(gpu);
     let none = wgpu::BufferUsages::empty();
-    let ptr_and_tiles = Arc::new(gpu.storage_zeroed(
+    // The copies below and the analysis's first pass (the tile rows) write these but for the
+    // quads' padding: only that is cleared in a reused buffer.
+    let [ptr_bytes, col_bytes, val_bytes] = a.bytes::<T>();
+    let ptr_and_tiles_bytes = (nrows as u64 + 1 + boundaries as u64) * 4;
+    let ptr_and_tiles = Arc::new(gpu.storage_zeroed_after(
         "row_ptr and tile rows",
-        (nrows as u64 + 1 + boundaries as u64) * 4,
+        ptr_and_tiles_bytes,
+        ptr_and_tiles_bytes,
         none,
     )?);
-    let cols = Arc::new(gpu.storage_zeroed("col_idx", padded * 4, none)?);
-    let values = Arc::new(gpu.storage_zeroed("values", padded * s, none)?);
+    let cols = Arc::new(gpu.storage_zeroed_after("col_idx", padded * 4, col_bytes, none)?);
+    let values = Arc::new(gpu.storage_zeroed_after("values", padded * s, val_bytes, none)?);
     let tiles = geom.tiles(nnz as u64);
     let dirty = gpu.storage_zeroed("speculative dirty tiles", tiles.div_ceil(32) * 4, none)?;
     let counts = gpu.storage_zeroed("speculative counts", 32, none)?;
@@ -150,7 +155,6 @@ pub(crate) fn prepare<T: Scalar>(
     gpu.scoped(
         "analysing a GPU matrix for speculative",
         || -> Result<()> {
-            let [ptr_bytes, col_bytes, val_bytes] = a.bytes::<T>();
             gpu.record_copy(&mut enc, a.row_ptr, 0, &ptr_and_tiles, 0, ptr_bytes)?;
             gpu.record_copy(&mut enc, a.col_idx, 0, &cols, 0, col_bytes)?;
             gpu.record_copy(&mut enc, a.values, 0, &values, 0, val_bytes)?;
@@ -186,7 +190,12 @@ pub(crate) fn prepare<T: Scalar>(
     // The long runs were appended from the back: move them after the short ones.
     let finish_runs = || -> Result<FinishRuns> {
         let (short, long) = (c.short_runs as u64, c.long_runs as u64);
-        let sorted = gpu.storage_zeroed("speculative runs", (short + long).max(1) * 8, none)?;
+        let sorted = gpu.storage_zeroed_after(
+            "speculative runs",
+            (short + long).max(1) * 8,
+            (short + long) * 8,
+            none,
+        )?;
         gpu.scoped("sorting speculative's runs", || -> Result<()> {
             let mut enc = gpu
                 .device()
