@@ -284,7 +284,7 @@ impl super::Gpu {
         before: Option<wgpu::CommandEncoder>,
         reqs: &[RangeRead],
     ) -> Result<Vec<Vec<Vec<u8>>>> {
-        self.flush_clears();
+        let started = std::time::Instant::now();
         let mut staging_len = 0u64;
         let mut at = Vec::new();
         for r in reqs {
@@ -323,8 +323,13 @@ impl super::Gpu {
             self.scoped("submitting a read back", || self.submit([enc.finish()]))?;
             Some(staging)
         } else {
-            if let Some(enc) = before {
-                self.scoped("submitting work", || self.submit([enc.finish()]))?;
+            // A submission carries the clears owed to reused buffers before its work; with none,
+            // they go alone, before the host maps a buffer.
+            match before {
+                Some(enc) => {
+                    self.scoped("submitting work", || self.submit([enc.finish()]))?;
+                }
+                None => self.flush_clears(),
             }
             None
         };
@@ -342,6 +347,7 @@ impl super::Gpu {
             });
             pending.push(rx);
         }
+        let submitted = started.elapsed();
         let mut waited = Ok(());
         for rx in pending {
             if let Err(e) = self
@@ -394,6 +400,10 @@ impl super::Gpu {
         if let Some(s) = staging {
             s.unmap();
         }
+        log::trace!(
+            "read back of {staging_len} staged bytes: submitted at {submitted:?}, done at {:?}",
+            started.elapsed()
+        );
         if super::recorder::pass_times_wanted(self) {
             super::recorder::log_deferred_pass_times(self);
         }

@@ -195,11 +195,17 @@ impl GpuCsr<'_> {
         ]
     }
 
-    /// Checks what the host can: dimensions, buffer sizes and usages, binding limits.
-    fn check_buffers<T: Scalar>(&self, gpu: &Gpu) -> Result<()> {
+    /// The stated sizes fit the kernels' 32-bit indices: checked before anything is sized
+    /// from them (a build that sizes its buffers before the validation runs).
+    pub(crate) fn check_sizes(&self) -> Result<()> {
         super::csr::check_u32("nrows", self.nrows)?;
         super::csr::check_u32("ncols", self.ncols)?;
-        super::csr::check_u32("nnz", self.nnz)?;
+        super::csr::check_u32("nnz", self.nnz)
+    }
+
+    /// Checks what the host can: dimensions, buffer sizes and usages, binding limits.
+    fn check_buffers<T: Scalar>(&self, gpu: &Gpu) -> Result<()> {
+        self.check_sizes()?;
         let need = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
         let limit = gpu.info().max_binding_bytes();
         for ((array, buffer), bytes) in self.buffers().into_iter().zip(self.bytes::<T>()) {

@@ -358,6 +358,8 @@ impl Gpu {
                 Method::Speculative | Method::Bccoo | Method::BccooPlus
             )
         {
+            // The builds size buffers from these before their validation runs.
+            a.check_sizes()?;
             let mut validation_ms = 0.0;
             let validate = Some(&mut validation_ms);
             let plan = match method {

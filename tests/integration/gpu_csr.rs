@@ -641,6 +641,23 @@ fn unusable_buffers_are_refused() {
     if has_f64(&gpu) {
         refused::<f64>(&gpu, &desc, "values");
     }
+    // Sizes beyond the kernels' 32-bit indices, with every method (the joined builds size
+    // their buffers before their validation runs): a typed error, not an overflow.
+    for &m in Method::ALL {
+        for huge in [
+            GpuCsr {
+                nnz: 1 << 40,
+                ..desc
+            },
+            GpuCsr {
+                nrows: usize::MAX,
+                ..desc
+            },
+        ] {
+            let e = gpu.prepare_gpu_csr::<f32>(&huge, m, &PlanOptions::default());
+            assert!(matches!(e, Err(Error::TooLargeForU32 { .. })), "{m}: {e:?}");
+        }
+    }
     // A buffer without STORAGE.
     let copy_only = gpu
         .device()

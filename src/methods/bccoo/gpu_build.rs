@@ -692,14 +692,9 @@ fn count<T: Scalar>(
             label: Some("bccoo build"),
         });
     let check = a.record_check_if::<T>(gpu, &mut enc, validate)?;
-    if check.is_some() || !crate::gpu::recorder::pass_times_wanted(gpu) {
-        gpu.scoped("building bccoo on the GPU", || {
-            stats_pass(&mut Recorder::new(gpu, &mut enc, "bccoo build"))
-        })??;
-    } else {
-        // Timed pass by pass (`WGSPMV_PASS_TIMES`).
-        submit(gpu, &[], stats_pass)?;
-    }
+    gpu.scoped("building bccoo on the GPU", || {
+        stats_pass(&mut Recorder::new(gpu, &mut enc, "bccoo build"))
+    })??;
     let stats_read = crate::gpu::RangeRead::first(&stats, STATS_WORDS * 4);
     let st = bytemuck::pod_collect_to_vec(&a.read_checked(gpu, enc, check.as_ref(), stats_read)?);
     Ok(Counted { st })
