@@ -285,6 +285,7 @@ impl super::Gpu {
         reqs: &[RangeRead],
     ) -> Result<Vec<Vec<Vec<u8>>>> {
         let started = std::time::Instant::now();
+        self.flush_clears();
         let mut staging_len = 0u64;
         let mut at = Vec::new();
         for r in reqs {
@@ -323,13 +324,8 @@ impl super::Gpu {
             self.scoped("submitting a read back", || self.submit([enc.finish()]))?;
             Some(staging)
         } else {
-            // A submission carries the clears owed to reused buffers before its work; with none,
-            // they go alone, before the host maps a buffer.
-            match before {
-                Some(enc) => {
-                    self.scoped("submitting work", || self.submit([enc.finish()]))?;
-                }
-                None => self.flush_clears(),
+            if let Some(enc) = before {
+                self.scoped("submitting work", || self.submit([enc.finish()]))?;
             }
             None
         };
