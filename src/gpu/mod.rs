@@ -187,6 +187,9 @@ pub(crate) struct GpuInner {
     pool: Arc<pool::Pool>,
     /// The warm-up probe's fastest time on this device, ms per copy (`Gpu::warm_up`).
     fastest_probe_ms: Mutex<Option<f64>>,
+    /// Timed recordings handed back in other encoders, logged after the recording thread's
+    /// next read back (`WGSPMV_PASS_TIMES`).
+    pub(crate) deferred_times: Mutex<Vec<recorder::DeferredTimes>>,
 }
 
 /// A GPU device and queue with what `wgspmv` knows about them. Cheap to clone (shared).
@@ -394,6 +397,7 @@ impl Gpu {
                 id: next_id(),
                 pool: Arc::default(),
                 fastest_probe_ms: Mutex::default(),
+                deferred_times: Mutex::default(),
             }),
         }
     }

@@ -32,16 +32,29 @@ struct Timed<'a> {
     deferred: Option<String>,
 }
 
-/// Timed recordings whose encoders were handed back to be submitted: the recording's label,
-/// each dispatch's label, and the buffer their timestamps are copied into.
-type DeferredTimes = (String, Vec<String>, wgpu::Buffer);
-static DEFERRED_TIMES: std::sync::Mutex<Vec<DeferredTimes>> = std::sync::Mutex::new(Vec::new());
+/// A timed recording whose encoder was handed back to be submitted: the thread that recorded it
+/// (which submits it before its own next read back), the recording's label, each dispatch's
+/// label, and the buffer its timestamps are copied into.
+pub(crate) type DeferredTimes = (std::thread::ThreadId, String, Vec<String>, wgpu::Buffer);
 
-/// Logs the timed recordings handed back since the last call (the GPU has finished them: called
-/// after a read back waited). A debugging aid of [`PASS_TIMES_VAR`].
+/// Recordings held at most per device: beyond them the oldest are dropped unlogged (an
+/// application recording updates into its own encoders may never read back).
+const DEFERRED_HELD: usize = 256;
+
+/// Logs this thread's timed recordings on `gpu` handed back since the last call (called after
+/// this thread's read back waited, so the GPU has run them). A debugging aid of
+/// [`PASS_TIMES_VAR`].
 pub(crate) fn log_deferred_pass_times(gpu: &Gpu) {
-    let pending: Vec<DeferredTimes> = std::mem::take(&mut *DEFERRED_TIMES.lock().unwrap());
-    for (label, names, buffer) in pending {
+    let me = std::thread::current().id();
+    let pending: Vec<DeferredTimes> = {
+        let mut held = gpu.inner.deferred_times.lock().unwrap();
+        let (mine, others) = std::mem::take(&mut *held)
+            .into_iter()
+            .partition(|d| d.0 == me);
+        *held = others;
+        mine
+    };
+    for (_, label, names, buffer) in pending {
         if gpu
             .map_and_wait(&buffer, wgpu::MapMode::Read, 0..buffer.size())
             .is_err()
@@ -242,7 +255,11 @@ impl Drop for Recorder<'_> {
         let read = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
         t.enc.resolve_query_set(&t.queries, 0..count, &resolve, 0);
         t.enc.copy_buffer_to_buffer(&resolve, 0, &read, 0, bytes);
-        DEFERRED_TIMES.lock().unwrap().push((label, t.labels, read));
+        let mut held = self.gpu.inner.deferred_times.lock().unwrap();
+        if held.len() >= DEFERRED_HELD {
+            held.remove(0);
+        }
+        held.push((std::thread::current().id(), label, t.labels, read));
     }
 }
 
@@ -402,11 +419,15 @@ mod tests {
                 ))
                 .unwrap();
                 gpu.submit([enc.finish()]);
-                let held = DEFERRED_TIMES
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .any(|(label, names, _)| label == "test scan (deferred)" && names.len() == 3);
+                let held =
+                    gpu.inner
+                        .deferred_times
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .any(|(_, label, names, _)| {
+                            label == "test scan (deferred)" && names.len() == 3
+                        });
                 assert!(
                     held,
                     "the deferred recording's three dispatches are not held"
@@ -424,7 +445,7 @@ mod tests {
             );
             if deferred {
                 log_deferred_pass_times(&gpu);
-                let left = DEFERRED_TIMES.lock().unwrap().len();
+                let left = gpu.inner.deferred_times.lock().unwrap().len();
                 assert_eq!(left, 0, "deferred times left after logging");
             }
         }
