@@ -89,8 +89,10 @@ fn log_times(gpu: &Gpu, label: &str, names: &[String], ticks: &[u64]) {
 const TIMED_QUERIES: u32 = 512;
 
 pub(crate) fn pass_times_wanted(gpu: &Gpu) -> bool {
+    // Read once: every recording and read back asks.
+    static SET: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     gpu.info().has(wgpu::Features::TIMESTAMP_QUERY)
-        && std::env::var(PASS_TIMES_VAR).is_ok_and(|v| v == "1")
+        && *SET.get_or_init(|| std::env::var(PASS_TIMES_VAR).is_ok_and(|v| v == "1"))
 }
 
 impl<'a> Recorder<'a> {
@@ -116,15 +118,12 @@ impl<'a> Recorder<'a> {
     /// A timed recorder whose times are logged after the next read back (its encoder is
     /// submitted by someone else).
     fn deferred(gpu: &'a Gpu, enc: &'a mut wgpu::CommandEncoder, label: &str) -> Self {
-        let mut r = Self::timed(gpu, enc);
-        if let Some(t) = &mut r.timed {
-            t.deferred = Some(label.to_owned());
-        }
-        r
+        Self::timed(gpu, enc, Some(label.to_owned()))
     }
 
-    /// A recorder that begins a timed pass on `enc` for each dispatch.
-    fn timed(gpu: &'a Gpu, enc: &'a mut wgpu::CommandEncoder) -> Self {
+    /// A recorder that begins a timed pass on `enc` for each dispatch (`deferred`: see
+    /// [`Timed`]).
+    fn timed(gpu: &'a Gpu, enc: &'a mut wgpu::CommandEncoder, deferred: Option<String>) -> Self {
         let queries = gpu.device().create_query_set(&wgpu::QuerySetDescriptor {
             label: Some("wgspmv pass times"),
             ty: wgpu::QueryType::Timestamp,
@@ -137,7 +136,7 @@ impl<'a> Recorder<'a> {
                 enc,
                 queries,
                 labels: Vec::new(),
-                deferred: None,
+                deferred,
             }),
         }
     }
@@ -309,7 +308,7 @@ fn submit_timed(
     f: impl FnOnce(&mut Recorder) -> Result<()>,
 ) -> Result<()> {
     let (queries, labels) = {
-        let mut r = Recorder::timed(gpu, &mut enc);
+        let mut r = Recorder::timed(gpu, &mut enc, None);
         f(&mut r)?;
         r.pass = None;
         let t = r.timed.take().expect("a timed recorder");

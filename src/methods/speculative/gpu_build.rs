@@ -121,11 +121,9 @@ pub(crate) fn prepare<T: Scalar>(
     // The copies below and the analysis's first pass (the tile rows) write these but for the
     // quads' padding: only that is cleared in a reused buffer.
     let [ptr_bytes, col_bytes, val_bytes] = a.bytes::<T>();
-    let ptr_and_tiles_bytes = (nrows as u64 + 1 + boundaries as u64) * 4;
-    let ptr_and_tiles = Arc::new(gpu.storage_zeroed_after(
+    let ptr_and_tiles = Arc::new(gpu.storage_overwritten(
         "row_ptr and tile rows",
-        ptr_and_tiles_bytes,
-        ptr_and_tiles_bytes,
+        (nrows as u64 + 1 + boundaries as u64) * 4,
         none,
     )?);
     let cols = Arc::new(gpu.storage_zeroed_after("col_idx", padded * 4, col_bytes, none)?);
