@@ -68,10 +68,11 @@ pub enum Error {
         prev: u32,
     },
 
-    /// A buffer the caller passed (a CSR array already on the GPU) cannot be used as it is.
+    /// A buffer the caller passed (a CSR array already on the GPU, a vector's buffer) cannot be
+    /// used as it is.
     #[error("the {array} buffer {problem}")]
     CallerBuffer {
-        /// Which array (`"row_ptr"`, `"col_idx"`, `"values"`).
+        /// Which buffer (`"row_ptr"`, `"col_idx"`, `"values"`, `"vector"`).
         array: &'static str,
         /// What is wrong with it: too small for the stated dimensions, or missing a usage.
         problem: String,
@@ -123,10 +124,11 @@ pub enum Error {
         actual: usize,
     },
 
-    /// A vector created on one device was passed to a plan on another.
+    /// A vector or buffer created on one device was passed to a plan or `Gpu` of another.
     #[error("{what} lives on a different GPU device than the plan")]
     WrongDevice {
-        /// Which operand came from the other device (`"x"` or `"y"`).
+        /// Which operand came from the other device (`"x"`, `"y"`, `"buffer"`, `"values"`,
+        /// `"row_ptr"`, `"col_idx"`).
         what: &'static str,
     },
 

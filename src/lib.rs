@@ -127,3 +127,10 @@ pub mod shaders {
     pub use crate::kernel::{Kernel, LaneMode, Variant, LANE_WIDTHS, WORKGROUP_SIZES};
     pub use crate::methods::all_kernels;
 }
+
+/// Locks `m`, also after a thread panicked while holding it: every value behind this crate's
+/// locks (caches, pools, reports) stays valid at any step, so a panic in a caller's thread must
+/// not make the `Gpu` or a plan unusable for the others.
+pub(crate) fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

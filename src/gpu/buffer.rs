@@ -53,8 +53,11 @@ impl<T: Scalar> GpuVector<T> {
     }
 
     /// Wraps a buffer the application owns (one its own passes write or read) as a vector of its
-    /// first `len` elements, without a copy. The buffer needs `STORAGE` usage, and `COPY_SRC` for
-    /// [`read`](Self::read); it must come from this `Gpu`'s device.
+    /// first `len` elements, without a copy. The buffer needs `STORAGE` usage; it must come from
+    /// this `Gpu`'s device (another device's is `Error::WrongDevice`). Other usages are asked
+    /// for by what uses them, each a typed error where it is missing: `COPY_SRC` by
+    /// [`read`](Self::read) and [`try_clone`](Self::try_clone), `COPY_DST` by
+    /// [`write`](Self::write) and [`fill`](Self::fill). A plan's products need nothing more.
     pub fn from_buffer(gpu: &Gpu, buffer: wgpu::Buffer, len: usize) -> Result<Self> {
         gpu.check_scalar::<T>()?;
         let bad = |reason: String| Error::InvalidParameter {
@@ -78,6 +81,7 @@ impl<T: Scalar> GpuVector<T> {
                 limit,
             });
         }
+        gpu.check_device("buffer", &buffer)?;
         Ok(Self {
             buffer,
             len,
@@ -147,11 +151,19 @@ impl<T: Scalar> GpuVector<T> {
                 actual: data.len(),
             });
         }
-        if !data.is_empty() {
-            self.gpu
-                .write_buffer(&self.buffer, 0, bytemuck::cast_slice(data));
+        if data.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.gpu.check_usage(
+            "vector",
+            &self.buffer,
+            wgpu::BufferUsages::COPY_DST,
+            "writing a vector from the host",
+        )?;
+        self.gpu.scoped("writing a vector", || {
+            self.gpu
+                .write_buffer(&self.buffer, 0, bytemuck::cast_slice(data))
+        })
     }
 
     /// Sets every element to `value` (e.g. NaN, to catch unwritten outputs in tests).
@@ -451,6 +463,12 @@ impl super::Gpu {
 type MapReceiver = futures::channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>;
 
 fn start_read(gpu: &super::Gpu, buffer: &wgpu::Buffer) -> Result<(wgpu::Buffer, MapReceiver)> {
+    gpu.check_usage(
+        "vector",
+        buffer,
+        wgpu::BufferUsages::COPY_SRC,
+        "reading a vector back",
+    )?;
     let size = buffer.size();
     let staging = gpu.scoped("allocating a readback buffer", || {
         gpu.device().create_buffer(&wgpu::BufferDescriptor {
@@ -460,9 +478,12 @@ fn start_read(gpu: &super::Gpu, buffer: &wgpu::Buffer) -> Result<(wgpu::Buffer, 
             mapped_at_creation: false,
         })
     })?;
-    let mut enc = gpu.device().create_command_encoder(&Default::default());
-    gpu.record_copy(&mut enc, buffer, 0, &staging, 0, size)?;
-    gpu.submit([enc.finish()]);
+    gpu.scoped("submitting a read back", || -> Result<()> {
+        let mut enc = gpu.device().create_command_encoder(&Default::default());
+        gpu.record_copy(&mut enc, buffer, 0, &staging, 0, size)?;
+        gpu.submit([enc.finish()]);
+        Ok(())
+    })??;
     let (tx, rx) = futures::channel::oneshot::channel();
     staging.map_async(wgpu::MapMode::Read, .., move |r| {
         let _ = tx.send(r);

@@ -1,6 +1,7 @@
 //! The GPU context: adapter and device choice, features and limits, buffers, pipelines, timing.
 
 mod buffer;
+mod caller;
 mod copy;
 mod pipeline;
 mod pool;
@@ -11,6 +12,7 @@ pub(crate) use warm::WarmUp;
 
 pub use buffer::GpuVector;
 pub(crate) use buffer::RangeRead;
+pub(crate) use caller::check_not_aliased;
 pub(crate) use pool::Bind;
 pub(crate) use pool::DeviceBuffer;
 pub use pool::DEFAULT_POOL_BYTES;
@@ -190,12 +192,32 @@ pub(crate) struct GpuInner {
     /// Timed recordings handed back in other encoders, logged after the recording thread's
     /// next read back (`WGSPMV_PASS_TIMES`).
     pub(crate) deferred_times: Mutex<Vec<recorder::DeferredTimes>>,
+    /// The bind group layout that checks which device a caller's buffer belongs to.
+    probe_layout: std::sync::OnceLock<wgpu::BindGroupLayout>,
 }
 
 /// A GPU device and queue with what `wgspmv` knows about them. Cheap to clone (shared).
 #[derive(Clone)]
 pub struct Gpu {
     pub(crate) inner: Arc<GpuInner>,
+}
+
+/// One wgpu instance per process and descriptor, shared by every `Gpu` this crate opens. wgpu
+/// names buffers by ids local to their instance: a buffer of another instance's device cannot be
+/// told apart from one of ours (wgpu-core panics on it, or takes it for another buffer), while
+/// one of another device of the same instance is a validation error that the checks of callers'
+/// buffers (`gpu/caller.rs`) turn into `Error::WrongDevice`.
+fn shared_instance(desc: wgpu::InstanceDescriptor) -> wgpu::Instance {
+    static INSTANCES: Mutex<Vec<((wgpu::Backends, wgpu::InstanceFlags), wgpu::Instance)>> =
+        Mutex::new(Vec::new());
+    let key = (desc.backends, desc.flags);
+    let mut all = crate::lock(&INSTANCES);
+    if let Some((_, i)) = all.iter().find(|(k, _)| *k == key) {
+        return i.clone();
+    }
+    let instance = wgpu::Instance::new(desc);
+    all.push((key, instance.clone()));
+    instance
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -253,7 +275,7 @@ impl Gpu {
             desc.flags
                 .remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
         }
-        let instance = wgpu::Instance::new(desc);
+        let instance = shared_instance(desc);
         let (wanted, source) = match opts.adapter_name.clone() {
             Some(name) => (Some(name), "GpuOptions::adapter_name"),
             None => match std::env::var("WGSPMV_ADAPTER") {
@@ -346,7 +368,7 @@ impl Gpu {
         let lost = Arc::new(Mutex::new(None));
         let lost2 = lost.clone();
         device.set_device_lost_callback(move |reason, message| {
-            *lost2.lock().unwrap() = Some((format!("{reason:?}"), message));
+            *crate::lock(&lost2) = Some((format!("{reason:?}"), message));
         });
         Ok(Self::assemble(
             device,
@@ -398,6 +420,7 @@ impl Gpu {
                 pool: Arc::default(),
                 fastest_probe_ms: Mutex::default(),
                 deferred_times: Mutex::default(),
+                probe_layout: Default::default(),
             }),
         }
     }
@@ -417,7 +440,7 @@ impl Gpu {
 
     /// Fails with [`Error::DeviceLost`] once the device is gone.
     pub(crate) fn check_alive(&self) -> Result<()> {
-        if let Some((reason, message)) = self.inner.lost.lock().unwrap().clone() {
+        if let Some((reason, message)) = crate::lock(&self.inner.lost).clone() {
             return Err(Error::DeviceLost { reason, message });
         }
         Ok(())

@@ -9,7 +9,7 @@ impl Gpu {
     /// The compiled pipeline for a kernel variant, built once per device.
     pub(crate) fn pipeline(&self, variant: &Variant) -> Result<Arc<wgpu::ComputePipeline>> {
         let key = variant.key();
-        if let Some(p) = self.inner.pipelines.lock().unwrap().get(&key) {
+        if let Some(p) = crate::lock(&self.inner.pipelines).get(&key) {
             return Ok(p.clone());
         }
         let label = variant.label();
@@ -91,7 +91,7 @@ impl Gpu {
             .compile_ns
             .fetch_add(spent, std::sync::atomic::Ordering::Relaxed);
         let p = Arc::new(pipeline);
-        self.inner.pipelines.lock().unwrap().insert(key, p.clone());
+        crate::lock(&self.inner.pipelines).insert(key, p.clone());
         Ok(p)
     }
 }

@@ -182,7 +182,7 @@ pub(crate) fn size_class(bytes: u64) -> u64 {
 impl Pool {
     /// An idle buffer of `usage` and exactly `size` bytes, if one is kept.
     fn take(&self, usage: wgpu::BufferUsages, size: u64) -> Option<wgpu::Buffer> {
-        let mut idle = self.idle.lock().unwrap();
+        let mut idle = crate::lock(&self.idle);
         let kind = (usage.bits(), size);
         let buffer = idle.by_kind.get_mut(&kind)?.pop()?;
         idle.bytes -= size;
@@ -194,7 +194,7 @@ impl Pool {
     }
 
     fn give_back(&self, buffer: wgpu::Buffer) {
-        let mut idle = self.idle.lock().unwrap();
+        let mut idle = crate::lock(&self.idle);
         let size = buffer.size();
         if size > idle.limit() {
             return;
@@ -233,7 +233,7 @@ impl Gpu {
                 if let Some(from) = zeroed_from.filter(|&from| from < size) {
                     pool.clears
                         .lock()
-                        .unwrap()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .push((reused.clone(), from..size));
                 }
                 reused
@@ -327,7 +327,7 @@ impl Gpu {
         &self,
         commands: I,
     ) -> wgpu::SubmissionIndex {
-        let mut owed = self.inner.pool.clears.lock().unwrap();
+        let mut owed = crate::lock(&self.inner.pool.clears);
         let clears = self.encode_clears(&mut owed);
         self.inner.queue.submit(clears.into_iter().chain(commands))
     }
@@ -335,7 +335,7 @@ impl Gpu {
     /// Submits the clears owed to reused buffers now, if any: before the host maps a buffer and
     /// before a plan is recorded into a caller's encoder.
     pub(crate) fn flush_clears(&self) {
-        let mut owed = self.inner.pool.clears.lock().unwrap();
+        let mut owed = crate::lock(&self.inner.pool.clears);
         if let Some(clears) = self.encode_clears(&mut owed) {
             self.inner.queue.submit([clears]);
         }
@@ -344,7 +344,7 @@ impl Gpu {
     /// `Queue::write_buffer` after the clears owed (a queued write runs before the next
     /// submission's work, so a clear submitted with it would undo it).
     pub(crate) fn write_buffer(&self, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) {
-        let mut owed = self.inner.pool.clears.lock().unwrap();
+        let mut owed = crate::lock(&self.inner.pool.clears);
         if let Some(clears) = self.encode_clears(&mut owed) {
             self.inner.queue.submit([clears]);
         }
@@ -373,19 +373,19 @@ impl Gpu {
     /// The idle device memory this device keeps for reuse, at most (default 1 GiB); 0 keeps
     /// none. Lowering it releases the oldest idle buffers at once.
     pub fn set_buffer_pool_bytes(&self, bytes: u64) {
-        let mut idle = self.inner.pool.idle.lock().unwrap();
+        let mut idle = crate::lock(&self.inner.pool.idle);
         idle.limit = Some(bytes);
         idle.evict_for(0);
     }
 
     /// Idle device memory kept for reuse now, in bytes.
     pub fn buffer_pool_bytes(&self) -> u64 {
-        self.inner.pool.idle.lock().unwrap().bytes
+        crate::lock(&self.inner.pool.idle).bytes
     }
 
     /// Releases every idle buffer to the driver (e.g. before the application allocates a lot).
     pub fn release_buffer_pool(&self) {
-        let mut idle = self.inner.pool.idle.lock().unwrap();
+        let mut idle = crate::lock(&self.inner.pool.idle);
         idle.by_kind.clear();
         idle.order.clear();
         idle.bytes = 0;

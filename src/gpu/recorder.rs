@@ -47,7 +47,7 @@ const DEFERRED_HELD: usize = 256;
 pub(crate) fn log_deferred_pass_times(gpu: &Gpu) {
     let me = std::thread::current().id();
     let pending: Vec<DeferredTimes> = {
-        let mut held = gpu.inner.deferred_times.lock().unwrap();
+        let mut held = crate::lock(&gpu.inner.deferred_times);
         let (mine, others) = std::mem::take(&mut *held)
             .into_iter()
             .partition(|d| d.0 == me);
@@ -254,7 +254,7 @@ impl Drop for Recorder<'_> {
         let read = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
         t.enc.resolve_query_set(&t.queries, 0..count, &resolve, 0);
         t.enc.copy_buffer_to_buffer(&resolve, 0, &read, 0, bytes);
-        let mut held = self.gpu.inner.deferred_times.lock().unwrap();
+        let mut held = crate::lock(&self.gpu.inner.deferred_times);
         if held.len() >= DEFERRED_HELD {
             held.remove(0);
         }
@@ -418,15 +418,15 @@ mod tests {
                 ))
                 .unwrap();
                 gpu.submit([enc.finish()]);
-                let held =
-                    gpu.inner
-                        .deferred_times
-                        .lock()
-                        .unwrap()
-                        .iter()
-                        .any(|(_, label, names, _)| {
-                            label == "test scan (deferred)" && names.len() == 3
-                        });
+                let held = gpu
+                    .inner
+                    .deferred_times
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .iter()
+                    .any(|(_, label, names, _)| {
+                        label == "test scan (deferred)" && names.len() == 3
+                    });
                 assert!(
                     held,
                     "the deferred recording's three dispatches are not held"
@@ -444,7 +444,7 @@ mod tests {
             );
             if deferred {
                 log_deferred_pass_times(&gpu);
-                let left = gpu.inner.deferred_times.lock().unwrap().len();
+                let left = crate::lock(&gpu.inner.deferred_times).len();
                 assert_eq!(left, 0, "deferred times left after logging");
             }
         }

@@ -83,14 +83,14 @@ impl Gpu {
             return Ok(None);
         }
         let mut probe = self.copy_recording(settings.probe_bytes)?;
-        let fastest = *self.inner.fastest_probe_ms.lock().unwrap();
+        let fastest = *crate::lock(&self.inner.fastest_probe_ms);
         let warm = |ms: f64| fastest.is_some_and(|f| ms <= f * WARM_WITHIN);
         let Some(first) = self.probe(&mut probe, None, 0)? else {
             return Ok(None);
         };
         let mut best = first;
         let done = |best: f64| -> WarmUp {
-            let mut f = self.inner.fastest_probe_ms.lock().unwrap();
+            let mut f = crate::lock(&self.inner.fastest_probe_ms);
             *f = Some(f.map_or(best, |f: f64| f.min(best)));
             WarmUp {
                 ms: start.elapsed().as_secs_f64() * 1e3,
@@ -122,7 +122,7 @@ impl Gpu {
             let end = match fastest {
                 Some(_) if warm(ms) => true,
                 Some(_) if long => {
-                    *self.inner.fastest_probe_ms.lock().unwrap() = Some(best);
+                    *crate::lock(&self.inner.fastest_probe_ms) = Some(best);
                     true
                 }
                 Some(_) => false,
@@ -188,12 +188,12 @@ mod tests {
             .inner
             .fastest_probe_ms
             .lock()
-            .unwrap()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .expect("recorded");
         assert!(fastest > 0.0 && fastest.is_finite());
         assert!(calls > 0);
         // A device recorded slower than it runs now is warm: no busy work.
-        *gpu.inner.fastest_probe_ms.lock().unwrap() = Some(1e9);
+        *crate::lock(&gpu.inner.fastest_probe_ms) = Some(1e9);
         calls = 0;
         let mut busy = |_: &mut wgpu::ComputePass<'_>| calls += 1;
         let w = gpu
@@ -204,7 +204,7 @@ mod tests {
         assert_eq!(calls, 0);
         // One recorded faster than it can run: busy to the limit, then the record is what it
         // runs now.
-        *gpu.inner.fastest_probe_ms.lock().unwrap() = Some(1e-12);
+        *crate::lock(&gpu.inner.fastest_probe_ms) = Some(1e-12);
         let mut calls = 0u32;
         let mut busy = |_: &mut wgpu::ComputePass<'_>| calls += 1;
         let w = gpu
@@ -217,7 +217,7 @@ mod tests {
             .inner
             .fastest_probe_ms
             .lock()
-            .unwrap()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .expect("recorded");
         assert!(now > 1e-9, "{now}");
     }

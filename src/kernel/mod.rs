@@ -248,7 +248,7 @@ impl Kernel {
         // imports, kept for the process).
         type Closures = HashMap<&'static str, &'static [String]>;
         static CLOSURES: OnceLock<Mutex<Closures>> = OnceLock::new();
-        let mut map = CLOSURES.get_or_init(Default::default).lock().unwrap();
+        let mut map = crate::lock(CLOSURES.get_or_init(Default::default));
         map.entry(self.file).or_insert_with(|| {
             let mut out = Vec::new();
             walk(self.file, &mut out);

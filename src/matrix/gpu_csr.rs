@@ -238,6 +238,7 @@ impl GpuCsr<'_> {
                     limit,
                 });
             }
+            gpu.check_device(array, buffer)?;
         }
         Ok(())
     }

@@ -26,6 +26,21 @@ pub(crate) enum Binding {
     Coeffs,
 }
 
+/// The bytes of the buffers `stages` own; a buffer bound in several slots or stages counts once.
+fn owned_bytes(stages: &[Stage]) -> u64 {
+    let mut owned: Vec<&Arc<DeviceBuffer>> = stages
+        .iter()
+        .flat_map(|s| &s.bindings)
+        .filter_map(|b| match b {
+            Binding::Owned(buf) => Some(buf),
+            _ => None,
+        })
+        .collect();
+    owned.sort_by_key(|b| Arc::as_ptr(b));
+    owned.dedup_by(|a, b| Arc::ptr_eq(a, b));
+    owned.iter().map(|b| b.size()).sum()
+}
+
 /// How many workgroups a stage dispatches.
 #[derive(Clone)]
 pub(crate) enum Grid {
@@ -48,6 +63,9 @@ pub(crate) struct Stage {
 pub(crate) trait HostStage<T>: Send + Sync {
     /// Finishes a product whose GPU stages (`HostPath::stages`) were submitted.
     fn finish(&self, gpu: &Gpu, alpha: T, beta: T, y: &mut GpuVector<T>) -> Result<()>;
+    /// Whether the stage can read and write `y` (a caller's buffer may lack the usages it
+    /// needs); where it cannot, `run` takes the all-GPU stages instead.
+    fn serves(&self, y: &wgpu::Buffer) -> bool;
 }
 
 /// How `run` finishes on the host: the GPU stages it submits first, then the host stage.
@@ -65,6 +83,23 @@ pub(crate) struct HostPath<T> {
 /// A plan keeps the bind groups of its last few calls (per `x`, `y`, α and β), so repeated
 /// products create no GPU objects; those keep the vectors' buffers alive until they are evicted
 /// or the plan is dropped.
+///
+/// # Sharing
+///
+/// - A plan is `Send + Sync`: every method of it (`run`, `run_axpby`, `submit`, `record`,
+///   `time`, `update_values*`, `record_update_values`, `report`) may be called from any number
+///   of threads at once, each product with its own output `y`. The plan's scratch buffers are
+///   used by one product at a time: products reach the GPU through the one queue in the order
+///   they are submitted (or, for `record`, in the order the caller submits its encoders), and
+///   a plan whose `run` finishes on the host ([`finishes_on_host`](Self::finishes_on_host))
+///   gives that path scratch of its own and lets one such `run` hold it at a time.
+/// - An input `x` may be read by several products at once. An output must be another buffer than
+///   the input (a typed error otherwise). Two products writing one buffer (two vectors wrapping
+///   it with [`GpuVector::from_buffer`]) leave whichever ran last.
+/// - A value update takes effect for the products submitted after it: each product sees all the
+///   old values or all the new ones.
+/// - A [`Gpu`] is shared by cloning it; plans and vectors of one `Gpu` may be used from any
+///   thread. A panic in a caller's thread leaves no lock of the `Gpu` or the plan unusable.
 pub struct SpmvPlan<T> {
     gpu: Gpu,
     nrows: usize,
@@ -105,18 +140,7 @@ impl<T: Scalar> SpmvPlan<T> {
         method: &'static str,
         parameters: String,
     ) -> Self {
-        // A buffer bound in several slots or stages counts once.
-        let mut owned: Vec<&Arc<DeviceBuffer>> = stages
-            .iter()
-            .flat_map(|s| &s.bindings)
-            .filter_map(|b| match b {
-                Binding::Owned(buf) => Some(buf),
-                _ => None,
-            })
-            .collect();
-        owned.sort_by_key(|b| Arc::as_ptr(b));
-        owned.dedup_by(|a, b| Arc::ptr_eq(a, b));
-        let device_bytes = owned.iter().map(|b| b.size()).sum();
+        let device_bytes = owned_bytes(&stages);
         let report = Report {
             method,
             parameters,
@@ -141,6 +165,8 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Makes `run` submit `host.stages` and finish with `host.stage` on the host.
     pub(crate) fn with_host_path(mut self, host: HostPath<T>) -> Self {
+        let both: Vec<Stage> = self.stages.iter().chain(&host.stages).cloned().collect();
+        self.report.device_bytes = owned_bytes(&both);
         self.host = Some(host);
         self
     }
@@ -195,6 +221,7 @@ impl<T: Scalar> SpmvPlan<T> {
         if y.gpu.inner.id != self.gpu.inner.id {
             return Err(Error::WrongDevice { what: "y" });
         }
+        crate::gpu::check_not_aliased(&x.buffer, &y.buffer)?;
         if x.len() != self.ncols {
             return Err(Error::DimensionMismatch {
                 what: "x",
@@ -307,11 +334,11 @@ impl<T: Scalar> SpmvPlan<T> {
     ) -> Result<()> {
         self.check(x, y)?;
         self.keep_out_of_pool();
-        Self::record_stages(
-            &self.stages,
-            self.bind(&self.stages, x, y, alpha, beta),
-            encoder,
-        );
+        // Checked here, not at the caller's `finish`, where wgpu would panic.
+        let groups = self.gpu.scoped("binding a product's buffers", || {
+            self.bind(&self.stages, x, y, alpha, beta)
+        })?;
+        Self::record_stages(&self.stages, groups, encoder);
         Ok(())
     }
 
@@ -371,16 +398,10 @@ impl<T: Scalar> SpmvPlan<T> {
         y: &mut GpuVector<T>,
     ) -> Result<()> {
         self.check(x, y)?;
+        let host = self.host_path_for(y);
         // A panic elsewhere cannot leave the scratch buffers half used: the host stage resets them.
-        let _turn = self.host.as_ref().map(|h| {
-            h.turn
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        });
-        let stages = self
-            .host
-            .as_ref()
-            .map_or(&self.stages[..], |h| &h.stages[..]);
+        let _turn = host.map(|h| crate::lock(&h.turn));
+        let stages = host.map_or(&self.stages[..], |h| &h.stages[..]);
         self.gpu.scoped("running SpMV", || {
             let mut enc = self
                 .gpu
@@ -389,10 +410,16 @@ impl<T: Scalar> SpmvPlan<T> {
             Self::record_stages(stages, self.bind(stages, x, y, alpha, beta), &mut enc);
             self.gpu.submit([enc.finish()]);
         })?;
-        match &self.host {
+        match host {
             Some(h) => h.stage.finish(&self.gpu, alpha, beta, y),
             None => Ok(()),
         }
+    }
+
+    /// The host path `run` takes for output `y`: none where the plan has none or its host stage
+    /// cannot read and write `y`'s buffer.
+    fn host_path_for(&self, y: &GpuVector<T>) -> Option<&HostPath<T>> {
+        self.host.as_ref().filter(|h| h.stage.serves(&y.buffer))
     }
 
     /// Submits `y = α·A·x + β·y` and returns at once, with the submission's index (to wait on
@@ -434,7 +461,7 @@ impl<T: Scalar> SpmvPlan<T> {
     /// plan that finishes on the host, the median wall-clock time of whole `run` calls.
     pub fn time(&self, x: &GpuVector<T>, y: &mut GpuVector<T>, repeats: u32) -> Result<Timing> {
         self.check(x, y)?;
-        if self.host.is_some() {
+        if self.host_path_for(y).is_some() {
             return self.time_runs(x, y, repeats);
         }
         let groups = self.bind(&self.stages, x, y, T::from_f64(1.0), T::from_f64(0.0));

@@ -416,10 +416,11 @@ impl<T: Scalar> SpmvPlan<T> {
         let s = std::mem::size_of::<T>() as u64;
         let needed = offset.checked_add(self.nnz as u64 * s);
         if needed.is_none_or(|n| n > values.size()) {
+            // Whole elements after the offset; the message counts elements, not bytes.
             return Err(Error::DimensionMismatch {
-                what: "values buffer (bytes after offset)",
-                expected: self.nnz * s as usize,
-                actual: values.size().saturating_sub(offset) as usize,
+                what: "values buffer (after the offset)",
+                expected: self.nnz,
+                actual: (values.size().saturating_sub(offset) / s) as usize,
             });
         }
         if !values.usage().contains(wgpu::BufferUsages::COPY_SRC) || !offset.is_multiple_of(4) {
@@ -429,7 +430,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 reason: "a buffer with COPY_SRC usage, read from a multiple of 4 bytes".into(),
             });
         }
-        Ok(())
+        self.gpu.check_device("values", values)
     }
 
     /// [`record_update_values`](Self::record_update_values), submitted.

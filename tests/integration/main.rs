@@ -7,6 +7,7 @@ mod common;
 mod auto;
 mod bccoo;
 mod buffer_pool;
+mod caller_buffers;
 mod cli;
 mod cmrs;
 mod copies;

@@ -265,7 +265,7 @@ fn recall(file: Option<&std::path::Path>, key: &Key) -> Result<Option<(BccooOpti
                 source,
             }),
         },
-        None => Ok(memory().lock().unwrap().get(key).cloned()),
+        None => Ok(crate::lock(memory()).get(key).cloned()),
     }
 }
 
@@ -296,7 +296,7 @@ fn remember(file: Option<&std::path::Path>, key: Key, report: &TuneReport) -> Re
                 source,
             })?;
     }
-    memory().lock().unwrap().insert(key, (chosen, wg));
+    crate::lock(memory()).insert(key, (chosen, wg));
     Ok(())
 }
 

@@ -198,7 +198,7 @@ impl Report {
             finish_on_host: self.finish_on_host,
             dirty_tiles_resolved: self.dirty_tiles_resolved,
             transfer: self.transfer,
-            last_host_run: *self.last.lock().unwrap(),
+            last_host_run: *crate::lock(&self.last),
         }
     }
 }
@@ -384,9 +384,19 @@ fn analyse_chunks<T: Scalar>(
     (analysed, total)
 }
 
+/// The working buffers one product's stages write and its check reads.
+#[derive(Clone)]
+struct Scratch {
+    sync: Arc<DeviceBuffer>,
+    spec: Arc<DeviceBuffer>,
+    shadow: Arc<DeviceBuffer>,
+}
+
 /// What every row chunk's stages share.
 struct ChunkShared<'a> {
     geom: &'a TileGeometry,
+    /// `run` finishes on the host (with scratch of its own).
+    on_host: bool,
     main: Arc<wgpu::ComputePipeline>,
     finish: Arc<wgpu::ComputePipeline>,
     resolve: bool,
@@ -437,6 +447,7 @@ fn shared<'a, T: Scalar>(
     ))?;
     Ok(ChunkShared {
         geom: &st.geom,
+        on_host: st.on_host,
         main,
         finish,
         resolve,
@@ -486,38 +497,51 @@ fn chunk_stages<T: Scalar>(
     } else {
         (spec_info.dirty_tiles + leading, geom.max_records(nnz))
     };
-    // Zeroed by wgpu on the GPU, not uploaded from a host array of zeros.
-    let zeroed =
-        |label: &str, bytes: u64| gpu.storage_zeroed(label, bytes, aux_usage).map(Arc::new);
-    // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
-    let sync = zeroed("speculative synchronizer", team_count * 2 * s)?;
-    let spec = zeroed("speculative speculator", (2 + 2 * max_records) * 4)?;
     // Resolving, only the leading empty rows are recorded (and read no shadow sums).
     let shadow_rows = if resolve {
         spec_info.leading_empty_rows as usize
     } else {
         rows.len()
     };
-    let shadow = zeroed("speculative shadow", shadow_rows.max(1) as u64 * s)?;
+    let scratch = || -> Result<Scratch> {
+        // Zeroed by wgpu on the GPU, not uploaded from a host array of zeros.
+        let zeroed =
+            |label: &str, bytes: u64| gpu.storage_zeroed(label, bytes, aux_usage).map(Arc::new);
+        Ok(Scratch {
+            // A SyncEntry is (u32 row, scalar): 2 scalars' room either way (WGSL alignment).
+            sync: zeroed("speculative synchronizer", team_count * 2 * s)?,
+            spec: zeroed("speculative speculator", (2 + 2 * max_records) * 4)?,
+            shadow: zeroed("speculative shadow", shadow_rows.max(1) as u64 * s)?,
+        })
+    };
     let chunk = ChunkUniform::buffer(gpu, rows.clone());
-    let main_stage = Stage {
+    let main_stage = |sc: &Scratch| Stage {
         pipeline: c.main.clone(),
         bindings: vec![
             arrays.row_ptr.clone(),
-            arrays.cols,
-            arrays.values,
+            arrays.cols.clone(),
+            arrays.values.clone(),
             Binding::X,
             Binding::Y,
             Binding::Coeffs,
             Binding::Owned(chunk.clone()),
-            Binding::Owned(sync.clone()),
-            Binding::Owned(spec.clone()),
-            Binding::Owned(shadow.clone()),
+            Binding::Owned(sc.sync.clone()),
+            Binding::Owned(sc.spec.clone()),
+            Binding::Owned(sc.shadow.clone()),
         ],
         grid: Grid::Direct(gpu.grid(geom.groups(nnz) as u32)),
     };
-    let mut gpu_stages = vec![main_stage.clone()];
-    let host_stages = vec![main_stage];
+    let gpu_scratch = scratch()?;
+    let mut gpu_stages = vec![main_stage(&gpu_scratch)];
+    // A plan that finishes on the host keeps a second set of scratch buffers for `run`: products
+    // recorded or submitted by other threads meanwhile (which finish on the GPU) must not write
+    // the buffers its host stage is about to read.
+    let host_scratch = if c.on_host {
+        scratch()?
+    } else {
+        gpu_scratch.clone()
+    };
+    let host_stages = vec![main_stage(&host_scratch)];
     // No check at all where the structure allows none (no empty row, no row across teams).
     let needs_check = spec_info.needs_check(resolve);
     if needs_check {
@@ -536,9 +560,9 @@ fn chunk_stages<T: Scalar>(
                 Binding::Y,
                 Binding::Coeffs,
                 Binding::Owned(chunk),
-                Binding::Owned(sync.clone()),
-                Binding::Owned(spec.clone()),
-                Binding::Owned(shadow.clone()),
+                Binding::Owned(gpu_scratch.sync),
+                Binding::Owned(gpu_scratch.spec),
+                Binding::Owned(gpu_scratch.shadow),
                 runs,
                 Binding::Owned(Arc::new(
                     gpu.uniform_buffer("speculative finish", bytemuck::bytes_of(&params)),
@@ -552,9 +576,9 @@ fn chunk_stages<T: Scalar>(
         row_ptr,
         teams: team_count,
         needs_check,
-        sync,
-        spec,
-        shadow,
+        sync: host_scratch.sync,
+        spec: host_scratch.spec,
+        shadow: host_scratch.shadow,
     };
     Ok((gpu_stages, host_stages, part))
 }
@@ -844,6 +868,13 @@ fn coalesce<T: Copy>(mut runs: Vec<(u32, Vec<T>)>) -> Vec<(u32, Vec<T>)> {
 }
 
 impl<T: Scalar> HostStage<T> for HostCheck<T> {
+    fn serves(&self, y: &wgpu::Buffer) -> bool {
+        use wgpu::BufferUsages as U;
+        let reads = self.in_place(y, U::MAP_READ) || y.usage().contains(U::COPY_SRC);
+        let writes = self.in_place(y, U::MAP_WRITE) || y.usage().contains(U::COPY_DST);
+        reads && writes
+    }
+
     fn finish(&self, gpu: &Gpu, alpha: T, beta: T, y: &mut GpuVector<T>) -> Result<()> {
         let out = self.check(gpu, alpha, beta, y);
         if out.is_err() {
@@ -860,7 +891,7 @@ impl<T: Scalar> HostCheck<T> {
     /// The check stage proper (the paper's host part): carries between teams, dirty tiles.
     fn check(&self, gpu: &Gpu, alpha: T, beta: T, y: &mut GpuVector<T>) -> Result<()> {
         if !self.parts.iter().any(|p| p.needs_check) {
-            *self.report.last.lock().unwrap() = Some(HostRun {
+            *crate::lock(&self.report.last) = Some(HostRun {
                 dirty_records: 0,
                 synchronized_rows: 0,
                 host_stage: Duration::ZERO,
@@ -1019,7 +1050,7 @@ impl<T: Scalar> HostCheck<T> {
             }
         }
         let dirty_records = counts.iter().map(|&c| c as u64).sum();
-        *self.report.last.lock().unwrap() = Some(HostRun {
+        *crate::lock(&self.report.last) = Some(HostRun {
             dirty_records,
             synchronized_rows,
             host_stage: start.elapsed(),
