@@ -303,6 +303,26 @@ pub enum Error {
     /// Mapping a buffer for reading failed.
     #[error("mapping a GPU buffer failed: {0}")]
     Map(String),
+
+    /// A Matrix Market file declares a size beyond what the reader's limits allow
+    /// (`matrix::io::ReadLimits`): checked on the size line, before anything of that size is
+    /// allocated.
+    #[error("{}:{line}: the file declares {declared} {dimension}, more than the {limit} allowed: {why}", path.display())]
+    InputTooLarge {
+        /// The file being read.
+        path: PathBuf,
+        /// The 1-based line of the size line (or, for entries that mirroring a symmetric
+        /// triangle makes too many, of the entry that crossed the limit).
+        line: usize,
+        /// Which size: `"rows"`, `"columns"`, `"entries"` or `"vector elements"`.
+        dimension: &'static str,
+        /// The size the file declares (for mirrored entries, the count reached).
+        declared: u64,
+        /// The largest size allowed.
+        limit: u64,
+        /// Where the limit comes from, in words.
+        why: String,
+    },
 }
 
 /// The crate's result type.

@@ -189,3 +189,118 @@ fn bench_writes_csv_and_plot_and_calibrate_writes_a_profile_auto_loads() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Regression (probe): a tiny `.mtx` declaring 4294967295 rows made `multiply` allocate a 16 GiB
+/// row pointer and keep running; an x declaring u32::MAX elements asked for 34 GiB. Both size
+/// lines are refused at once, naming the dimension; `--dims-per-entry` lets a hypersparse matrix
+/// through.
+#[test]
+fn multiply_refuses_huge_size_lines_at_once() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let dir = scratch("huge");
+    let run = |a: &Path, x: Option<&Path>, extra: &[&str]| {
+        let mut args = vec!["multiply", "--matrix", a.to_str().unwrap()];
+        if let Some(x) = x {
+            args.extend(["--x", x.to_str().unwrap()]);
+        }
+        args.extend(["--method", "csr-scalar", "--repeat", "1"]);
+        args.extend(extra);
+        let start = std::time::Instant::now();
+        let o = wgspmv(&args, &[]);
+        (o, start.elapsed())
+    };
+    let huge = dir.join("huge.mtx");
+    std::fs::write(
+        &huge,
+        "%%MatrixMarket matrix coordinate real general\n4294967295 1 1\n1 1 1\n",
+    )
+    .unwrap();
+    let (o, took) = run(&huge, None, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("declares 4294967295 rows"), "{}", text(&o));
+    assert!(took.as_secs() < 60, "took {took:?}");
+
+    let x = dir.join("x.mtx");
+    std::fs::write(
+        &x,
+        "%%MatrixMarket matrix coordinate real general\n4294967295 1 1\n7 1 1\n",
+    )
+    .unwrap();
+    let a = PathBuf::from(data("can_24.mtx"));
+    let (o, _) = run(&a, Some(&x), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("declares 4294967295 vector elements")
+            && err.contains("x must have the matrix's 24 columns"),
+        "{}",
+        text(&o)
+    );
+    // A coordinate x of the matrix's columns reads, however few entries it lists.
+    std::fs::write(
+        &x,
+        "%%MatrixMarket matrix coordinate real general\n24 1 1\n7 1 1\n",
+    )
+    .unwrap();
+    let (o, _) = run(&a, Some(&x), &[]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    // 2^20 + 8 rows and one entry: refused by default, read when the user vouches for it.
+    let hypersparse = dir.join("hypersparse.mtx");
+    let rows = (1 << 20) + 8;
+    std::fs::write(
+        &hypersparse,
+        format!("%%MatrixMarket matrix coordinate real general\n{rows} 2 1\n{rows} 2 1.5\n"),
+    )
+    .unwrap();
+    let (o, _) = run(&hypersparse, None, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("dimension_per_entry"),
+        "{}",
+        text(&o)
+    );
+    let (o, _) = run(&hypersparse, None, &["--dims-per-entry", "2000000"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Regression: a dense `array` matrix was refused by the reader, and a matrix holding NaN or an
+/// infinity (`nan`, `inf`, `1e400` tokens, as SciPy reads them) by `multiply`, though each method
+/// multiplies them and y is compared exactly where the reference is not finite. Hexadecimal
+/// values are read exactly.
+#[test]
+fn multiply_reads_array_matrices_with_special_values() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let dir = scratch("specials");
+    let a = dir.join("a.mtx");
+    std::fs::write(
+        &a,
+        "%%MatrixMarket matrix array real general\n4 3\n1\nNaN\n0x1p-2\n0\nInf\n2\n1e400\n-3\n4\n-0\n0\n-INFINITY\n",
+    )
+    .unwrap();
+    for method in ["csr-vector", "bccoo", "auto"] {
+        let args = [
+            "multiply",
+            "--matrix",
+            a.to_str().unwrap(),
+            "--method",
+            method,
+            "--repeat",
+            "1",
+        ];
+        let o = wgspmv(&args, &[]);
+        assert!(o.status.success(), "{method}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(" ok ("),
+            "{method}: {}",
+            text(&o)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

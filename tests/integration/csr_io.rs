@@ -968,13 +968,47 @@ fn mm_error_non_square_symmetric() {
     );
 }
 
-/// A dense array file handed to the sparse matrix reader is refused on line 1.
+/// Regression: a dense `array` matrix (which SciPy's mmread reads) was refused on line 1. It is
+/// read column-major, its symmetric triangles expanded, its nonzero values stored (NaN included,
+/// zeros of either sign left out), from memory, a plain file and a gzipped file alike.
 #[test]
-fn mm_error_array_layout_for_matrix() {
+fn mm_reads_array_layout() {
+    let text = "%%MatrixMarket matrix array real general\n% c\n2 3\n1\n0\n-0\n-2.5\nnan\n1e400\n";
+    // NaN equals nothing, so the three ways are compared without it, and read once with it.
+    read_mm::<f64>(&text.replace("nan", "7"));
+    let general = mm::<f64>(text).unwrap();
+    let d = to_dense(&general);
+    assert_eq!((d[0][0], d[0][1], d[1][0]), (1.0, 0.0, 0.0));
+    assert_eq!((d[1][1], d[1][2]), (-2.5, f64::INFINITY));
+    assert!(d[0][2].is_nan());
+    assert_eq!(
+        (general.row(0).0, general.row(1).0),
+        (&[0, 2][..], &[1, 2][..])
+    );
+    assert_eq!(general.nnz(), 4);
+    let symmetric =
+        read_mm::<f32>("%%MatrixMarket matrix array integer symmetric\n3 3\n1\n2\n0\n4\n5\n6\n");
+    assert_eq!(
+        to_dense(&symmetric),
+        [[1.0, 2.0, 0.0], [2.0, 4.0, 5.0], [0.0, 5.0, 6.0]]
+    );
+    let skew =
+        read_mm::<f64>("%%MatrixMarket matrix array real skew-symmetric\n3 3\n1\n0x1p1\n3\n");
+    assert_eq!(
+        to_dense(&skew),
+        [[0.0, -1.0, -2.0], [1.0, 0.0, -3.0], [2.0, 3.0, 0.0]]
+    );
+    // The same matrix as a coordinate file reads the same.
+    let coordinate = read_mm::<f64>(&coord(
+        "real",
+        "skew-symmetric",
+        "3 3 3\n2 1 1\n3 1 2\n3 2 3\n",
+    ));
+    assert_eq!(skew, coordinate);
     assert_mm_error(
-        "%%MatrixMarket matrix array real general\n2 1\n1\n2\n",
-        1,
-        "coordinate",
+        "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n",
+        6,
+        "file ends after 3 of the 4 values",
     );
 }
 
@@ -1313,14 +1347,23 @@ fn vector_round_trip_f32_double_rounding() {
 }
 
 /// Regression: a corrupt size line must give Err, not a capacity-overflow panic or a terabyte
-/// allocation.
+/// allocation; it is refused on the size line, past the 32-bit range of every GPU path.
 #[test]
 fn read_vector_huge_size_line_is_an_error_not_a_panic() {
     let text = "%%MatrixMarket matrix array real general\n4611686018427387904 1\n1\n";
     let r = std::panic::catch_unwind(|| read_vector_text(text));
     assert!(
-        matches!(r, Ok(Err(Error::MatrixMarket { line: 2 | 4, .. }))),
-        "read_vector panicked or succeeded"
+        matches!(
+            r,
+            Ok(Err(Error::InputTooLarge {
+                line: 2,
+                dimension: "vector elements",
+                declared: 4611686018427387904,
+                limit: 4294967295,
+                ..
+            }))
+        ),
+        "read_vector panicked, succeeded or failed otherwise"
     );
 }
 

@@ -13,7 +13,10 @@ use std::io::{Cursor, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use wgspmv::matrix::io::{read_matrix_market, read_matrix_market_from, read_vector};
+use wgspmv::matrix::io::{
+    read_matrix_market, read_matrix_market_from, read_matrix_market_from_with,
+    read_matrix_market_with, read_vector, read_vector_with, ReadLimits,
+};
 use wgspmv::{CsrMatrix, Error, Result};
 
 // ---------------------------------------------------------------------------------------------
@@ -113,30 +116,54 @@ fn assert_out_of_host_memory<T: std::fmt::Debug>(r: Result<T>, what: &str, bytes
     }
 }
 
+/// Asserts that `r` failed with `Error::InputTooLarge` for `dimension` on line 2 (the size line),
+/// declaring `declared`.
+#[track_caller]
+fn assert_too_large<T: std::fmt::Debug>(r: Result<T>, dimension: &str, declared: u64) {
+    match r {
+        Err(Error::InputTooLarge {
+            dimension: d,
+            declared: n,
+            line: 2,
+            ..
+        }) if d == dimension && n == declared => {}
+        other => panic!("expected InputTooLarge {{ {dimension}: {declared} }}, got {other:?}"),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sizes from the input that the host cannot hold
 // ---------------------------------------------------------------------------------------------
 
 /// Regression: this three-line file made from_triplets allocate a 16 GiB row_ptr with `vec!`, and
-/// the failed allocation aborted the process. It is an error now, whichever way the file is read.
+/// the failed allocation aborted the process; later it asked for the 16 GiB with `try_reserve`,
+/// which a host that large grants. Its size line is refused now, before anything of that size is
+/// allocated (one entry allows no more than 2^20 rows), whichever way the file is read.
 #[test]
 fn huge_row_count_is_an_error_not_an_abort() {
     if !in_capped_child("huge_row_count_is_an_error_not_an_abort") {
         return;
     }
     let text = b"%%MatrixMarket matrix coordinate real general\n4294967295 1 1\n1 1 1.0\n";
-    let bytes = (u32::MAX as u64 + 1) * 4;
-    assert_out_of_host_memory(mm_bytes(text), "row_ptr", bytes);
+    let rows = u32::MAX as u64;
+    assert_too_large(mm_bytes(text), "rows", rows);
     let dir = TempDir::new("rows");
-    assert_out_of_host_memory(
+    assert_too_large(
         read_matrix_market::<f32>(dir.write("a.mtx", text)),
-        "row_ptr",
-        bytes,
+        "rows",
+        rows,
     );
-    assert_out_of_host_memory(
+    assert_too_large(
         read_matrix_market::<f64>(dir.write("a.mtx.gz", &gzip(text))),
+        "rows",
+        rows,
+    );
+    // With limits of its own, a caller may still let it through to the host's memory.
+    let limits = ReadLimits::default().with_free_dimension(usize::MAX);
+    assert_out_of_host_memory(
+        read_matrix_market_with::<f32>(dir.write("b.mtx", text), &limits),
         "row_ptr",
-        bytes,
+        (rows + 1) * 4,
     );
 }
 
@@ -174,18 +201,25 @@ fn huge_row_count_in_constructors_is_an_error() {
     );
 }
 
-/// A coordinate vector of u32::MAX elements with one entry needs a 32 GiB dense vector: an error.
+/// A coordinate vector of u32::MAX elements with one entry needs a 32 GiB dense vector: its size
+/// line is refused before the vector is allocated.
 #[test]
 fn huge_coordinate_vector_is_an_error() {
     if !in_capped_child("huge_coordinate_vector_is_an_error") {
         return;
     }
     let dir = TempDir::new("vec");
-    let p = dir.write(
-        "v.mtx",
-        b"%%MatrixMarket matrix coordinate real general\n4294967295 1 1\n7 1 1.0\n",
+    let text = b"%%MatrixMarket matrix coordinate real general\n4294967295 1 1\n7 1 1.0\n";
+    let p = dir.write("v.mtx", text);
+    assert_too_large(read_vector::<f64>(&p), "vector elements", u32::MAX as u64);
+    let gz = dir.write("v.mtx.gz", &gzip(text));
+    assert_too_large(read_vector::<f32>(&gz), "vector elements", u32::MAX as u64);
+    let limits = ReadLimits::default().with_free_dimension(usize::MAX);
+    assert_out_of_host_memory(
+        read_vector_with::<f64>(&p, &limits),
+        "vector",
+        u32::MAX as u64 * 8,
     );
-    assert_out_of_host_memory(read_vector::<f64>(&p), "vector", u32::MAX as u64 * 8);
 }
 
 /// A size line that promises far more entries or values than the file has reserves a bounded
@@ -201,11 +235,14 @@ fn huge_declared_counts_reserve_little() {
         }) if l == line && message.contains("file ends") => {}
         other => panic!("expected 'file ends' on line {line}, got {other:?}"),
     };
-    let max = usize::MAX;
+    // The most entries CsrMatrix can hold; more are refused on the size line.
+    let max = u32::MAX as usize;
     for symmetry in ["general", "symmetric", "skew-symmetric"] {
         let text =
             format!("%%MatrixMarket matrix coordinate real {symmetry}\n3 3 {max}\n1 1 1\n2 1 2\n");
         ends_early(mm_bytes(text.as_bytes()).map(drop), 5);
+        let text = text.replace(&max.to_string(), &usize::MAX.to_string());
+        assert_too_large(mm_bytes(text.as_bytes()), "entries", usize::MAX as u64);
     }
     let dir = TempDir::new("counts");
     let array = dir.write(
@@ -213,11 +250,63 @@ fn huge_declared_counts_reserve_little() {
         b"%%MatrixMarket matrix array real general\n4294967295 1\n1\n2\n",
     );
     ends_early(read_vector::<f64>(array).map(drop), 5);
+    // A dense array matrix stores its nonzero values as they arrive.
+    let array = b"%%MatrixMarket matrix array real general\n65536 65536\n1\n2\n";
+    ends_early(mm_bytes(array).map(drop), 5);
     let coord = format!("%%MatrixMarket matrix coordinate real general\n3 1 {max}\n1 1 1\n");
     ends_early(
         read_vector::<f32>(dir.write("c.mtx", coord.as_bytes())).map(drop),
         4,
     );
+}
+
+/// `ReadLimits::for_gpu` caps rows and columns at the longest vector of the type that one storage
+/// binding of the adapter holds (x and y are bound whole), naming that limit.
+#[test]
+fn for_gpu_caps_dimensions_at_the_binding_size() {
+    let Some(gpu) = crate::common::gpu() else {
+        return;
+    };
+    let Some(small) = crate::common::reopened(&gpu, |a| wgspmv::wgpu::Limits {
+        max_storage_buffer_binding_size: 1 << 16,
+        ..wgspmv::Gpu::wanted_limits(a)
+    }) else {
+        eprintln!("SKIPPED: the adapter refuses a 64 KiB binding limit");
+        return;
+    };
+    let binding = small.info().max_binding_bytes();
+    let limits = ReadLimits::for_gpu::<f32>(&small);
+    assert_eq!(limits.max_dimension() as u64, binding / 4);
+    assert_eq!(
+        ReadLimits::for_gpu::<f64>(&small).max_dimension() as u64,
+        binding / 8
+    );
+    assert_eq!(
+        ReadLimits::for_gpu::<f32>(&gpu).max_dimension() as u64,
+        (gpu.info().max_binding_bytes() / 4).min(u32::MAX as u64)
+    );
+    let n = limits.max_dimension();
+    for (rows, cols, dimension) in [(n + 1, 1, "rows"), (1, n + 1, "columns")] {
+        let text =
+            format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} 1\n1 1 1\n");
+        let r = read_matrix_market_from_with::<f32>(Cursor::new(text), "mem.mtx", &limits);
+        match r {
+            Err(Error::InputTooLarge {
+                dimension: d,
+                limit,
+                why,
+                ..
+            }) if d == dimension && limit == n as u64 => {
+                assert!(why.contains("max_storage_buffer_binding_size"), "{why}")
+            }
+            other => panic!("{dimension}: {other:?}"),
+        }
+    }
+    let text = format!("%%MatrixMarket matrix coordinate real general\n{n} {n} 1\n{n} 1 1\n");
+    let a = read_matrix_market_from_with::<f32>(Cursor::new(text), "mem.mtx", &limits).unwrap();
+    // What the limits let through, the adapter binds.
+    let x = wgspmv::GpuVector::from_slice(&small, &vec![1.0f32; a.ncols()]).unwrap();
+    assert_eq!(x.len(), n);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -531,6 +620,7 @@ fn check_mutated(
                     | Error::LineTooLong { .. }
                     | Error::OutOfHostMemory { .. }
                     | Error::TooLargeForU32 { .. }
+                    | Error::InputTooLarge { .. }
             );
             prop_assert!(typed, "unexpected error variant {e:?}");
             let chars = e.to_string().chars().count();

@@ -6,20 +6,22 @@
 //!     wgspmv bench --suite --scale 1 --csv ours.csv     # also writes ours.svg
 
 use crate::args::{
-    bccoo::BccooArgs, choose, choose_one, suraa::SuraaArgs, BUILD_ON, FINISHES, LANES, SETUPS,
+    bccoo::BccooArgs, choose, choose_one, suraa::SuraaArgs, ReadArgs, BUILD_ON, FINISHES, LANES,
+    SETUPS,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
+use wgspmv::matrix::io::{self, ReadLimits};
 use wgspmv::methods::speculative::SpeculativeOptions;
 use wgspmv::{
-    matrix::io, testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method,
-    PlanOptions, Scalar,
+    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar,
 };
 
-/// Produces one benchmark matrix when asked (so a large suite never sits in memory whole).
-type MatrixSource = Box<dyn Fn() -> wgspmv::Result<CsrMatrix<f64>>>;
+/// Produces one benchmark matrix when asked (so a large suite never sits in memory whole); files
+/// are read within the limits given (those of the adapter).
+type MatrixSource = Box<dyn Fn(&ReadLimits) -> wgspmv::Result<CsrMatrix<f64>>>;
 
 /// One benchmarked configuration: a method and its options, under a label.
 struct Variant {
@@ -43,6 +45,8 @@ pub struct Args {
     /// Also run every .mtx / .mtx.gz file in this folder.
     #[arg(long)]
     dir: Option<PathBuf>,
+    #[command(flatten)]
+    read: ReadArgs,
     /// Methods to run (comma-separated); default: all.
     #[arg(long, value_delimiter = ',', value_parser = crate::args::method_names())]
     methods: Vec<String>,
@@ -414,7 +418,7 @@ fn sources(args: &Args) -> wgspmv::Result<Vec<(String, MatrixSource)>> {
         for &c in &classes {
             sources.push((
                 c.name().to_owned(),
-                Box::new(move || Ok(c.generate(nnz, 42))),
+                Box::new(move |_: &ReadLimits| Ok(c.generate(nnz, 42))),
             ));
         }
     }
@@ -439,7 +443,10 @@ fn sources(args: &Args) -> wgspmv::Result<Vec<(String, MatrixSource)>> {
                 .trim_end_matches(".gz")
                 .trim_end_matches(".mtx")
                 .to_owned();
-            sources.push((name, Box::new(move || io::read_matrix_market(&f))));
+            sources.push((
+                name,
+                Box::new(move |limits: &ReadLimits| io::read_matrix_market_with(&f, limits)),
+            ));
         }
     }
     Ok(sources)
@@ -455,6 +462,13 @@ fn run(args: &Args) -> wgspmv::Result<()> {
 
     let gpu = Gpu::new()?;
     println!("{}", gpu.info());
+    // Files are read as f64 and cast: their rows and columns are bounded by the vectors (x, y)
+    // of the type computed in, which the adapter must bind.
+    let limits = args.read.limits(if args.f64 {
+        ReadLimits::for_gpu::<f64>(&gpu)
+    } else {
+        ReadLimits::for_gpu::<f32>(&gpu)
+    });
     let copy = gpu.copy_bandwidth(args.copy_mib << 20, 20)?;
     let mut header = String::new();
     writeln!(header, "# device: {}", gpu.info().name).unwrap();
@@ -475,7 +489,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     let mut bccoo_reports = Vec::new();
     for (name, make) in &sources {
         bar.set_message(name.clone());
-        let a = match make() {
+        let a = match make(&limits) {
             Ok(a) => a,
             Err(e) => {
                 bar.suspend(|| eprintln!("skipping {name}: {e}"));

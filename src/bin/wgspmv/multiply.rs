@@ -4,19 +4,20 @@
 //!     wgspmv multiply
 //!     wgspmv multiply --matrix A.mtx --method auto --x x.mtx --output y.mtx
 
-use crate::args::{bccoo::BccooArgs, choose_one, suraa::SuraaArgs, FINISHES, SETUPS};
+use crate::args::{bccoo::BccooArgs, choose_one, suraa::SuraaArgs, ReadArgs, FINISHES, SETUPS};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use wgspmv::matrix::io::{self, ReadLimits};
 use wgspmv::methods::speculative::SpeculativeOptions;
 use wgspmv::{
-    matrix::io, testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method,
-    PlanOptions, Scalar,
+    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar,
 };
 
 /// `wgspmv multiply`: y = A·x on the GPU, checked against an f64 CPU reference.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Matrix Market file (coordinate; gzipped or not). Default: a generated power-law matrix.
+    /// Matrix Market file (coordinate or array; gzipped or not). Default: a generated power-law
+    /// matrix.
     #[arg(long)]
     matrix: Option<PathBuf>,
     /// Method name (csr-scalar, csr-vector, cmrs, cmrs-padded, speculative, suraa, bccoo,
@@ -33,9 +34,12 @@ pub struct Args {
     suraa: SuraaArgs,
     #[command(flatten)]
     bccoo: BccooArgs,
-    /// Input vector x as a Matrix Market array. Default: a fixed random vector.
+    /// Input vector x as a Matrix Market array or coordinate vector. Default: a fixed random
+    /// vector.
     #[arg(long)]
     x: Option<PathBuf>,
+    #[command(flatten)]
+    read: ReadArgs,
     /// Write y as a Matrix Market array (from the first method run).
     #[arg(long)]
     output: Option<PathBuf>,
@@ -67,16 +71,36 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
         Some(name) => vec![Method::from_name(name)?],
         None => Method::ALL.iter().copied().chain([Method::Auto]).collect(),
     };
+    // The adapter first: the files are read with its limits, so that a size line no GPU could
+    // take is refused before anything of that size is allocated.
+    let gpu = Gpu::new()?;
+    println!("{}", gpu.info());
+    let limits = args.read.limits(if args.f64 {
+        ReadLimits::for_gpu::<f64>(&gpu)
+    } else {
+        ReadLimits::for_gpu::<f32>(&gpu)
+    });
     let (name, a) = match &args.matrix {
-        Some(p) => (p.display().to_string(), io::read_matrix_market::<f64>(p)?),
+        Some(p) => (
+            p.display().to_string(),
+            io::read_matrix_market_with::<f64>(p, &limits)?,
+        ),
         None => (
             "generated power-law matrix (seed 42)".to_owned(),
             SuiteClass::PowerLaw.generate(2_000_000, 42),
         ),
     };
-    a.check_finite()?;
+    // NaN and infinities in A are multiplied like any value and compared exactly (`compare`).
     let x = match &args.x {
-        Some(p) => io::read_vector::<f64>(p)?,
+        Some(p) => {
+            // x must have the matrix's ncols elements, which are allocated below anyway: as many
+            // are allowed, however few entries a coordinate x lists, and no more.
+            let n = a.ncols();
+            let x_limits = limits
+                .cap_dimension(n, format!("x must have the matrix's {n} columns"))
+                .with_free_dimension(n);
+            io::read_vector_with::<f64>(p, &x_limits)?
+        }
         None => {
             // random_vector allocates unchecked: first make sure the host can hold x at all.
             drop(host_vec::<f64>(a.ncols(), "x")?);
@@ -90,8 +114,6 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
             actual: x.len(),
         });
     }
-    let gpu = Gpu::new()?;
-    println!("{}", gpu.info());
     println!("matrix: {name}\n        {}", a.row_stats());
     if args.f64 {
         run_typed::<f64>(args, &gpu, &a, &x, &methods)

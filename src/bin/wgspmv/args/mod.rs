@@ -5,12 +5,30 @@ pub mod bccoo;
 pub mod suraa;
 
 use clap::builder::PossibleValuesParser;
+use wgspmv::matrix::io::ReadLimits;
 use wgspmv::methods::bccoo::Carry;
 use wgspmv::methods::speculative::Finish;
 use wgspmv::methods::suraa::SetupOn;
 use wgspmv::methods::LanePolicy;
 use wgspmv::testing::SuiteClass;
 use wgspmv::{BuildOn, Method};
+
+/// How large the Matrix Market files that multiply and bench read may say they are.
+#[derive(clap::Args)]
+pub struct ReadArgs {
+    /// Rows or columns a Matrix Market file may declare per entry it lists, beyond 2^20 of them
+    /// (so that a size line of a few bytes cannot ask for gigabytes); raise it to read a matrix
+    /// with more empty rows than entries. Sizes are also capped by the adapter's binding limit.
+    #[arg(long, default_value_t = ReadLimits::DEFAULT_DIMENSION_PER_ENTRY)]
+    dims_per_entry: usize,
+}
+
+impl ReadArgs {
+    /// `base` (the limits of the adapter) with the flags applied.
+    pub fn limits(&self, base: ReadLimits) -> ReadLimits {
+        base.with_dimension_per_entry(self.dims_per_entry)
+    }
+}
 
 /// A flag's accepted names, each with the values it stands for under their row-label suffixes
 /// (`both` stands for two rows).
