@@ -16,6 +16,7 @@ pub struct GpuVector<T> {
 impl<T: Scalar> GpuVector<T> {
     /// Uploads `data`.
     pub fn from_slice(gpu: &Gpu, data: &[T]) -> Result<Self> {
+        let _turn = gpu.gl_turn();
         gpu.check_scalar::<T>()?;
         let bytes = std::mem::size_of_val(data) as u64;
         let limit = gpu.info().max_binding_bytes();
@@ -59,6 +60,7 @@ impl<T: Scalar> GpuVector<T> {
     /// [`read`](Self::read) and [`try_clone`](Self::try_clone), `COPY_DST` by
     /// [`write`](Self::write) and [`fill`](Self::fill). A plan's products need nothing more.
     pub fn from_buffer(gpu: &Gpu, buffer: wgpu::Buffer, len: usize) -> Result<Self> {
+        let _turn = gpu.gl_turn();
         gpu.check_scalar::<T>()?;
         let bad = |reason: String| Error::InvalidParameter {
             name: "buffer",
@@ -92,6 +94,7 @@ impl<T: Scalar> GpuVector<T> {
 
     /// A copy of this vector in a new buffer, made on the GPU (queued; no wait).
     pub fn try_clone(&self) -> Result<Self> {
+        let _turn = self.gpu.gl_turn();
         if !self.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC) {
             return Err(Error::InvalidParameter {
                 name: "buffer",
@@ -144,6 +147,7 @@ impl<T: Scalar> GpuVector<T> {
 
     /// Overwrites the whole vector with `data` (same length).
     pub fn write(&mut self, data: &[T]) -> Result<()> {
+        let _turn = self.gpu.gl_turn();
         if data.len() != self.len {
             return Err(Error::DimensionMismatch {
                 what: "data written to a GpuVector",
@@ -173,6 +177,7 @@ impl<T: Scalar> GpuVector<T> {
 
     /// Reads the vector back, blocking until the GPU has finished the work that writes it.
     pub fn read(&self) -> Result<Vec<T>> {
+        let _turn = self.gpu.gl_turn();
         let (staging, rx) = self.start_read()?;
         let status = self.gpu.wait_for_callback(rx)?;
         Self::finish_read(staging, Some(status), self.len)
@@ -182,17 +187,23 @@ impl<T: Scalar> GpuVector<T> {
     /// callback wakes it: on native backends callbacks run only while the device is polled, so a
     /// short-lived thread waits on the device meanwhile.
     pub async fn read_async(&self) -> Result<Vec<T>> {
-        let (staging, rx) = self.start_read()?;
+        // The GL turn is taken by each synchronous step, never held across the await.
+        let (staging, rx) = {
+            let _turn = self.gpu.gl_turn();
+            self.start_read()?
+        };
         #[cfg(not(target_arch = "wasm32"))]
         {
-            let device = self.gpu.device().clone();
+            let gpu = self.gpu.clone();
             std::thread::spawn(move || {
-                let _ = device.poll(wgpu::PollType::wait_indefinitely());
+                let _turn = gpu.gl_turn();
+                let _ = super::wait_for_device(gpu.device(), gpu.info().backend);
             });
         }
         let status = rx.await;
         self.gpu.check_alive()?;
         let status = status.map_err(|_| Error::Map("the map callback was dropped".into()))?;
+        let _turn = self.gpu.gl_turn();
         Self::finish_read(staging, Some(status), self.len)
     }
 

@@ -192,6 +192,8 @@ pub(crate) struct GpuInner {
     /// Timed recordings handed back in other encoders, logged after the recording thread's
     /// next read back (`WGSPMV_PASS_TIMES`).
     pub(crate) deferred_times: Mutex<Vec<recorder::DeferredTimes>>,
+    /// Held by the thread driving a GL device (`Gpu::gl_turn`).
+    gl_turn: parking_lot::ReentrantMutex<()>,
     /// The bind group layout that checks which device a caller's buffer belongs to.
     probe_layout: std::sync::OnceLock<wgpu::BindGroupLayout>,
 }
@@ -200,6 +202,28 @@ pub(crate) struct GpuInner {
 #[derive(Clone)]
 pub struct Gpu {
     pub(crate) inner: Arc<GpuInner>,
+}
+
+/// Waits until the work submitted to `device` is done. wgpu's GL backend holds its one context
+/// lock for the whole of a wait, and panics in any other thread that waits more than 6 s for it
+/// ("Could not lock adapter context"); there the wait is taken in short slices, the lock free
+/// between them, so several threads sharing a `Gpu` on GL take turns instead.
+pub(crate) fn wait_for_device(
+    device: &wgpu::Device,
+    backend: wgpu::Backend,
+) -> std::result::Result<(), wgpu::PollError> {
+    if backend != wgpu::Backend::Gl {
+        return device.poll(wgpu::PollType::wait_indefinitely()).map(drop);
+    }
+    loop {
+        match device.poll(wgpu::PollType::Wait {
+            submission_index: None,
+            timeout: Some(std::time::Duration::from_millis(5)),
+        }) {
+            Err(wgpu::PollError::Timeout) => std::thread::yield_now(),
+            other => return other.map(drop),
+        }
+    }
 }
 
 /// One wgpu instance per process and descriptor, shared by every `Gpu` this crate opens. wgpu
@@ -421,6 +445,7 @@ impl Gpu {
                 fastest_probe_ms: Mutex::default(),
                 deferred_times: Mutex::default(),
                 probe_layout: Default::default(),
+                gl_turn: Default::default(),
             }),
         }
     }
@@ -495,16 +520,24 @@ impl Gpu {
         self.inner.compile_ns.load(Ordering::Relaxed)
     }
 
+    /// On wgpu's GL backend, the turn of the calling thread to drive the device, held by every
+    /// public call for its whole length (reentrant: calls within calls take it again). wgpu's GL
+    /// backend serializes its work behind one context lock that a thread waits for at most 6 s
+    /// before wgpu panics ("Could not lock adapter context"); several threads calling wgpu on one
+    /// GL device at once met that panic. Elsewhere `None`: Vulkan, Metal and DX12 take calls
+    /// from any number of threads.
+    pub(crate) fn gl_turn(&self) -> Option<parking_lot::ReentrantMutexGuard<'_, ()>> {
+        (self.inner.info.backend == wgpu::Backend::Gl).then(|| self.inner.gl_turn.lock())
+    }
+
     /// Waits until all submitted work is done.
     pub fn wait(&self) -> Result<()> {
+        let _turn = self.gl_turn();
         self.check_alive()?;
-        self.inner
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Wgpu {
-                during: "waiting for the GPU".into(),
-                message: e.to_string(),
-            })?;
+        wait_for_device(&self.inner.device, self.inner.info.backend).map_err(|e| Error::Wgpu {
+            during: "waiting for the GPU".into(),
+            message: e.to_string(),
+        })?;
         self.check_alive()
     }
 

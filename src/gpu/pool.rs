@@ -385,6 +385,7 @@ impl Gpu {
 
     /// Releases every idle buffer to the driver (e.g. before the application allocates a lot).
     pub fn release_buffer_pool(&self) {
+        let _turn = self.gl_turn();
         let mut idle = crate::lock(&self.inner.pool.idle);
         idle.by_kind.clear();
         idle.order.clear();

@@ -214,6 +214,7 @@ impl Gpu {
         method: Method,
         opts: &PlanOptions,
     ) -> Result<SpmvPlan<T>> {
+        let _turn = self.gl_turn();
         self.check_scalar::<T>()?;
         let start = std::time::Instant::now();
         if method == Method::Auto {
@@ -348,6 +349,7 @@ impl Gpu {
         method: Method,
         opts: &PlanOptions,
     ) -> Result<SpmvPlan<T>> {
+        let _turn = self.gl_turn();
         self.check_scalar::<T>()?;
         let start = std::time::Instant::now();
         // `speculative` and an untuned `bccoo` need nothing of the validation before their first

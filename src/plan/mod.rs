@@ -332,6 +332,7 @@ impl<T: Scalar> SpmvPlan<T> {
         beta: T,
         y: &mut GpuVector<T>,
     ) -> Result<()> {
+        let _turn = self.gpu.gl_turn();
         self.check(x, y)?;
         self.keep_out_of_pool();
         // Checked here, not at the caller's `finish`, where wgpu would panic.
@@ -397,10 +398,11 @@ impl<T: Scalar> SpmvPlan<T> {
         beta: T,
         y: &mut GpuVector<T>,
     ) -> Result<()> {
+        let _turn = self.gpu.gl_turn();
         self.check(x, y)?;
         let host = self.host_path_for(y);
         // A panic elsewhere cannot leave the scratch buffers half used: the host stage resets them.
-        let _turn = host.map(|h| crate::lock(&h.turn));
+        let _host_turn = host.map(|h| crate::lock(&h.turn));
         let stages = host.map_or(&self.stages[..], |h| &h.stages[..]);
         self.gpu.scoped("running SpMV", || {
             let mut enc = self
@@ -432,6 +434,7 @@ impl<T: Scalar> SpmvPlan<T> {
         beta: T,
         y: &mut GpuVector<T>,
     ) -> Result<wgpu::SubmissionIndex> {
+        let _turn = self.gpu.gl_turn();
         self.check(x, y)?;
         self.gpu.scoped("submitting SpMV", || {
             let mut enc = self
@@ -460,6 +463,7 @@ impl<T: Scalar> SpmvPlan<T> {
     /// Mean time of one `y = A·x` over `repeats` back-to-back products in one submission; for a
     /// plan that finishes on the host, the median wall-clock time of whole `run` calls.
     pub fn time(&self, x: &GpuVector<T>, y: &mut GpuVector<T>, repeats: u32) -> Result<Timing> {
+        let _turn = self.gpu.gl_turn();
         self.check(x, y)?;
         if self.host_path_for(y).is_some() {
             return self.time_runs(x, y, repeats);

@@ -222,6 +222,7 @@ impl<T: Scalar> SpmvPlan<T> {
     /// without rebuilding the plan. Products submitted before run with the old values, later
     /// ones with the new. An error leaves the plan as it was.
     pub fn update_values(&self, values: &[T]) -> Result<()> {
+        let _turn = self.gpu.gl_turn();
         if values.len() != self.nnz {
             return Err(Error::DimensionMismatch {
                 what: "values",
@@ -351,6 +352,7 @@ impl<T: Scalar> SpmvPlan<T> {
         values: &wgpu::Buffer,
         offset: u64,
     ) -> Result<()> {
+        let _turn = self.gpu.gl_turn();
         self.keep_out_of_pool();
         self.record_update(encoder, values, offset)
     }
@@ -435,6 +437,7 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// [`record_update_values`](Self::record_update_values), submitted.
     pub fn update_values_from_buffer(&self, values: &wgpu::Buffer, offset: u64) -> Result<()> {
+        let _turn = self.gpu.gl_turn();
         let mut encoder = self
             .gpu
             .device()

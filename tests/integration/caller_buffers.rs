@@ -110,7 +110,7 @@ fn product(
     Ok(exact(a, xs, 1.0, 0.0, &y0))
 }
 
-/// Eight threads share one plan, each with its own `x` and `y`, 50 products each, rotating
+/// Eight threads share one plan, each with its own `x` and `y`, 50 products each (12 on GL), rotating
 /// through `run`, `run_axpby`, `submit`, `record_axpby`, `time` and `update_values` + `run`;
 /// every product is checked exactly. (A speculative plan finishing on the host once let a
 /// product submitted by one thread overwrite the scratch buffers another's host stage read.)
@@ -132,6 +132,13 @@ fn eight_threads_share_a_plan_in_every_mode() {
         ));
     }
     for (dev, gpu) in gpus() {
+        // wgpu's GL backend (llvmpipe in CI) runs one thread at a time and has no subgroups to
+        // turn off: fewer products, on one device.
+        let gl = gpu.info().backend == wgpu::Backend::Gl;
+        if gl && dev == "subgroups off" {
+            continue;
+        }
+        let products = if gl { 12 } else { 50 };
         for (name, m, opts) in &configs {
             let plan = gpu.prepare_with(&a, *m, opts).unwrap();
             let label = format!("{name} / {dev} [{}]", plan.details());
@@ -143,7 +150,7 @@ fn eight_threads_share_a_plan_in_every_mode() {
                         let xs = integer_vector(a.ncols(), t as u64 + 1);
                         let x = GpuVector::from_slice(gpu, &xs).unwrap();
                         let mut y = GpuVector::filled(gpu, a.nrows(), f32::NAN).unwrap();
-                        for i in 0..50 {
+                        for i in 0..products {
                             // `time` settles the GPU's clocks first (a fraction of a second):
                             // once per thread, while the others multiply.
                             let mode = if i == 10 { 4 } else { [0, 1, 2, 3, 5][(t + i) % 5] };
@@ -164,7 +171,8 @@ fn eight_threads_share_a_plan_in_every_mode() {
             assert_eq!(
                 wrong.into_inner(),
                 0,
-                "{label}: wrong products of 400 (rows listed above)"
+                "{label}: wrong products of {} (rows listed above)",
+                8 * products
             );
         }
     }
