@@ -1,6 +1,7 @@
-//! An application that owns its GPU device: it creates the device itself (WebGPU's default limits
-//! raised to what wgspmv can use), shares it with wgspmv, and records SpMV into its own command
-//! encoder between its own passes, so y never leaves the GPU until the app wants it.
+//! An application that owns its GPU device: it creates the device itself (with
+//! `Gpu::device_descriptor`: the features and limits wgspmv can use), shares it with wgspmv, and
+//! records SpMV into its own command encoder between its own passes, so y never leaves the GPU
+//! until the app wants it.
 //!
 //!     cargo run --release --example embed [-- A.mtx]
 
@@ -15,12 +16,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             wgpu::PowerPreference::from_env().unwrap_or(wgpu::PowerPreference::HighPerformance),
         ..Default::default()
     }))?;
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-        label: Some("app"),
-        required_features: Gpu::wanted_features(&adapter),
-        required_limits: Gpu::wanted_limits(&adapter),
-        ..Default::default()
-    }))?;
+    let (device, queue) =
+        pollster::block_on(adapter.request_device(&Gpu::device_descriptor(&adapter)))?;
     let gpu = Gpu::from_device(device.clone(), queue.clone());
     println!("{}", gpu.info());
 

@@ -23,10 +23,11 @@
 //!
 //! # In an application that owns the device
 //!
-//! The app creates its device (here with WebGPU's default limits, what most apps ask for;
-//! [`Gpu::wanted_limits`] gives the limits at which every method runs at its best), shares it
-//! with [`Gpu::from_device`], records SpMV into its own encoder beside its own passes, and runs
-//! one plan from several threads.
+//! The app creates its device with [`Gpu::device_descriptor`] (the features and limits at which
+//! every method runs at its best), shares it with [`Gpu::from_device`], records SpMV into its own
+//! encoder beside its own passes, and runs one plan from several threads. wgpu's requests are
+//! `async`: here `pollster` (a dependency the app adds, `pollster = "0.4"`) waits on them; any
+//! executor does.
 //!
 //! ```
 //! use wgspmv::{matrix::io, wgpu, CsrMatrix, Gpu, GpuVector, Method};
@@ -41,11 +42,7 @@
 //! # /*
 //! let adapter = pollster::block_on(instance.request_adapter(&Default::default()))?;
 //! # */
-//! let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-//!     required_features: Gpu::wanted_features(&adapter),
-//!     required_limits: wgpu::Limits::default(),
-//!     ..Default::default()
-//! }))?;
+//! let (device, queue) = pollster::block_on(adapter.request_device(&Gpu::device_descriptor(&adapter)))?;
 //! let gpu = Gpu::from_device(device.clone(), queue.clone());
 //!
 //! let a: CsrMatrix<f32> = io::read_matrix_market(&mtx)?;

@@ -280,6 +280,29 @@ impl Gpu {
         adapter.features() & WANTED_FEATURES
     }
 
+    /// The descriptor to create an application's device with, so that every method runs at its
+    /// best on `adapter`: [`wanted_features`](Self::wanted_features) and
+    /// [`wanted_limits`](Self::wanted_limits). The one way to set up a device to share with
+    /// [`Gpu::from_device`]; an app that needs more of its own adds to the fields it returns
+    /// (features are optional to wgspmv: a device without them loses subgroups, f64 or timing,
+    /// and says so in [`GpuInfo`]).
+    ///
+    /// ```no_run
+    /// # use wgspmv::{wgpu, Gpu};
+    /// # async fn app(adapter: wgpu::Adapter) -> Result<Gpu, wgpu::RequestDeviceError> {
+    /// let (device, queue) = adapter.request_device(&Gpu::device_descriptor(&adapter)).await?;
+    /// let gpu = Gpu::from_device(device.clone(), queue.clone());
+    /// # Ok(gpu) }
+    /// ```
+    pub fn device_descriptor(adapter: &wgpu::Adapter) -> wgpu::DeviceDescriptor<'static> {
+        wgpu::DeviceDescriptor {
+            label: Some("wgspmv"),
+            required_features: Self::wanted_features(adapter),
+            required_limits: Self::wanted_limits(adapter),
+            ..Default::default()
+        }
+    }
+
     /// Opens the default adapter (see [`GpuOptions::adapter_name`]), blocking.
     pub fn new() -> Result<Self> {
         pollster::block_on(Self::with_options(GpuOptions::default()))

@@ -248,7 +248,7 @@ impl<T: Scalar> SpmvPlan<T> {
         y: &GpuVector<T>,
         alpha: T,
         beta: T,
-    ) -> Arc<Vec<wgpu::BindGroup>> {
+    ) -> Result<Arc<Vec<wgpu::BindGroup>>> {
         let key = BindKey {
             x: x.buffer.clone(),
             y: y.buffer.clone(),
@@ -261,14 +261,18 @@ impl<T: Scalar> SpmvPlan<T> {
             let hit = bound.remove(i);
             let groups = hit.1.clone();
             bound.push(hit);
-            return groups;
+            return Ok(groups);
         }
-        let groups = Arc::new(self.create_bind_groups(stages, x, y, alpha, beta));
+        // In an error scope: a bind group wgpu refuses is a typed error here, not a panic at the
+        // caller's `finish` (`record`) or in wgpu's default handler.
+        let groups = Arc::new(self.gpu.scoped("binding a product's buffers", || {
+            self.create_bind_groups(stages, x, y, alpha, beta)
+        })?);
         if bound.len() == BOUND_CALLS {
             bound.remove(0);
         }
         bound.push((key, groups.clone()));
-        groups
+        Ok(groups)
     }
 
     fn create_bind_groups(
@@ -335,10 +339,7 @@ impl<T: Scalar> SpmvPlan<T> {
         let _turn = self.gpu.gl_turn();
         self.check(x, y)?;
         self.keep_out_of_pool();
-        // Checked here, not at the caller's `finish`, where wgpu would panic.
-        let groups = self.gpu.scoped("binding a product's buffers", || {
-            self.bind(&self.stages, x, y, alpha, beta)
-        })?;
+        let groups = self.bind(&self.stages, x, y, alpha, beta)?;
         Self::record_stages(&self.stages, groups, encoder);
         Ok(())
     }
@@ -404,12 +405,13 @@ impl<T: Scalar> SpmvPlan<T> {
         // A panic elsewhere cannot leave the scratch buffers half used: the host stage resets them.
         let _host_turn = host.map(|h| crate::lock(&h.turn));
         let stages = host.map_or(&self.stages[..], |h| &h.stages[..]);
+        let groups = self.bind(stages, x, y, alpha, beta)?;
         self.gpu.scoped("running SpMV", || {
             let mut enc = self
                 .gpu
                 .device()
                 .create_command_encoder(&Default::default());
-            Self::record_stages(stages, self.bind(stages, x, y, alpha, beta), &mut enc);
+            Self::record_stages(stages, groups, &mut enc);
             self.gpu.submit([enc.finish()]);
         })?;
         match host {
@@ -436,16 +438,13 @@ impl<T: Scalar> SpmvPlan<T> {
     ) -> Result<wgpu::SubmissionIndex> {
         let _turn = self.gpu.gl_turn();
         self.check(x, y)?;
+        let groups = self.bind(&self.stages, x, y, alpha, beta)?;
         self.gpu.scoped("submitting SpMV", || {
             let mut enc = self
                 .gpu
                 .device()
                 .create_command_encoder(&Default::default());
-            Self::record_stages(
-                &self.stages,
-                self.bind(&self.stages, x, y, alpha, beta),
-                &mut enc,
-            );
+            Self::record_stages(&self.stages, groups, &mut enc);
             self.gpu.submit([enc.finish()])
         })
     }
@@ -468,7 +467,7 @@ impl<T: Scalar> SpmvPlan<T> {
         if self.host_path_for(y).is_some() {
             return self.time_runs(x, y, repeats);
         }
-        let groups = self.bind(&self.stages, x, y, T::from_f64(1.0), T::from_f64(0.0));
+        let groups = self.bind(&self.stages, x, y, T::from_f64(1.0), T::from_f64(0.0))?;
         self.gpu
             .time_pass(repeats, |pass| Self::encode(&self.stages, pass, &groups))
     }
@@ -559,7 +558,7 @@ impl<T: Scalar> SpmvPlan<T> {
         let groups: Vec<Arc<Vec<wgpu::BindGroup>>> = plans
             .iter()
             .map(|p| p.bind(&p.stages, x, y, one, zero))
-            .collect();
+            .collect::<Result<_>>()?;
         let on_device: Vec<usize> = (0..plans.len())
             .filter(|&i| !plans[i].finishes_on_host())
             .collect();

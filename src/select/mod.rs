@@ -236,8 +236,8 @@ pub fn predict(
 
 /// A hash of the matrix structure (dimensions, row pointers, column indices; not the values),
 /// the same in every process, on any number of threads and from GPU buffers
-/// ([`fingerprint_gpu`]): the row pointers and then the columns are cut into chunks of
-/// [`FINGERPRINT_CHUNK`] words, each hashed on its own (in parallel: a serial pass over a large
+/// (`fingerprint_gpu`): the row pointers and then the columns are cut into chunks of
+/// `FINGERPRINT_CHUNK` words, each hashed on its own (in parallel: a serial pass over a large
 /// matrix's columns is a noticeable part of a tuning of short products, docs/bccoo.md), and the
 /// chunks' hashes folded in order.
 pub fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
