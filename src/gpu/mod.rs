@@ -28,7 +28,8 @@ pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SUBGROUP
     .union(wgpu::Features::SHADER_F64)
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
-    .union(wgpu::Features::SHADER_INT64);
+    .union(wgpu::Features::SHADER_INT64)
+    .union(wgpu::Features::PIPELINE_CACHE);
 
 /// How to choose and open the adapter.
 #[derive(Clone, Debug, Default)]
@@ -44,6 +45,12 @@ pub struct GpuOptions {
     /// Features not to request even if the adapter has them, e.g. `SUBGROUP` to exercise the
     /// workgroup-memory paths.
     pub disabled_features: wgpu::Features,
+    /// A directory where compiled pipelines are kept between processes (a wgpu
+    /// `PipelineCache`, on adapters with `Features::PIPELINE_CACHE`: Vulkan), one file per
+    /// adapter, driver and crate version. `None`: the environment variable
+    /// `WGSPMV_PIPELINE_CACHE` names one, else nothing is kept. See
+    /// [`Gpu::use_pipeline_cache_dir`].
+    pub pipeline_cache_dir: Option<std::path::PathBuf>,
 }
 
 /// What an adapter is and can do, as far as SpMV cares.
@@ -192,6 +199,8 @@ pub(crate) struct GpuInner {
     /// Timed recordings handed back in other encoders, logged after the recording thread's
     /// next read back (`WGSPMV_PASS_TIMES`).
     pub(crate) deferred_times: Mutex<Vec<recorder::DeferredTimes>>,
+    /// The pipeline cache compiles go through, and where it is saved (`gpu/pipeline.rs`).
+    disk_cache: Mutex<Option<Arc<pipeline::DiskCache>>>,
     /// Held by the thread driving a GL device (`Gpu::gl_turn`).
     gl_turn: parking_lot::ReentrantMutex<()>,
     /// The bind group layout that checks which device a caller's buffer belongs to.
@@ -417,13 +426,19 @@ impl Gpu {
         device.set_device_lost_callback(move |reason, message| {
             *crate::lock(&lost2) = Some((format!("{reason:?}"), message));
         });
-        Ok(Self::assemble(
-            device,
-            queue,
-            adapter_info,
-            lost,
-            chosen_because,
-        ))
+        let gpu = Self::assemble(device, queue, adapter_info, lost, chosen_because);
+        let dir = opts.pipeline_cache_dir.clone().or_else(|| {
+            std::env::var_os("WGSPMV_PIPELINE_CACHE")
+                .filter(|d| !d.is_empty())
+                .map(Into::into)
+        });
+        if let Some(dir) = dir {
+            // A cache that cannot be read or made costs compile time, nothing else.
+            if let Err(e) = gpu.use_pipeline_cache_dir(&dir) {
+                log::warn!("pipeline cache in {} not used: {e}", dir.display());
+            }
+        }
+        Ok(gpu)
     }
 
     /// Wraps a device and queue that the host application owns, so SpMV shares its device. The
@@ -469,6 +484,7 @@ impl Gpu {
                 deferred_times: Mutex::default(),
                 probe_layout: Default::default(),
                 gl_turn: Default::default(),
+                disk_cache: Mutex::default(),
             }),
         }
     }

@@ -1,11 +1,125 @@
-//! The pipeline cache: one compiled pipeline per kernel variant and device.
+//! The pipeline cache: one compiled pipeline per kernel variant and device, and (where the
+//! adapter has `Features::PIPELINE_CACHE`) the driver's compiled code kept in a file between
+//! processes.
 
 use super::Gpu;
 use crate::kernel::{LaneMode, Variant};
-use crate::Result;
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// A wgpu pipeline cache every compile goes through, and the file it is kept in.
+pub(crate) struct DiskCache {
+    cache: wgpu::PipelineCache,
+    /// `None` for an application's own cache, which the application saves.
+    file: Option<PathBuf>,
+    /// Pipelines were compiled since the last save.
+    changed: AtomicBool,
+}
+
 impl Gpu {
+    /// Keeps compiled pipelines in `dir` between processes, where the device has
+    /// `Features::PIPELINE_CACHE` (Vulkan adapters; [`Gpu::device_descriptor`] asks for it).
+    /// Returns whether a cache is now used. The file is named after the adapter (wgpu's
+    /// `pipeline_cache_key`: vendor and device) and this crate's version, and wgpu and the
+    /// driver check the rest (driver version, their formats) inside the data: a file that does
+    /// not match is ignored and overwritten, never used. Saved after each `prepare` that
+    /// compiled a pipeline, and by [`Gpu::save_pipeline_cache`]. The directory is the caller's:
+    /// a file someone else wrote there reaches the driver.
+    pub fn use_pipeline_cache_dir(&self, dir: impl AsRef<Path>) -> Result<bool> {
+        let dir = dir.as_ref();
+        if !self
+            .device()
+            .features()
+            .contains(wgpu::Features::PIPELINE_CACHE)
+        {
+            return Ok(false);
+        }
+        let Some(key) = wgpu::util::pipeline_cache_key(&self.device().adapter_info()) else {
+            return Ok(false);
+        };
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
+        let file = dir.join(format!("{key}_wgspmv-{}.bin", env!("CARGO_PKG_VERSION")));
+        let data = std::fs::read(&file).ok();
+        let cache = self.scoped("loading the pipeline cache", || {
+            // SAFETY: the data is what `PipelineCache::get_data` returned for a device of this
+            // cache key (the file is named by it); wgpu and the driver validate its headers and
+            // fall back to an empty cache (`fallback`) where it does not match.
+            unsafe {
+                self.device()
+                    .create_pipeline_cache(&wgpu::PipelineCacheDescriptor {
+                        label: Some("wgspmv pipelines"),
+                        data: data.as_deref(),
+                        fallback: true,
+                    })
+            }
+        })?;
+        log::debug!(
+            "pipeline cache {} ({} bytes read)",
+            file.display(),
+            data.map_or(0, |d| d.len())
+        );
+        *crate::lock(&self.inner.disk_cache) = Some(Arc::new(DiskCache {
+            cache,
+            file: Some(file),
+            changed: AtomicBool::new(false),
+        }));
+        Ok(true)
+    }
+
+    /// Compiles through `cache`, the application's own (which it saves itself, with
+    /// `PipelineCache::get_data`); the device needs `Features::PIPELINE_CACHE`.
+    pub fn use_pipeline_cache(&self, cache: wgpu::PipelineCache) {
+        *crate::lock(&self.inner.disk_cache) = Some(Arc::new(DiskCache {
+            cache,
+            file: None,
+            changed: AtomicBool::new(false),
+        }));
+    }
+
+    /// Writes the pipeline cache to its file now (see [`Gpu::use_pipeline_cache_dir`]); nothing
+    /// where no file is kept or nothing was compiled since the last save.
+    pub fn save_pipeline_cache(&self) -> Result<()> {
+        let Some(dc) = crate::lock(&self.inner.disk_cache).clone() else {
+            return Ok(());
+        };
+        let Some(file) = &dc.file else {
+            return Ok(());
+        };
+        if !dc.changed.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let Some(data) = dc.cache.get_data() else {
+            return Ok(());
+        };
+        // Written aside, then renamed: a reader in another process never sees half a file.
+        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+        let io = |source| Error::Io {
+            path: file.clone(),
+            source,
+        };
+        std::fs::write(&tmp, &data).map_err(io)?;
+        std::fs::rename(&tmp, file).map_err(io)?;
+        log::debug!(
+            "pipeline cache {} saved ({} bytes)",
+            file.display(),
+            data.len()
+        );
+        Ok(())
+    }
+
+    /// Saves the pipeline cache after a `prepare`; a failure costs the next process compile
+    /// time, so it is logged rather than returned.
+    pub(crate) fn save_pipeline_cache_quietly(&self) {
+        if let Err(e) = self.save_pipeline_cache() {
+            log::warn!("{e}");
+        }
+    }
+
     /// The compiled pipeline for a kernel variant, built once per device.
     pub(crate) fn pipeline(&self, variant: &Variant) -> Result<Arc<wgpu::ComputePipeline>> {
         let key = variant.key();
@@ -56,6 +170,7 @@ impl Gpu {
                 limit,
             });
         }
+        let disk = crate::lock(&self.inner.disk_cache).clone();
         let pipeline = self.scoped(&format!("compiling {label}"), || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(&label),
@@ -83,9 +198,12 @@ impl Gpu {
                         constants: &constants,
                         ..Default::default()
                     },
-                    cache: None,
+                    cache: disk.as_ref().map(|d| &d.cache),
                 })
         })?;
+        if let Some(d) = &disk {
+            d.changed.store(true, Ordering::Release);
+        }
         let spent = compiling.elapsed().as_nanos() as u64;
         self.inner
             .compile_ns

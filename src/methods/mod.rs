@@ -215,6 +215,32 @@ impl Gpu {
         opts: &PlanOptions,
     ) -> Result<SpmvPlan<T>> {
         let _turn = self.gl_turn();
+        let compiled = self.compile_ns();
+        let plan = self.prepare_host(a, method, opts);
+        self.finish_prepare(plan, compiled)
+    }
+
+    /// What every `prepare` does last: the plan's compile time, the pipeline cache saved.
+    fn finish_prepare<T: Scalar>(
+        &self,
+        plan: Result<SpmvPlan<T>>,
+        compiled_before: u64,
+    ) -> Result<SpmvPlan<T>> {
+        let mut plan = plan?;
+        let compile_ns = self.compile_ns() - compiled_before;
+        plan.report_mut().compile_ms = compile_ns as f64 / 1e6;
+        if compile_ns > 0 {
+            self.save_pipeline_cache_quietly();
+        }
+        Ok(plan)
+    }
+
+    fn prepare_host<T: Scalar>(
+        &self,
+        a: &CsrMatrix<T>,
+        method: Method,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
         self.check_scalar::<T>()?;
         let start = std::time::Instant::now();
         if method == Method::Auto {
@@ -350,6 +376,17 @@ impl Gpu {
         opts: &PlanOptions,
     ) -> Result<SpmvPlan<T>> {
         let _turn = self.gl_turn();
+        let compiled = self.compile_ns();
+        let plan = self.prepare_gpu_csr_inner(a, method, opts);
+        self.finish_prepare(plan, compiled)
+    }
+
+    fn prepare_gpu_csr_inner<T: Scalar>(
+        &self,
+        a: &GpuCsr,
+        method: Method,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
         self.check_scalar::<T>()?;
         let start = std::time::Instant::now();
         // `speculative` and an untuned `bccoo` need nothing of the validation before their first

@@ -14,6 +14,11 @@ pub struct Report {
     pub parameters: String,
     /// Wall-clock time from `prepare` to a plan ready to run (its GPU work included), in ms.
     pub setup_ms: f64,
+    /// Of `setup_ms`, the time spent compiling pipelines, in ms: the first plan of its kind on a
+    /// device compiles its kernels (loaded from the pipeline cache where one is kept,
+    /// [`Gpu::use_pipeline_cache_dir`](crate::Gpu::use_pipeline_cache_dir)); later ones reuse
+    /// them.
+    pub compile_ms: f64,
     /// Of `setup_ms`, the time spent timing candidates (tuning, timed `Auto`), in ms.
     pub tuning_ms: f64,
     /// Of `setup_ms`, the time spent validating a matrix given on the GPU
@@ -146,6 +151,7 @@ impl fmt::Debug for Report {
             .field("method", &self.method)
             .field("parameters", &self.parameters)
             .field("setup_ms", &self.setup_ms)
+            .field("compile_ms", &self.compile_ms)
             .field("tuning_ms", &self.tuning_ms)
             .field("validation_ms", &self.validation_ms)
             .field("read_back_bytes", &self.read_back_bytes)
@@ -165,6 +171,9 @@ impl fmt::Display for Report {
             "{} ({}); setup {:.2} ms",
             self.method, self.parameters, self.setup_ms
         )?;
+        if self.compile_ms > 0.0 {
+            write!(f, " (compiling pipelines {:.2} ms)", self.compile_ms)?;
+        }
         if self.tuning_ms > 0.0 {
             write!(f, " (tuning {:.2} ms)", self.tuning_ms)?;
         }

@@ -18,6 +18,7 @@ mod ieee_specials;
 mod interop;
 mod long_rows;
 mod mtx_fuzz;
+mod pipeline_cache;
 mod real_matrices;
 mod shaders;
 mod shared_plans;
