@@ -377,3 +377,21 @@ fn one_buffer_as_input_and_output_is_refused() {
         still_usable(&gpu, &a, dev);
     }
 }
+
+/// A values buffer shorter than the plan's entries: the error counts elements, as its message
+/// says (it counted bytes and called them elements).
+#[test]
+fn short_values_buffer_counts_elements() {
+    let a = integer_matrix(200, 200, 6);
+    let Some(gpu) = gpu() else { return };
+    let short = buffer(&gpu, 4 * 10, U::COPY_SRC | U::STORAGE);
+    for &m in Method::ALL {
+        let plan = gpu.prepare(&a, m).unwrap();
+        match plan.update_values_from_buffer(&short, 8) {
+            Err(Error::DimensionMismatch {
+                expected, actual, ..
+            }) => assert_eq!((expected, actual), (a.nnz(), 8), "{m}"),
+            other => panic!("{m}: {other:?}"),
+        }
+    }
+}
