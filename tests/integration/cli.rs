@@ -35,6 +35,22 @@ fn data(name: &str) -> String {
     format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The words of `multiply`'s one line for `method`: name, ms per product, GB/s, share of the
+/// copy, and the verdict. Panics unless exactly one line starts with the name and a number
+/// (`--verbose`'s indented lines aside).
+fn method_line<'a>(out: &'a str, method: &str) -> Vec<&'a str> {
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| {
+            w.first() == Some(&method) && w.get(1).is_some_and(|v| v.parse::<f64>().is_ok())
+        })
+        .collect();
+    assert_eq!(lines.len(), 1, "one line for {method}: {out}");
+    lines.into_iter().next().unwrap()
+}
+
 #[test]
 fn version_and_typos_fail_before_the_gpu() {
     let o = wgspmv(&["--version"], &[]);
@@ -55,6 +71,66 @@ fn version_and_typos_fail_before_the_gpu() {
         assert!(t.contains("invalid value"), "{args:?}: {t}");
         assert!(!t.contains("adapter:"), "{args:?} opened an adapter: {t}");
     }
+}
+
+/// `multiply --help` says y is written only with `--output`, lists the general flags first and
+/// each method's flags under its own heading, with the names they always had.
+#[test]
+fn multiply_help_groups_method_flags_under_headings() {
+    let o = wgspmv(&["multiply", "--help"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(help.contains("y is written only with --output"), "{help}");
+    let at = |needle: &str| {
+        help.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} in {help}"))
+    };
+    let general = at("\nOptions:\n");
+    let speculative = at("\nspeculative options:\n");
+    let suraa = at("\nsuraa options:\n");
+    let bccoo = at("\nbccoo and bccoo-plus options:\n");
+    assert!(
+        general < speculative && speculative < suraa && suraa < bccoo,
+        "{help}"
+    );
+    for flag in [
+        "--matrix",
+        "--method",
+        "--x",
+        "--output",
+        "--f64",
+        "--repeat",
+        "--verbose",
+    ] {
+        assert!(
+            (general..speculative).contains(&at(&format!(" {flag} "))),
+            "{flag}"
+        );
+    }
+    assert!((speculative..suraa).contains(&at(" --finish ")));
+    for flag in [
+        "--setup",
+        "--max-child",
+        "--scalar-stage",
+        "--scalar-writes",
+    ] {
+        assert!((suraa..bccoo).contains(&at(&format!(" {flag} "))), "{flag}");
+    }
+    for flag in [
+        "--carry",
+        "--tune",
+        "--tune-budget",
+        "--tune-file",
+        "--bccoo-tile",
+        "--bccoo-block",
+        "--bccoo-slices",
+        "--bccoo-strategy",
+        "--bccoo-spin",
+    ] {
+        assert!(bccoo < at(&format!(" {flag}")), "{flag}");
+    }
+    assert!(help.contains("-v, --verbose"), "{help}");
+    assert!(help.contains(" --dims-per-entry "), "{help}");
 }
 
 #[test]
@@ -101,8 +177,17 @@ fn multiply_writes_y_equal_to_the_reference() {
         assert!(o.status.success(), "{method}: {}", text(&o));
         let out = String::from_utf8_lossy(&o.stdout);
         if method == "auto" {
-            assert!(out.contains("auto ("), "auto lists its candidates: {out}");
+            assert!(
+                out.contains("\nauto chose "),
+                "auto says what it chose: {out}"
+            );
         }
+        let line = method_line(&out, method);
+        assert_eq!(line.last(), Some(&"ok"), "{method}: {out}");
+        assert!(
+            out.contains(&format!("wrote y (67 values, from {method}) to ")),
+            "{out}"
+        );
         // f32 on the GPU, written in decimal: checked like any f32 product.
         let y: Vec<f32> = io::read_vector(&yp).unwrap();
         let a32 = a.cast::<f32>();
@@ -183,7 +268,7 @@ fn bench_writes_csv_and_plot_and_calibrate_writes_a_profile_auto_loads() {
     );
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("auto (cli-test profile"),
+        String::from_utf8_lossy(&o.stdout).contains("by the cli-test profile's cost model"),
         "{}",
         text(&o)
     );
@@ -296,11 +381,165 @@ fn multiply_reads_array_matrices_with_special_values() {
         ];
         let o = wgspmv(&args, &[]);
         assert!(o.status.success(), "{method}: {}", text(&o));
-        assert!(
-            String::from_utf8_lossy(&o.stdout).contains(" ok ("),
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            method_line(&out, method).last(),
+            Some(&"ok"),
             "{method}: {}",
             text(&o)
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `multiply` prints a short header and one line per method (ms per product, GB/s of minimal
+/// traffic, its share of a copy timed in the same run, `ok`), and `auto`'s choice in one line;
+/// setup times, parameters and auto's predictions only with `--verbose`, in words ("bytes less
+/// than CSR", "the time of N products"), not the library's short forms.
+#[test]
+fn multiply_prints_one_line_per_method_and_details_with_verbose() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let matrix = data("west0067.mtx");
+    let args = ["multiply", "--matrix", &matrix, "--repeat", "2"];
+    let o = wgspmv(&args, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("adapter: "), "{out}");
+    assert_eq!(
+        lines[1],
+        format!("matrix: {matrix}: 67 rows x 67 columns, 294 nonzeros, computed in f32"),
+        "{out}"
+    );
+    let copy: f64 = lines[2]
+        .strip_prefix("copy: ")
+        .and_then(|l| l.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("a copy bandwidth: {out}"));
+    assert!(copy > 0.0, "{out}");
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("method "))
+        .expect("a table header");
+    assert!(
+        lines[header].contains("ms per product")
+            && lines[header].contains("GB/s")
+            && lines[header].contains("% of copy"),
+        "{out}"
+    );
+    let names: Vec<&str> = wgspmv::Method::ALL
+        .iter()
+        .map(|m| m.name())
+        .chain(["auto"])
+        .collect();
+    // The table: exactly one line per method, in order, then auto's choice, and nothing else.
+    assert_eq!(lines.len(), header + 1 + names.len() + 1, "{out}");
+    let traffic = wgspmv::plan::minimal_traffic_bytes::<f32>(67, 67, 294) as f64;
+    for (i, name) in names.iter().enumerate() {
+        let w = method_line(&out, name);
+        assert_eq!(lines[header + 1 + i].split_whitespace().next(), Some(*name));
+        assert_eq!(w.len(), 5, "name, ms, GB/s, % of copy, verdict: {w:?}");
+        let ms: f64 = w[1].parse().unwrap();
+        let gbps: f64 = w[2].parse().unwrap();
+        let share: f64 = w[3].strip_suffix('%').unwrap().parse().unwrap();
+        assert!(ms > 0.0, "{w:?}");
+        // The columns agree with one another, to the digits printed.
+        let expected = traffic / (ms * 1e6);
+        assert!((gbps / expected - 1.0).abs() < 0.01, "{w:?}: {expected}");
+        let expected = 100.0 * gbps / copy;
+        assert!((share / expected - 1.0).abs() < 0.07, "{w:?}: {expected}");
+        assert_eq!(w[4], "ok", "{out}");
+    }
+    let chose = lines.last().unwrap();
+    let chosen = chose
+        .strip_prefix("auto chose ")
+        .and_then(|l| l.split(':').next())
+        .unwrap_or_else(|| panic!("auto's choice last: {out}"));
+    assert!(names[..names.len() - 1].contains(&chosen), "{chose}");
+    let above = lines[..lines.len() - 1].join("\n");
+    for detail in [
+        "setup",
+        "parameters",
+        "CSR",
+        "products)",
+        "limits:",
+        "timed by",
+    ] {
+        assert!(
+            !above.contains(detail),
+            "{detail:?} without --verbose: {out}"
+        );
+    }
+
+    // --verbose: the same lines, with each method's details under its own.
+    let o = wgspmv(&[&args[..], &["--verbose"]].concat(), &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("\nlimits: storage binding "), "{out}");
+    assert!(out.contains("\n    nonzeros per row: "), "{out}");
+    for name in &names {
+        assert_eq!(method_line(&out, name).last(), Some(&"ok"), "{out}");
+    }
+    let count = |s: &str| out.matches(s).count();
+    assert_eq!(count("\n    parameters: "), names.len(), "{out}");
+    assert_eq!(count("\n    timed by "), names.len(), "{out}");
+    let setups: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("    setup "))
+        .collect();
+    assert_eq!(setups.len(), names.len(), "{out}");
+    for l in setups {
+        let products = l
+            .split_once(" ms (the time of ")
+            .and_then(|(_, r)| r.split_once(" products)"));
+        assert!(
+            products.is_some_and(|(n, _)| n.parse::<f64>().is_ok()),
+            "{l}"
+        );
+    }
+    // cmrs's padding in words (where it does not run as the CSR vector kernel, as on lavapipe);
+    // none of the library's short forms.
+    for cmrs in out
+        .lines()
+        .filter(|l| l.starts_with("    parameters: height "))
+    {
+        assert!(
+            [
+                " bytes less than CSR)",
+                " bytes more than CSR)",
+                "(as many bytes as CSR)"
+            ]
+            .iter()
+            .any(|w| cmrs.contains(w)),
+            "{cmrs}"
+        );
+    }
+    for short in ["vs CSR", "= ", "SpMV-equivalents"] {
+        assert!(!out.contains(short), "{short:?}: {out}");
+    }
+    assert!(out.contains("\n    layout: blocks of "), "{out}");
+    // auto's candidates: every method, with predictions and this run's measurements.
+    let table = out
+        .find("the methods auto weighed")
+        .map(|at| &out[at..])
+        .unwrap_or_else(|| panic!("auto's candidates: {out}"));
+    assert!(table.contains("predicted setup") && table.contains("measured product"));
+    for name in &names[..names.len() - 1] {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(*name))
+            .unwrap_or_else(|| panic!("{name} among auto's candidates: {table}"));
+        // Predicted and measured setup and product, each in ms.
+        assert_eq!(row.matches(" ms").count(), 4, "{row}");
+    }
+    assert!(
+        out.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("auto chose "),
+        "{out}"
+    );
 }

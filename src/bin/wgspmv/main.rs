@@ -29,8 +29,9 @@ struct Cli {
 enum Command {
     /// List the adapters wgpu finds and say which one wgspmv opens, and why.
     Info(info::Args),
-    /// Multiply a sparse matrix by a vector with one method or all, check each result against
-    /// an f64 CPU reference, and write y.
+    /// Multiply a sparse matrix by a vector with every method (or one), check each result
+    /// against an f64 CPU reference, and print each method's time and bandwidth; y is written
+    /// only with --output.
     Multiply(multiply::Args),
     /// Time every method against the device's copy bandwidth; CSV and an SVG plot.
     Bench(bench::Args),
@@ -41,6 +42,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     private_runtime_dir();
+    user_pipeline_cache();
     env_logger::init();
     let result = match cli.command {
         Command::Info(a) => info::main(a),
@@ -54,6 +56,29 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Compiled pipelines are kept between runs in the user's cache directory (`Gpu::new` reads
+/// `WGSPMV_PIPELINE_CACHE`), unless that variable is already set (empty: none kept).
+fn user_pipeline_cache() {
+    if std::env::var_os("WGSPMV_PIPELINE_CACHE").is_some() {
+        return;
+    }
+    let home = |sub: &str| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(sub));
+    let base = if cfg!(windows) {
+        std::env::var_os("LOCALAPPDATA").map(std::path::PathBuf::from)
+    } else if cfg!(target_os = "macos") {
+        home("Library/Caches")
+    } else {
+        std::env::var_os("XDG_CACHE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| home(".cache"))
+    };
+    if let Some(base) = base {
+        // Single-threaded here: nothing else reads the environment yet.
+        std::env::set_var("WGSPMV_PIPELINE_CACHE", base.join("wgspmv"));
     }
 }
 

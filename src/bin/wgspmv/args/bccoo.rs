@@ -10,7 +10,8 @@ pub struct BccooArgs {
     /// `bccoo-two`, ...).
     #[arg(long, default_value = "auto", value_parser = ["auto", "single", "two", "both"])]
     pub carry: String,
-    /// Tune `bccoo` and `bccoo-plus` by timing candidates on this adapter first (section 4).
+    /// Tune `bccoo` and `bccoo-plus` by timing candidate layouts on this adapter first (the BCCOO
+    /// paper's section 4).
     #[arg(long)]
     pub tune: bool,
     /// With `--tune`: a guided search spending about this many products of the untuned plan

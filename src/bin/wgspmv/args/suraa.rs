@@ -5,8 +5,8 @@ use wgspmv::methods::suraa::{SetupOn, SuraaOptions};
 
 #[derive(clap::Args)]
 pub struct SuraaArgs {
-    /// `suraa`'s G1 budget (the paper's max_child_threads; 0 disables the dynamic kernel);
-    /// default: the library's.
+    /// `suraa`'s budget of threads for its longest rows (group G1; the paper's
+    /// max_child_threads; 0 disables the dynamic kernel); default: the library's.
     #[arg(long)]
     pub max_child: Option<u32>,
     /// Products per lane `suraa`'s scalar kernel stages in workgroup memory per round (0: rows are
