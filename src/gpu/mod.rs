@@ -235,22 +235,94 @@ pub(crate) fn wait_for_device(
     }
 }
 
-/// One wgpu instance per process and descriptor, shared by every `Gpu` this crate opens. wgpu
-/// names buffers by ids local to their instance: a buffer of another instance's device cannot be
-/// told apart from one of ours (wgpu-core panics on it, or takes it for another buffer), while
-/// one of another device of the same instance is a validation error that the checks of callers'
-/// buffers (`gpu/caller.rs`) turn into `Error::WrongDevice`.
-fn shared_instance(desc: wgpu::InstanceDescriptor) -> wgpu::Instance {
-    static INSTANCES: Mutex<Vec<((wgpu::Backends, wgpu::InstanceFlags), wgpu::Instance)>> =
+/// The instances to look for adapters in: one per process and descriptor, shared by every `Gpu`
+/// this crate opens, for every backend but GL, and a new one for GL. wgpu names buffers by ids
+/// local to their instance: a buffer of another instance's device cannot be told apart from one
+/// of ours (wgpu-core panics on it, or takes it for another buffer), while one of another device
+/// of the same instance is a validation error that the checks of callers' buffers
+/// (`gpu/caller.rs`) turn into `Error::WrongDevice`. GL is the exception: wgpu-hal gives every
+/// adapter it enumerates from one instance the same EGL context with a lock of its own, so two
+/// opens of one instance race for that context (wgpu panics with `BadAccess` when an unused
+/// adapter is dropped while another thread holds it).
+fn instances_for(desc: wgpu::InstanceDescriptor) -> Vec<wgpu::Instance> {
+    static SHARED: Mutex<Vec<((wgpu::Backends, wgpu::InstanceFlags), wgpu::Instance)>> =
         Mutex::new(Vec::new());
-    let key = (desc.backends, desc.flags);
-    let mut all = crate::lock(&INSTANCES);
-    if let Some((_, i)) = all.iter().find(|(k, _)| *k == key) {
-        return i.clone();
+    let with_backends = |backends| wgpu::InstanceDescriptor {
+        backends,
+        flags: desc.flags,
+        memory_budget_thresholds: desc.memory_budget_thresholds,
+        backend_options: desc.backend_options.clone(),
+        display: None,
+    };
+    let mut instances = Vec::new();
+    let not_gl = desc.backends - wgpu::Backends::GL;
+    if !not_gl.is_empty() {
+        let key = (not_gl, desc.flags);
+        let mut all = crate::lock(&SHARED);
+        let shared = match all.iter().find(|(k, _)| *k == key) {
+            Some((_, i)) => i.clone(),
+            None => {
+                let i = wgpu::Instance::new(with_backends(not_gl));
+                all.push((key, i.clone()));
+                i
+            }
+        };
+        instances.push(shared);
     }
-    let instance = wgpu::Instance::new(desc);
-    all.push((key, instance.clone()));
-    instance
+    if desc.backends.contains(wgpu::Backends::GL) {
+        instances.push(wgpu::Instance::new(with_backends(wgpu::Backends::GL)));
+    }
+    instances
+}
+
+/// GL devices this process has open, by adapter, features and limits.
+type GlKey = (String, wgpu::Features, wgpu::Limits);
+static GL_DEVICES: Mutex<Vec<(GlKey, std::sync::Weak<GpuInner>)>> = Mutex::new(Vec::new());
+
+/// A GL device already open for `key`. Each GL open has an instance of its own (see
+/// [`instances_for`]), and wgpu names buffers by ids local to their instance; so that two opens
+/// of one GL adapter can tell each other's buffers apart from their own, they share one device
+/// while either is alive.
+fn open_gl_device(key: &GlKey) -> Option<Gpu> {
+    let mut open = crate::lock(&GL_DEVICES);
+    open.retain(|(_, weak)| weak.strong_count() > 0);
+    open.iter()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, weak)| weak.upgrade())
+        .map(|inner| Gpu { inner })
+}
+
+/// Records `gpu` as the GL device for `key`, or returns the one another thread opened meanwhile.
+fn share_gl_device(key: GlKey, gpu: Gpu) -> Gpu {
+    let mut open = crate::lock(&GL_DEVICES);
+    if let Some(inner) = open
+        .iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, weak)| weak.upgrade())
+    {
+        return Gpu { inner };
+    }
+    open.push((key, Arc::downgrade(&gpu.inner)));
+    gpu
+}
+
+/// The order in which wgpu's `request_adapter` prefers kinds of device (lower first; no order
+/// without a preference).
+fn device_rank(kind: wgpu::DeviceType, preference: wgpu::PowerPreference) -> u8 {
+    use wgpu::DeviceType::*;
+    if preference == wgpu::PowerPreference::None {
+        return 0;
+    }
+    let low_power = preference == wgpu::PowerPreference::LowPower;
+    match kind {
+        DiscreteGpu if low_power => 2,
+        IntegratedGpu if low_power => 1,
+        DiscreteGpu => 1,
+        IntegratedGpu => 2,
+        Other => 3,
+        VirtualGpu => 4,
+        Cpu => 5,
+    }
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -331,7 +403,7 @@ impl Gpu {
             desc.flags
                 .remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
         }
-        let instance = shared_instance(desc);
+        let instances = instances_for(desc);
         let (wanted, source) = match opts.adapter_name.clone() {
             Some(name) => (Some(name), "GpuOptions::adapter_name"),
             None => match std::env::var("WGSPMV_ADAPTER") {
@@ -339,7 +411,10 @@ impl Gpu {
                 Err(_) => (std::env::var("WGPU_ADAPTER_NAME").ok(), "WGPU_ADAPTER_NAME"),
             },
         };
-        let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        let mut adapters = Vec::new();
+        for instance in &instances {
+            adapters.extend(instance.enumerate_adapters(wgpu::Backends::all()).await);
+        }
         let found: Vec<String> = adapters
             .iter()
             .map(|a| adapter_label(&a.get_info()))
@@ -372,15 +447,34 @@ impl Gpu {
             None => {
                 let preference = wgpu::PowerPreference::from_env()
                     .unwrap_or(wgpu::PowerPreference::HighPerformance);
-                let adapter = instance
-                    .request_adapter(&wgpu::RequestAdapterOptions {
+                // wgpu's choice in each instance, then the better kind of device among them (the
+                // first instance, without GL, on a tie), as one instance over every backend
+                // would choose.
+                let mut best: Option<wgpu::Adapter> = None;
+                let mut last_error = None;
+                for instance in &instances {
+                    let options = wgpu::RequestAdapterOptions {
                         power_preference: preference,
                         ..Default::default()
-                    })
-                    .await
-                    .map_err(|e| Error::NoAdapter {
-                        detail: format!(" ({e}; found: {found})"),
-                    })?;
+                    };
+                    match instance.request_adapter(&options).await {
+                        Ok(a) => {
+                            let rank = |a: &wgpu::Adapter| {
+                                device_rank(a.get_info().device_type, preference)
+                            };
+                            if best.as_ref().is_none_or(|b| rank(&a) < rank(b)) {
+                                best = Some(a);
+                            }
+                        }
+                        Err(e) => last_error = Some(e.to_string()),
+                    }
+                }
+                let adapter = best.ok_or_else(|| Error::NoAdapter {
+                    detail: format!(
+                        " ({}; found: {found})",
+                        last_error.unwrap_or_else(|| "no backend enabled".into())
+                    ),
+                })?;
                 let why = format!("wgpu's {preference:?} choice among {found}");
                 if adapter_has_compute(&adapter) {
                     (adapter, why)
@@ -409,6 +503,11 @@ impl Gpu {
         // Ask for the adapter's real limits: the defaults (128 MiB bindings, 16 KiB workgroup
         // memory) would hide what the hardware can do.
         let limits = adapter.limits();
+        let gl_key = (adapter_info.backend == wgpu::Backend::Gl)
+            .then(|| (adapter_label(&adapter_info), features, limits.clone()));
+        if let Some(gpu) = gl_key.as_ref().and_then(open_gl_device) {
+            return Ok(gpu);
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("wgspmv"),
@@ -426,7 +525,10 @@ impl Gpu {
         device.set_device_lost_callback(move |reason, message| {
             *crate::lock(&lost2) = Some((format!("{reason:?}"), message));
         });
-        let gpu = Self::assemble(device, queue, adapter_info, lost, chosen_because);
+        let mut gpu = Self::assemble(device, queue, adapter_info, lost, chosen_because);
+        if let Some(key) = gl_key {
+            gpu = share_gl_device(key, gpu);
+        }
         let dir = opts.pipeline_cache_dir.clone().or_else(|| {
             std::env::var_os("WGSPMV_PIPELINE_CACHE")
                 .filter(|d| !d.is_empty())

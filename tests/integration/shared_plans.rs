@@ -87,3 +87,35 @@ fn threads_share_a_host_finished_speculative_plan() {
         });
     }
 }
+
+/// Threads opening, using and dropping `Gpu`s at once, as the tests of an app do: every open
+/// succeeds and every product is right. wgpu-hal's GL adapters of one instance share one EGL
+/// context, and dropping one made that context current while another thread held it (a panic
+/// inside wgpu, `BadAccess`), so GL is never shared between opens.
+#[test]
+fn threads_open_use_and_drop_gpus_at_once() {
+    if gpu().is_none() {
+        return;
+    }
+    let a = SuiteClass::PowerLaw.generate(3_000, 3).cast::<f32>();
+    let x: Vec<f32> = (0..a.ncols()).map(|i| (i % 7) as f32).collect();
+    let want = reference::spmv_par(&a, &x).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..6 {
+            let (a, x, want) = (&a, &x, &want);
+            s.spawn(move || {
+                for round in 0..4 {
+                    let gpu = wgspmv::Gpu::new()
+                        .unwrap_or_else(|e| panic!("thread {t} round {round}: {e}"));
+                    let plan = gpu.prepare(a, Method::CsrVector).unwrap();
+                    let gx = GpuVector::from_slice(&gpu, x).unwrap();
+                    let mut gy = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+                    plan.run(&gx, &mut gy).unwrap();
+                    let y = gy.read().unwrap();
+                    let c = reference::check(1.0, a, x, 0.0, None, &y, want);
+                    assert!(c.ok, "thread {t} round {round}: {c:?}");
+                }
+            });
+        }
+    });
+}
