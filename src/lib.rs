@@ -103,17 +103,21 @@ pub mod error;
 pub mod gpu;
 pub mod kernel;
 pub mod matrix;
+mod method;
 pub mod methods;
 pub mod plan;
+mod prepare;
+mod profile;
 pub mod scalar;
 pub mod select;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use error::{Error, Result};
-pub use gpu::{Gpu, GpuInfo, GpuOptions, GpuVector, Timer, Timing};
+pub use gpu::{Coefficients, Gpu, GpuInfo, GpuOptions, GpuVector, Timer, Timing};
 pub use matrix::{CsrMatrix, GpuCsr, RowStats};
-pub use methods::{BuildOn, CallerBuffers, LanePolicy, Method, PlanOptions};
+pub use method::Method;
+pub use methods::{BuildOn, CallerBuffers, LanePolicy, PlanOptions};
 pub use plan::{Report, SetupSplit, SpmvPlan};
 pub use scalar::Scalar;
 /// wgpu, re-exported so that an application can match the version this crate uses.

@@ -2,6 +2,7 @@
 
 mod buffer;
 mod caller;
+mod coefficients;
 mod copy;
 mod pipeline;
 mod pool;
@@ -13,6 +14,7 @@ pub(crate) use warm::WarmUp;
 pub use buffer::GpuVector;
 pub(crate) use buffer::RangeRead;
 pub(crate) use caller::check_not_aliased;
+pub use coefficients::Coefficients;
 pub(crate) use pool::Bind;
 pub(crate) use pool::DeviceBuffer;
 pub use pool::DEFAULT_POOL_BYTES;

@@ -363,7 +363,7 @@ pub const GATHER: Kernel = Kernel {
     derive: None,
 };
 
-/// The chunk hashes of a CSR matrix's structure in GPU buffers (`select::fingerprint_gpu`).
+/// The chunk hashes of a CSR matrix's structure in GPU buffers (`matrix::fingerprint_gpu`).
 pub const FINGERPRINT: Kernel = Kernel {
     name: "fingerprint",
     file: "shared/fingerprint",

@@ -2,11 +2,14 @@
 //! input and output, and a CSR the caller already holds on the GPU.
 
 mod csr;
+mod fingerprint;
 mod gpu_csr;
 mod interop;
 pub mod io;
 
 pub(crate) use csr::{check_u32, try_filled, try_push, try_with_capacity};
 pub use csr::{CsrMatrix, RowStats};
+pub use fingerprint::fingerprint;
+pub(crate) use fingerprint::{fingerprint_gpu, fnv, FNV0};
 pub use gpu_csr::GpuCsr;
 pub(crate) use gpu_csr::{csr_bytes, Checked, UploadedCsr};

@@ -8,7 +8,7 @@ pub(crate) mod values;
 pub(crate) use report::Phases;
 pub use report::{Candidate, Choice, Report, SetupSplit};
 
-use crate::gpu::{DeviceBuffer, Gpu, GpuVector, Timing};
+use crate::gpu::{Coefficients, DeviceBuffer, Gpu, GpuVector, Timing};
 use crate::{Error, Result, Scalar};
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -22,8 +22,28 @@ pub(crate) enum Binding {
     X,
     /// The caller's output vector.
     Y,
-    /// The per-call α/β uniform.
+    /// The product's α and β (see [`CoeffSource`]).
     Coeffs,
+}
+
+/// Where a product's α and β are read from.
+#[derive(Clone, Copy)]
+enum CoeffSource<'a, T> {
+    /// Values for a product the plan submits: written into the plan's own buffer first, where
+    /// they differ from what it holds (so products of other values bind nothing new).
+    Plan(T, T),
+    /// Values for a product recorded into the caller's encoder: a small buffer per pair, kept
+    /// with the bind groups (the plan's buffer may change before the caller submits).
+    Pair(T, T),
+    /// The caller's buffer, read when the product runs.
+    Caller(&'a Coefficients<T>),
+}
+
+/// What one product reads and writes.
+struct Operands<'a, T> {
+    x: &'a GpuVector<T>,
+    y: &'a GpuVector<T>,
+    coeffs: CoeffSource<'a, T>,
 }
 
 /// The bytes of the buffers `stages` own; a buffer bound in several slots or stages counts once.
@@ -112,19 +132,35 @@ pub struct SpmvPlan<T> {
     values: values::ValueLayout,
     /// Bind groups of recent calls, so that a solver's repeated products create none.
     bound: std::sync::Mutex<Vec<(BindKey, Arc<Vec<wgpu::BindGroup>>)>>,
+    /// The α and β of the products the plan submits, and (locked from the write to the
+    /// submission) the bits of the pair it holds.
+    coeffs: wgpu::Buffer,
+    coeffs_hold: std::sync::Mutex<(u64, u64)>,
     /// Set once the plan's buffers are kept out of the pool (the first recording).
     kept_out: std::sync::Once,
     _t: PhantomData<T>,
 }
 
-/// What a call's bind groups depend on: the vectors, the coefficients, and which stages.
+/// What a call's bind groups depend on: the vectors, the coefficients' buffer, and which stages.
 #[derive(PartialEq)]
 struct BindKey {
     x: wgpu::Buffer,
     y: wgpu::Buffer,
-    alpha: u64,
-    beta: u64,
+    coeffs: CoeffKey,
     host_path: bool,
+}
+
+/// The coefficients' part of a [`BindKey`].
+#[derive(PartialEq)]
+enum CoeffKey {
+    Plan,
+    Pair(u64, u64),
+    Caller(wgpu::Buffer),
+}
+
+/// The bits of a pair of coefficients.
+fn bits<T: Scalar>(alpha: T, beta: T) -> (u64, u64) {
+    (alpha.to_f64().to_bits(), beta.to_f64().to_bits())
 }
 
 /// Calls whose bind groups a plan keeps (each keeps its vectors' buffers alive while cached).
@@ -148,6 +184,16 @@ impl<T: Scalar> SpmvPlan<T> {
             dispatches: stages.len(),
             ..Report::default()
         };
+        let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+        let coeffs = {
+            use wgpu::util::DeviceExt;
+            gpu.device()
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("wgspmv plan coefficients"),
+                    contents: bytemuck::cast_slice(&[one, zero]),
+                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                })
+        };
         Self {
             gpu: gpu.clone(),
             nrows,
@@ -158,6 +204,8 @@ impl<T: Scalar> SpmvPlan<T> {
             report,
             values: Default::default(),
             bound: Default::default(),
+            coeffs,
+            coeffs_hold: std::sync::Mutex::new(bits(one, zero)),
             kept_out: std::sync::Once::new(),
             _t: PhantomData,
         }
@@ -240,23 +288,22 @@ impl<T: Scalar> SpmvPlan<T> {
     }
 
     /// Bind groups for one call: those of an earlier call with the same vectors and
-    /// coefficients, or new ones (kept for the next calls).
-    fn bind(
-        &self,
-        stages: &[Stage],
-        x: &GpuVector<T>,
-        y: &GpuVector<T>,
-        alpha: T,
-        beta: T,
-    ) -> Result<Arc<Vec<wgpu::BindGroup>>> {
+    /// coefficients' buffer, or new ones (kept for the next calls).
+    fn bind(&self, stages: &[Stage], ops: &Operands<'_, T>) -> Result<Arc<Vec<wgpu::BindGroup>>> {
         let key = BindKey {
-            x: x.buffer.clone(),
-            y: y.buffer.clone(),
-            alpha: alpha.to_f64().to_bits(),
-            beta: beta.to_f64().to_bits(),
+            x: ops.x.buffer.clone(),
+            y: ops.y.buffer.clone(),
+            coeffs: match ops.coeffs {
+                CoeffSource::Plan(..) => CoeffKey::Plan,
+                CoeffSource::Pair(a, b) => {
+                    let (a, b) = bits(a, b);
+                    CoeffKey::Pair(a, b)
+                }
+                CoeffSource::Caller(c) => CoeffKey::Caller(c.buffer().clone()),
+            },
             host_path: !std::ptr::eq(stages, &self.stages[..]),
         };
-        let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
+        let mut bound = crate::lock(&self.bound);
         if let Some(i) = bound.iter().position(|(k, _)| *k == key) {
             let hit = bound.remove(i);
             let groups = hit.1.clone();
@@ -266,7 +313,7 @@ impl<T: Scalar> SpmvPlan<T> {
         // In an error scope: a bind group wgpu refuses is a typed error here, not a panic at the
         // caller's `finish` (`record`) or in wgpu's default handler.
         let groups = Arc::new(self.gpu.scoped("binding a product's buffers", || {
-            self.create_bind_groups(stages, x, y, alpha, beta)
+            self.create_bind_groups(stages, ops)
         })?);
         if bound.len() == BOUND_CALLS {
             bound.remove(0);
@@ -275,18 +322,19 @@ impl<T: Scalar> SpmvPlan<T> {
         Ok(groups)
     }
 
-    fn create_bind_groups(
-        &self,
-        stages: &[Stage],
-        x: &GpuVector<T>,
-        y: &GpuVector<T>,
-        alpha: T,
-        beta: T,
-    ) -> Vec<wgpu::BindGroup> {
+    fn create_bind_groups(&self, stages: &[Stage], ops: &Operands<'_, T>) -> Vec<wgpu::BindGroup> {
         // Mirrors `struct Coeffs { alpha: scalar, beta: scalar }` in shaders/shared/common.wgsl.
-        let coeffs = self
-            .gpu
-            .uniform_buffer("wgspmv coeffs", bytemuck::cast_slice(&[alpha, beta]));
+        let pair;
+        let coeffs = match ops.coeffs {
+            CoeffSource::Plan(..) => self.coeffs.as_entire_binding(),
+            CoeffSource::Pair(alpha, beta) => {
+                pair = self
+                    .gpu
+                    .uniform_buffer("wgspmv coeffs", bytemuck::cast_slice(&[alpha, beta]));
+                pair.as_entire_binding()
+            }
+            CoeffSource::Caller(c) => c.buffer().as_entire_binding(),
+        };
         stages
             .iter()
             .map(|s| {
@@ -298,9 +346,9 @@ impl<T: Scalar> SpmvPlan<T> {
                         binding: i as u32,
                         resource: match b {
                             Binding::Owned(buf) => buf.as_entire_binding(),
-                            Binding::X => x.buffer.as_entire_binding(),
-                            Binding::Y => y.buffer.as_entire_binding(),
-                            Binding::Coeffs => coeffs.as_entire_binding(),
+                            Binding::X => ops.x.buffer.as_entire_binding(),
+                            Binding::Y => ops.y.buffer.as_entire_binding(),
+                            Binding::Coeffs => coeffs.clone(),
                         },
                     })
                     .collect();
@@ -313,6 +361,41 @@ impl<T: Scalar> SpmvPlan<T> {
                     })
             })
             .collect()
+    }
+
+    /// Submits `stages` for `ops` in one command buffer; for coefficients the plan holds, after
+    /// writing them where they differ, the write and the submission in one turn of the plan's
+    /// coefficient lock (so that no other product's write comes between).
+    fn submit_product(
+        &self,
+        what: &'static str,
+        stages: &[Stage],
+        ops: &Operands<'_, T>,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let groups = self.bind(stages, ops)?;
+        let _hold = match ops.coeffs {
+            CoeffSource::Plan(alpha, beta) => {
+                let mut held = crate::lock(&self.coeffs_hold);
+                if *held != bits(alpha, beta) {
+                    self.gpu.queue().write_buffer(
+                        &self.coeffs,
+                        0,
+                        bytemuck::cast_slice(&[alpha, beta]),
+                    );
+                    *held = bits(alpha, beta);
+                }
+                Some(held)
+            }
+            _ => None,
+        };
+        self.gpu.scoped(what, || {
+            let mut enc = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            Self::record_stages(stages, groups, &mut enc);
+            self.gpu.submit([enc.finish()])
+        })
     }
 
     fn encode(stages: &[Stage], pass: &mut wgpu::ComputePass<'_>, groups: &[wgpu::BindGroup]) {
@@ -336,11 +419,55 @@ impl<T: Scalar> SpmvPlan<T> {
         beta: T,
         y: &mut GpuVector<T>,
     ) -> Result<()> {
+        self.record_operands(
+            encoder,
+            &Operands {
+                x,
+                y,
+                coeffs: CoeffSource::Pair(alpha, beta),
+            },
+        )
+    }
+
+    /// Records `y = α·A·x + β·y` into the caller's encoder, α and β read from `coeffs` when
+    /// the work runs: the same bind groups whatever they hold (see [`Coefficients`]).
+    pub fn record_with(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        coeffs: &Coefficients<T>,
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+    ) -> Result<()> {
+        self.check_coeffs(coeffs)?;
+        self.record_operands(
+            encoder,
+            &Operands {
+                x,
+                y,
+                coeffs: CoeffSource::Caller(coeffs),
+            },
+        )
+    }
+
+    fn record_operands(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        ops: &Operands<'_, T>,
+    ) -> Result<()> {
         let _turn = self.gpu.gl_turn();
-        self.check(x, y)?;
+        self.check(ops.x, ops.y)?;
         self.keep_out_of_pool();
-        let groups = self.bind(&self.stages, x, y, alpha, beta)?;
+        let groups = self.bind(&self.stages, ops)?;
         Self::record_stages(&self.stages, groups, encoder);
+        Ok(())
+    }
+
+    fn check_coeffs(&self, coeffs: &Coefficients<T>) -> Result<()> {
+        if coeffs.gpu().inner.id != self.gpu.inner.id {
+            return Err(Error::WrongDevice {
+                what: "coefficients",
+            });
+        }
         Ok(())
     }
 
@@ -405,15 +532,12 @@ impl<T: Scalar> SpmvPlan<T> {
         // A panic elsewhere cannot leave the scratch buffers half used: the host stage resets them.
         let _host_turn = host.map(|h| crate::lock(&h.turn));
         let stages = host.map_or(&self.stages[..], |h| &h.stages[..]);
-        let groups = self.bind(stages, x, y, alpha, beta)?;
-        self.gpu.scoped("running SpMV", || {
-            let mut enc = self
-                .gpu
-                .device()
-                .create_command_encoder(&Default::default());
-            Self::record_stages(stages, groups, &mut enc);
-            self.gpu.submit([enc.finish()]);
-        })?;
+        let ops = Operands {
+            x,
+            y,
+            coeffs: CoeffSource::Plan(alpha, beta),
+        };
+        self.submit_product("running SpMV", stages, &ops)?;
         match host {
             Some(h) => h.stage.finish(&self.gpu, alpha, beta, y),
             None => Ok(()),
@@ -438,15 +562,43 @@ impl<T: Scalar> SpmvPlan<T> {
     ) -> Result<wgpu::SubmissionIndex> {
         let _turn = self.gpu.gl_turn();
         self.check(x, y)?;
-        let groups = self.bind(&self.stages, x, y, alpha, beta)?;
-        self.gpu.scoped("submitting SpMV", || {
-            let mut enc = self
-                .gpu
-                .device()
-                .create_command_encoder(&Default::default());
-            Self::record_stages(&self.stages, groups, &mut enc);
-            self.gpu.submit([enc.finish()])
-        })
+        let ops = Operands {
+            x,
+            y,
+            coeffs: CoeffSource::Plan(alpha, beta),
+        };
+        self.submit_product("submitting SpMV", &self.stages, &ops)
+    }
+
+    /// Submits `y = α·A·x + β·y` with α and β read from `coeffs` when it runs, and returns at
+    /// once (see [`submit_axpby`](Self::submit_axpby) and [`Coefficients`]).
+    pub fn submit_with(
+        &self,
+        coeffs: &Coefficients<T>,
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let _turn = self.gpu.gl_turn();
+        self.check(x, y)?;
+        self.check_coeffs(coeffs)?;
+        let ops = Operands {
+            x,
+            y,
+            coeffs: CoeffSource::Caller(coeffs),
+        };
+        self.submit_product("submitting SpMV", &self.stages, &ops)
+    }
+
+    /// Computes `y = α·A·x + β·y` with α and β read from `coeffs` on the GPU (submitted; the
+    /// result stays on the GPU). It runs the all-GPU stages, also for a plan whose `run`
+    /// finishes on the host (whose host stage would need the values on the host).
+    pub fn run_with(
+        &self,
+        coeffs: &Coefficients<T>,
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+    ) -> Result<()> {
+        self.submit_with(coeffs, x, y).map(drop)
     }
 
     /// Submits `y = A·x` and returns at once (see [`submit_axpby`](Self::submit_axpby)).
@@ -467,7 +619,12 @@ impl<T: Scalar> SpmvPlan<T> {
         if self.host_path_for(y).is_some() {
             return self.time_runs(x, y, repeats);
         }
-        let groups = self.bind(&self.stages, x, y, T::from_f64(1.0), T::from_f64(0.0))?;
+        let ops = Operands {
+            x,
+            y,
+            coeffs: CoeffSource::Pair(T::from_f64(1.0), T::from_f64(0.0)),
+        };
+        let groups = self.bind(&self.stages, &ops)?;
         self.gpu
             .time_pass(repeats, |pass| Self::encode(&self.stages, pass, &groups))
     }
@@ -554,10 +711,14 @@ impl<T: Scalar> SpmvPlan<T> {
         for p in plans {
             p.check(x, y)?;
         }
-        let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+        let ops = Operands {
+            x,
+            y,
+            coeffs: CoeffSource::Pair(T::from_f64(1.0), T::from_f64(0.0)),
+        };
         let groups: Vec<Arc<Vec<wgpu::BindGroup>>> = plans
             .iter()
-            .map(|p| p.bind(&p.stages, x, y, one, zero))
+            .map(|p| p.bind(&p.stages, &ops))
             .collect::<Result<_>>()?;
         let on_device: Vec<usize> = (0..plans.len())
             .filter(|&i| !plans[i].finishes_on_host())

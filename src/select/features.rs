@@ -340,24 +340,4 @@ impl Features {
     }
 }
 
-/// Number of regressors of the per-product model.
-pub const NREG: usize = 12;
-
-/// Regressors of profiles written before `x_miss` (their first ones; the rest read as 0).
-pub const NREG_BEFORE_X_MISS: usize = 11;
-
-/// Names of the regressors, as written in profile files.
-pub const REGRESSORS: [&str; NREG] = [
-    "bias",
-    "ln_mean",
-    "ln_cv",
-    "long_share",
-    "empty_frac",
-    "scatter",
-    "ln_x_cache",
-    "aspect",
-    "ln_mnnz",
-    "ln_max_rel",
-    "f64",
-    "x_miss",
-];
+pub use crate::profile::{NREG, NREG_BEFORE_X_MISS, REGRESSORS};

@@ -16,17 +16,20 @@
 pub mod calibration;
 pub mod features;
 pub mod fit;
+mod predict;
 pub mod profile;
 pub mod remember;
 
+pub use crate::matrix::fingerprint;
+use crate::matrix::fingerprint_gpu;
+pub use crate::profile::{
+    profile_for, AutoOptions, Kernel, Match, MethodModel, Profile, Residual, Traffic, PROFILE_ENV,
+};
 pub use features::Features;
 pub use fit::Sample;
-pub use profile::{Kernel, Match, MethodModel, Profile, Residual, Traffic};
 
 use crate::{CsrMatrix, Error, Gpu, GpuVector, Method, PlanOptions, Result, Scalar, SpmvPlan};
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// Products a plan is assumed to serve when [`PlanOptions::expected_products`] is `None`: a
@@ -39,26 +42,6 @@ pub const DEFAULT_TIMED_CANDIDATES: usize = 4;
 
 /// Samples per candidate in a timed choice (each candidate keeps its fastest).
 const TIMING_ROUNDS: u32 = 3;
-
-/// The environment variable naming a profile file.
-pub const PROFILE_ENV: &str = "WGSPMV_PROFILE";
-
-/// How `Method::Auto` chooses.
-#[derive(Clone, Debug, Default)]
-pub struct AutoOptions {
-    /// The cost-model profile; `None`: `WGSPMV_PROFILE`, else the built-in one for the adapter.
-    pub profile: Option<Arc<Profile>>,
-    /// Build the model's best few candidates and time them on the device, spending about this
-    /// many products' time on the timing in all (at least 5 products per candidate); `None`:
-    /// the model alone decides.
-    pub timed_budget_products: Option<f64>,
-    /// How many candidates a timed choice builds, at most: the model's best of each family of
-    /// methods, best first (default [`DEFAULT_TIMED_CANDIDATES`]).
-    pub timed_candidates: Option<usize>,
-    /// A file that remembers timed choices across processes (read before timing, appended to
-    /// after). Timed choices are always remembered in the process.
-    pub remember_file: Option<PathBuf>,
-}
 
 /// How the chosen method was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,29 +165,6 @@ impl std::fmt::Display for AutoChoice {
     }
 }
 
-/// The profile Auto uses on `gpu` with `opts` (see the module docs for the order).
-pub fn profile_for(gpu: &Gpu, opts: &AutoOptions) -> Result<Arc<Profile>> {
-    if let Some(p) = &opts.profile {
-        return Ok(p.clone());
-    }
-    if let Some(path) = std::env::var_os(PROFILE_ENV).filter(|p| !p.is_empty()) {
-        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<Profile>>>> = OnceLock::new();
-        let path = PathBuf::from(path);
-        let cache = LOADED.get_or_init(Default::default);
-        if let Some(p) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&path) {
-            return Ok(p.clone());
-        }
-        let p = Arc::new(Profile::load(&path)?);
-        cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(path, p.clone());
-        return Ok(p);
-    }
-    let info = gpu.info();
-    Ok(profile::builtin_for(info.vendor, info.device_type))
-}
-
 /// The model's candidates for `features`, best (least predicted total) first; `on_gpu` says
 /// which methods would build this matrix's format on the GPU (the setup's regime).
 pub fn predict(
@@ -234,96 +194,11 @@ pub fn predict(
     c
 }
 
-/// A hash of the matrix structure (dimensions, row pointers, column indices; not the values),
-/// the same in every process, on any number of threads and from GPU buffers
-/// (`fingerprint_gpu`): the row pointers and then the columns are cut into chunks of
-/// `FINGERPRINT_CHUNK` words, each hashed on its own (in parallel: a serial pass over a large
-/// matrix's columns is a noticeable part of a tuning of short products, docs/bccoo.md), and the
-/// chunks' hashes folded in order.
-pub fn fingerprint<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
-    use rayon::prelude::*;
-    let chunks = |words: &[u32]| -> Vec<u64> {
-        words
-            .par_chunks(FINGERPRINT_CHUNK)
-            .map(chunk_hash)
-            .collect()
-    };
-    let (ptr, cols) = (chunks(a.row_ptr()), chunks(a.col_idx()));
-    fold_chunks(a.shape(), ptr.into_iter().chain(cols))
-}
-
-/// Words per chunk of the fingerprint (`CHUNK` in shaders/shared/fingerprint.wgsl).
-pub(crate) const FINGERPRINT_CHUNK: usize = 4096;
-
-/// One chunk's hash: two 32-bit multiplicative lanes (32-bit operations only, so that a GPU
-/// without 64-bit integers computes the same, shaders/shared/fingerprint.wgsl).
-pub(crate) fn chunk_hash(words: &[u32]) -> u64 {
-    let (mut a, mut b) = (0x811C_9DC5u32, 0x9E37_79B9u32);
-    for &w in words {
-        a = (a ^ w).wrapping_mul(0x0100_0193);
-        b = (b ^ w).wrapping_mul(0x85EB_CA6B).rotate_left(13);
-    }
-    (a as u64) << 32 | b as u64
-}
-
-/// The fingerprint from the matrix's shape and its chunks' hashes in order.
-pub(crate) fn fold_chunks(
-    (nrows, ncols, nnz): (usize, usize, usize),
-    chunks: impl Iterator<Item = u64>,
-) -> u64 {
-    let mix = |h: u64, w: u32| {
-        (h ^ w as u64)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(29)
-    };
-    let h = remember::fnv(
-        [nrows as u64, ncols as u64, nnz as u64]
-            .iter()
-            .flat_map(|v| v.to_le_bytes()),
-        remember::FNV0,
-    );
-    chunks.fold(h, |h, c| mix(mix(h, c as u32), (c >> 32) as u32))
-}
-
-/// [`fingerprint`] of a CSR matrix in GPU buffers: the chunks hashed on the GPU, one invocation
-/// each, their hashes read back (8 bytes per 4096 words) and folded here.
-pub(crate) fn fingerprint_gpu(gpu: &Gpu, a: &crate::matrix::GpuCsr) -> Result<u64> {
-    let words = [a.nrows as u64 + 1, a.nnz as u64];
-    let chunks = words.map(|w| w.div_ceil(FINGERPRINT_CHUNK as u64));
-    let total = chunks[0] + chunks[1];
-    let out = gpu.storage_zeroed("fingerprint chunks", total * 8, wgpu::BufferUsages::empty())?;
-    let params: [u32; 4] = [
-        words[0] as u32,
-        words[1] as u32,
-        chunks[0] as u32,
-        total as u32,
-    ];
-    let params = gpu.uniform_buffer("fingerprint", bytemuck::cast_slice(&params));
-    let mut stand_in = None;
-    let col_idx = a.bindable_col_idx(gpu, &mut stand_in)?;
-    crate::gpu::recorder::submit_pass(gpu, "fingerprint", "fingerprinting a GPU matrix", |r| {
-        let buffers: [&dyn crate::gpu::Bind; 4] = [a.row_ptr, col_idx, &out, &params];
-        r.dispatch(
-            crate::kernel::FINGERPRINT,
-            vec![],
-            &buffers,
-            total.div_ceil(64) as u32,
-        )
-    })?;
-    let hashes: Vec<[u32; 2]> = gpu.read_buffer(&out, total as usize)?;
-    Ok(fold_chunks(
-        (a.nrows, a.ncols, a.nnz),
-        hashes
-            .into_iter()
-            .map(|[lo, hi]| (hi as u64) << 32 | lo as u64),
-    ))
-}
-
 fn adapter_hash(gpu: &Gpu) -> u64 {
     let i = gpu.info();
-    remember::fnv(
+    crate::matrix::fnv(
         format!("{}|{}|{:?}|{:#x}", i.name, i.driver, i.backend, i.vendor).into_bytes(),
-        remember::FNV0,
+        crate::matrix::FNV0,
     )
 }
 
@@ -400,8 +275,7 @@ fn concrete<T: Scalar>(
     opts: &PlanOptions,
 ) -> Result<(SpmvPlan<T>, f64)> {
     let t = Instant::now();
-    let plan = gpu.prepare_with(a, method, opts)?;
-    gpu.wait()?;
+    let plan = crate::methods::prepare_concrete(gpu, a, method, opts)?;
     Ok((plan, t.elapsed().as_secs_f64() * 1e3))
 }
 
@@ -500,6 +374,8 @@ fn timed_budget(opts: &PlanOptions) -> Result<Option<f64>> {
 /// Chooses a method for `a` on `gpu` (see the module docs). With a timed budget the candidates
 /// are built and timed, then dropped; [`prepare_auto`] keeps the winner's plan instead.
 pub fn choose<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> Result<AutoChoice> {
+    let _turn = gpu.gl_turn();
+    gpu.check_scalar::<T>()?;
     decide(gpu, a, opts, false).map(|(c, _)| c)
 }
 
@@ -510,6 +386,8 @@ pub fn prepare_auto<T: Scalar>(
     a: &CsrMatrix<T>,
     opts: &PlanOptions,
 ) -> Result<(SpmvPlan<T>, AutoChoice)> {
+    let _turn = gpu.gl_turn();
+    gpu.check_scalar::<T>()?;
     let (mut choice, plan) = decide(gpu, a, opts, true)?;
     if let Some(plan) = plan {
         return Ok((plan, choice));
@@ -531,7 +409,7 @@ pub fn prepare_auto<T: Scalar>(
             || opts.clone(),
             |c| candidate_options(c, choice.expected_products, opts, timed),
         );
-        match gpu.prepare_with(a, m, &o) {
+        match crate::methods::prepare_concrete(gpu, a, m, &o) {
             Ok(plan) => {
                 choice.method = m;
                 return Ok((plan, choice));
@@ -701,62 +579,4 @@ fn time_candidates<T: Scalar>(
     choice.basis = Basis::Timed;
     choice.timing_ms = timing_start.elapsed().as_secs_f64() * 1e3;
     Ok((i, plan))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::matrix::UploadedCsr;
-    use crate::testing::SuiteClass;
-
-    /// The fingerprint hashed on the GPU is the host's, word for word of its definition: arrays
-    /// of less than one chunk, of whole chunks and a ragged last one, no entries, empty rows;
-    /// and it tells structures apart that differ in one column or one row pointer.
-    #[test]
-    fn fingerprint_on_the_gpu_equals_the_hosts() {
-        let Some(gpu) = crate::gpu::test_gpu() else {
-            return;
-        };
-        let mut matrices: Vec<CsrMatrix<f32>> = vec![
-            CsrMatrix::try_new(3, 4, vec![0, 0, 0, 0], vec![], vec![]).unwrap(),
-            CsrMatrix::try_new(2, 3, vec![0, 1, 3], vec![2, 0, 1], vec![1.0; 3]).unwrap(),
-        ];
-        for (class, rows) in [
-            (SuiteClass::Banded, 4095),
-            (SuiteClass::PowerLaw, 9000),
-            (SuiteClass::EmptyRows, 4096 * 3 - 1),
-        ] {
-            matrices.push(class.generate(rows, 5).cast::<f32>());
-        }
-        let moved = {
-            let a = &matrices[3];
-            let mut cols = a.col_idx().to_vec();
-            // The last entry of row 0 one column further right (still sorted, still in range).
-            let end = a.row_ptr()[1] as usize - 1;
-            cols[end] += 1;
-            assert!(
-                cols[end] < a.ncols() as u32
-                    && (end + 1 == cols.len() || a.row_ptr()[1] as usize == end + 1)
-            );
-            CsrMatrix::try_new(
-                a.nrows(),
-                a.ncols(),
-                a.row_ptr().to_vec(),
-                cols,
-                a.values().to_vec(),
-            )
-            .unwrap()
-        };
-        let mut seen = std::collections::HashSet::new();
-        for a in matrices.iter().chain([&moved]) {
-            let up = UploadedCsr::new(&gpu, a).unwrap().unwrap();
-            let (host, on_gpu) = (fingerprint(a), fingerprint_gpu(&gpu, &up.view()).unwrap());
-            assert_eq!(host, on_gpu, "{:?}", a.shape());
-            assert!(
-                seen.insert(host),
-                "{:?}: a fingerprint seen before",
-                a.shape()
-            );
-        }
-    }
 }

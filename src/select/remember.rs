@@ -34,17 +34,6 @@ fn memory() -> &'static Mutex<HashMap<Key, Remembered>> {
     M.get_or_init(Default::default)
 }
 
-/// FNV-1a, 64-bit.
-pub(crate) fn fnv(bytes: impl IntoIterator<Item = u8>, mut h: u64) -> u64 {
-    for b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100_0000_01b3);
-    }
-    h
-}
-
-pub(crate) const FNV0: u64 = 0xcbf2_9ce4_8422_2325;
-
 /// The tag of a remembered line: v3 since the fingerprint's chunks are hashed in 32-bit lanes,
 /// as a GPU computes them (lines of v1 and v2 hashed the same structure otherwise and are
 /// ignored).

@@ -8,60 +8,6 @@ use wgspmv::methods::speculative::Finish;
 use wgspmv::wgpu::{self, BufferUsages as U};
 use wgspmv::{CsrMatrix, Error, Gpu, GpuCsr, GpuVector, Method, PlanOptions, SpmvPlan};
 
-/// An irregular matrix of small integers (rows of 0 to ~600 entries, some empty, columns
-/// scattered): every product is exact in f32, so a result is right or wrong, with no tolerance.
-fn integer_matrix(nrows: usize, ncols: usize, seed: u64) -> CsrMatrix<f32> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    let mut next = move || {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (s >> 33) as usize
-    };
-    let mut t = Vec::new();
-    for r in 0..nrows {
-        let len = match next() % 10 {
-            0 => 0,
-            1 => 100 + next() % 500,
-            _ => next() % 12,
-        };
-        for _ in 0..len {
-            let v = (next() % 9) as f32 - 4.0;
-            t.push((r, next() % ncols, if v == 0.0 { 3.0 } else { v }));
-        }
-    }
-    // Repeated (row, column) pairs add up, still small integers.
-    CsrMatrix::from_triplets(nrows, ncols, t).unwrap()
-}
-
-fn integer_vector(n: usize, seed: u64) -> Vec<f32> {
-    (0..n)
-        .map(|i| ((i as u64 * 2654435761 + seed * 97) % 17) as f32 - 8.0)
-        .collect()
-}
-
-/// `α·A·x + β·y0` in f64 (exact here: small integers).
-fn exact(a: &CsrMatrix<f32>, x: &[f32], alpha: f64, beta: f64, y0: &[f32]) -> Vec<f32> {
-    (0..a.nrows())
-        .map(|r| {
-            let (cols, vals) = a.row(r);
-            let ax: f64 = cols
-                .iter()
-                .zip(vals)
-                .map(|(&c, &v)| v as f64 * x[c as usize] as f64)
-                .sum();
-            let by = if beta == 0.0 {
-                0.0
-            } else {
-                beta * y0[r] as f64
-            };
-            (alpha * ax + by) as f32
-        })
-        .collect()
-}
-
 /// One product in `mode`, from the thread's own `x` and `y`; returns what `y` should hold.
 fn product(
     gpu: &Gpu,

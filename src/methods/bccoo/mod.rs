@@ -345,8 +345,8 @@ fn default_slices(gpu: &Gpu, opts: &PlanOptions, ncols: usize, scalar_bytes: u64
 /// The Auto profile's estimate of `gpu`'s last-level cache in bytes (wgpu reports none).
 fn cache_estimate(gpu: &Gpu, opts: &PlanOptions) -> f64 {
     let info = gpu.info();
-    crate::select::profile_for(gpu, &opts.auto)
-        .unwrap_or_else(|_| crate::select::profile::builtin_for(info.vendor, info.device_type))
+    crate::profile::profile_for(gpu, &opts.auto)
+        .unwrap_or_else(|_| crate::profile::builtin_for(info.vendor, info.device_type))
         .cache_bytes
 }
 

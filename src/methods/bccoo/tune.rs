@@ -174,7 +174,7 @@ pub(crate) fn tune<T: Scalar>(
         tune_file: None,
         ..opts.bccoo.clone()
     };
-    let key = key_of::<T>(gpu, opts, &given, method, crate::select::fingerprint(a));
+    let key = key_of::<T>(gpu, opts, &given, method, crate::matrix::fingerprint(a));
     if let Some((chosen, wg)) = recall(file.as_deref(), &key)? {
         let po = PlanOptions {
             bccoo: chosen.clone(),
@@ -348,7 +348,7 @@ pub(crate) fn tune_gpu<T: Scalar>(
         opts,
         &given,
         method,
-        crate::select::fingerprint_gpu(gpu, a)?,
+        crate::matrix::fingerprint_gpu(gpu, a)?,
     );
     if let Some((chosen, wg)) = recall(file.as_deref(), &key)? {
         let po = PlanOptions {

@@ -1,0 +1,182 @@
+//! The one router: a [`Method`] (`Auto` included) and a source (a host CSR, or a CSR in GPU
+//! buffers) → a plan. The only module that sees both `select` (which method) and `methods`
+//! (how each is built); `Auto` is resolved here, every concrete method is built by
+//! `methods::prepare_concrete` / `methods::prepare_gpu_concrete`.
+
+use crate::gpu::Gpu;
+use crate::methods::{prepare_concrete, prepare_gpu_checked, prepare_gpu_concrete};
+use crate::plan::{Candidate, Choice, SpmvPlan};
+use crate::select::{AutoChoice, Basis};
+use crate::{CsrMatrix, GpuCsr, Method, PlanOptions, Result, Scalar};
+
+impl Gpu {
+    /// Prepares `a` for `method` with parameters chosen for this adapter.
+    pub fn prepare<T: Scalar>(&self, a: &CsrMatrix<T>, method: Method) -> Result<SpmvPlan<T>> {
+        self.prepare_with(a, method, &PlanOptions::default())
+    }
+
+    /// Prepares `a` for `method` with explicit options. The plan's report holds the setup time
+    /// (GPU work included) and, for `Method::Auto`, the candidates weighed.
+    pub fn prepare_with<T: Scalar>(
+        &self,
+        a: &CsrMatrix<T>,
+        method: Method,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
+        let _turn = self.gl_turn();
+        let compiled = self.compile_ns();
+        let plan = self.prepare_host(a, method, opts);
+        self.finish_prepare(plan, compiled)
+    }
+
+    /// What every `prepare` does last: the plan's compile time, the pipeline cache saved.
+    fn finish_prepare<T: Scalar>(
+        &self,
+        plan: Result<SpmvPlan<T>>,
+        compiled_before: u64,
+    ) -> Result<SpmvPlan<T>> {
+        let mut plan = plan?;
+        let compile_ns = self.compile_ns() - compiled_before;
+        plan.report_mut().compile_ms = compile_ns as f64 / 1e6;
+        if compile_ns > 0 {
+            self.save_pipeline_cache_quietly();
+        }
+        Ok(plan)
+    }
+
+    fn prepare_host<T: Scalar>(
+        &self,
+        a: &CsrMatrix<T>,
+        method: Method,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
+        self.check_scalar::<T>()?;
+        if method != Method::Auto {
+            return prepare_concrete(self, a, method, opts);
+        }
+        let start = std::time::Instant::now();
+        // The choice builds the plan it chose (a timed choice keeps the plan it timed).
+        let (mut plan, c) = crate::select::prepare_auto(self, a, opts)?;
+        let report = plan.report_mut();
+        report.setup_ms = start.elapsed().as_secs_f64() * 1e3;
+        report.tuning_ms += c.timing_ms;
+        report.choice = Some(choice_report(&c));
+        Ok(plan)
+    }
+
+    /// Prepares a CSR matrix the caller already holds on this GPU (see [`GpuCsr`]): validated
+    /// on the GPU (a violation is the error [`CsrMatrix::try_new`] gives for the same arrays),
+    /// then built there where the method can: `csr-scalar` and `csr-vector` (copies of the
+    /// arrays, or the arrays themselves with [`CallerBuffers::Share`](crate::CallerBuffers::Share), unless the matrix needs
+    /// row chunks; the passes for rows too long for one invocation are described on the GPU),
+    /// `cmrs` and `cmrs-padded` (their strips, and the rows strips leave to the long-row passes,
+    /// unless the matrix needs row chunks), `speculative` (copies and its structure analysis,
+    /// when its check stage runs on the GPU and the matrix needs no row chunks), `suraa` (its
+    /// GPU setup), `bccoo` and `bccoo-plus` (their GPU build, where the options allow it, and a
+    /// guided tuning's candidates where `bccoo.tune_budget_products` is given), and `Auto`
+    /// (features counted on the GPU, a timed choice's candidates built, tuned and timed from the
+    /// buffers). Tunings and timed choices are remembered under the structure's fingerprint,
+    /// hashed on the GPU (8 bytes per 4096 words read back), the same key as the host CSR's.
+    /// Elsewhere the matrix is read back and built on the host, and the report's
+    /// `read_back_bytes` says how much was read.
+    pub fn prepare_gpu_csr<T: Scalar>(
+        &self,
+        a: &GpuCsr,
+        method: Method,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
+        let _turn = self.gl_turn();
+        let compiled = self.compile_ns();
+        let plan = self.prepare_gpu_csr_inner(a, method, opts);
+        self.finish_prepare(plan, compiled)
+    }
+
+    fn prepare_gpu_csr_inner<T: Scalar>(
+        &self,
+        a: &GpuCsr,
+        method: Method,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
+        self.check_scalar::<T>()?;
+        let start = std::time::Instant::now();
+        if method != Method::Auto {
+            return prepare_gpu_concrete(self, a, method, opts, start);
+        }
+        let checked = a.check::<T>(self)?;
+        let validation_ms = start.elapsed().as_secs_f64() * 1e3;
+        if a.nnz == 0 {
+            // (An empty matrix's arrays may be too small to bind; it is chosen for on the host.)
+            let host = a.read_back::<T>(self)?;
+            let mut plan = self.prepare_host(&host, method, opts)?;
+            let report = plan.report_mut();
+            report.read_back_bytes = a.bytes::<T>().iter().sum();
+            report.setup_ms = start.elapsed().as_secs_f64() * 1e3;
+            report.validation_ms = validation_ms;
+            return Ok(plan);
+        }
+        // Auto chooses from features counted on the GPU; a timed choice builds its candidates
+        // from the buffers and keeps the one it timed fastest.
+        if opts.auto.timed_budget_products.is_some() {
+            let (mut plan, c) =
+                crate::select::prepare_auto_gpu_csr::<T>(self, a, opts, &mut |m, o| {
+                    let t = std::time::Instant::now();
+                    let plan = prepare_gpu_checked::<T>(self, a, checked, m, o, t)?;
+                    Ok((plan, t.elapsed().as_secs_f64() * 1e3))
+                })?;
+            let report = plan.report_mut();
+            report.validation_ms = validation_ms;
+            report.choice = Some(choice_report(&c));
+            return Ok(plan);
+        }
+        // By the model alone it builds its choice from the buffers (falling down the list if a
+        // build fails).
+        let mut c = crate::select::choose_gpu_csr::<T>(self, a, opts)?;
+        let order: Vec<Method> = c.candidates.iter().map(|k| k.method).collect();
+        let mut first_err = None;
+        for m in order {
+            match prepare_gpu_checked::<T>(self, a, checked, m, opts, start) {
+                Ok(mut plan) => {
+                    c.method = m;
+                    let report = plan.report_mut();
+                    report.validation_ms = validation_ms;
+                    report.choice = Some(choice_report(&c));
+                    return Ok(plan);
+                }
+                Err(e) => {
+                    if let Some(k) = c.candidates.iter_mut().find(|k| k.method == m) {
+                        k.error = Some(e.to_string());
+                    }
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        Err(first_err.expect("at least one candidate"))
+    }
+}
+
+/// What a plan's report says of an `Auto` choice.
+fn choice_report(c: &AutoChoice) -> Choice {
+    Choice {
+        candidates: c
+            .candidates
+            .iter()
+            .map(|k| Candidate {
+                method: k.method.name(),
+                predicted_setup_ms: k.setup_ms,
+                predicted_product_ms: k.product_ms,
+                measured_product_ms: k.measured_product_ms,
+            })
+            .collect(),
+        expected_products: c.expected_products as f64,
+        profile: c.profile.clone(),
+        timed: c.basis == Basis::Timed,
+        remembered: c.basis == Basis::Remembered,
+    }
+}
+
+impl<T: Scalar> SpmvPlan<T> {
+    /// The method this plan runs (never `Auto`: the choice is resolved when preparing).
+    pub fn method(&self) -> Method {
+        Method::from_name(self.report().method).expect("plans are reported under a method name")
+    }
+}
