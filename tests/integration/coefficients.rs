@@ -54,7 +54,9 @@ fn host_coefficients_change_every_call() {
                 gy.write(&start).unwrap();
                 match round % 3 {
                     0 => plan.run_axpby(alpha, &gx, beta, &mut gy).unwrap(),
-                    1 => drop(plan.submit_axpby(alpha, &gx, beta, &mut gy).unwrap()),
+                    1 => {
+                        plan.submit_axpby(alpha, &gx, beta, &mut gy).unwrap();
+                    }
                     _ => {
                         let mut enc = gpu.device().create_command_encoder(&Default::default());
                         plan.record_axpby(&mut enc, alpha, &gx, beta, &mut gy)
@@ -99,7 +101,7 @@ fn gpu_coefficients_are_read_when_the_product_runs() {
                     "{label}: run_with α={alpha} β={beta}"
                 );
                 gy.write(&start).unwrap();
-                drop(plan.submit_with(&coeffs, &gx, &mut gy).unwrap());
+                plan.submit_with(&coeffs, &gx, &mut gy).unwrap();
                 assert_eq!(
                     gy.read().unwrap(),
                     want,
