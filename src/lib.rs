@@ -114,7 +114,9 @@ pub mod select;
 pub mod testing;
 
 pub use error::{Error, Result};
-pub use gpu::{Coefficients, Gpu, GpuInfo, GpuOptions, GpuVector, Timer, Timing};
+pub use gpu::{
+    Coefficients, Gpu, GpuInfo, GpuMatrix, GpuOptions, GpuVector, Layout, Timer, Timing,
+};
 pub use matrix::{CsrMatrix, GpuCsr, RowStats};
 pub use method::Method;
 pub use methods::{BuildOn, CallerBuffers, LanePolicy, PlanOptions};

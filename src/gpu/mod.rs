@@ -4,6 +4,7 @@ mod buffer;
 mod caller;
 mod coefficients;
 mod copy;
+mod dense;
 mod pipeline;
 mod pool;
 pub(crate) mod recorder;
@@ -15,6 +16,7 @@ pub use buffer::GpuVector;
 pub(crate) use buffer::RangeRead;
 pub(crate) use caller::check_not_aliased;
 pub use coefficients::Coefficients;
+pub use dense::{GpuMatrix, Layout};
 pub(crate) use pool::Bind;
 pub(crate) use pool::DeviceBuffer;
 pub use pool::DEFAULT_POOL_BYTES;
@@ -237,18 +239,28 @@ pub(crate) fn wait_for_device(
     }
 }
 
-/// The instances to look for adapters in: one per process and descriptor, shared by every `Gpu`
-/// this crate opens, for every backend but GL, and a new one for GL. wgpu names buffers by ids
-/// local to their instance: a buffer of another instance's device cannot be told apart from one
-/// of ours (wgpu-core panics on it, or takes it for another buffer), while one of another device
-/// of the same instance is a validation error that the checks of callers' buffers
-/// (`gpu/caller.rs`) turn into `Error::WrongDevice`. GL is the exception: wgpu-hal gives every
-/// adapter it enumerates from one instance the same EGL context with a lock of its own, so two
-/// opens of one instance race for that context (wgpu panics with `BadAccess` when an unused
-/// adapter is dropped while another thread holds it).
-fn instances_for(desc: wgpu::InstanceDescriptor) -> Vec<wgpu::Instance> {
-    static SHARED: Mutex<Vec<((wgpu::Backends, wgpu::InstanceFlags), wgpu::Instance)>> =
-        Mutex::new(Vec::new());
+/// Where adapters are looked for: one wgpu instance per process and descriptor, shared by every
+/// `Gpu` this crate opens, for every backend but GL; and GL's adapters, enumerated once per
+/// process and descriptor and kept. wgpu names buffers by ids local to their instance: a buffer
+/// of another instance's device cannot be told apart from one of ours (wgpu-core panics on it,
+/// or takes it for another buffer), while one of another device of the same instance is a
+/// validation error that the checks of callers' buffers (`gpu/caller.rs`) turn into
+/// `Error::WrongDevice`. GL is enumerated once because wgpu-hal gives every GL adapter an
+/// enumeration makes the instance's one EGL context, each adapter with a lock of its own: two
+/// enumerations' adapters race for the context from different threads (wgpu panics with
+/// `BadAccess`, as when an unused adapter is dropped while another thread holds it). Devices of
+/// one kept adapter share its lock.
+struct Adapters {
+    /// The instance of every backend but GL (`None` where only GL is asked for).
+    instance: Option<wgpu::Instance>,
+    /// GL's adapters (empty where GL is not asked for).
+    gl: Vec<wgpu::Adapter>,
+}
+
+fn adapters_for(desc: wgpu::InstanceDescriptor) -> Adapters {
+    type Shared<V> = Mutex<Vec<((wgpu::Backends, wgpu::InstanceFlags), V)>>;
+    static SHARED: Shared<wgpu::Instance> = Mutex::new(Vec::new());
+    static GL: Shared<(wgpu::Instance, Vec<wgpu::Adapter>)> = Mutex::new(Vec::new());
     let with_backends = |backends| wgpu::InstanceDescriptor {
         backends,
         flags: desc.flags,
@@ -256,56 +268,35 @@ fn instances_for(desc: wgpu::InstanceDescriptor) -> Vec<wgpu::Instance> {
         backend_options: desc.backend_options.clone(),
         display: None,
     };
-    let mut instances = Vec::new();
     let not_gl = desc.backends - wgpu::Backends::GL;
-    if !not_gl.is_empty() {
+    let instance = (!not_gl.is_empty()).then(|| {
         let key = (not_gl, desc.flags);
         let mut all = crate::lock(&SHARED);
-        let shared = match all.iter().find(|(k, _)| *k == key) {
+        match all.iter().find(|(k, _)| *k == key) {
             Some((_, i)) => i.clone(),
             None => {
                 let i = wgpu::Instance::new(with_backends(not_gl));
                 all.push((key, i.clone()));
                 i
             }
-        };
-        instances.push(shared);
-    }
+        }
+    });
+    let mut gl = Vec::new();
     if desc.backends.contains(wgpu::Backends::GL) {
-        instances.push(wgpu::Instance::new(with_backends(wgpu::Backends::GL)));
+        let key = (wgpu::Backends::GL, desc.flags);
+        let mut all = crate::lock(&GL);
+        gl = match all.iter().find(|(k, _)| *k == key) {
+            Some((_, (_, adapters))) => adapters.clone(),
+            None => {
+                let i = wgpu::Instance::new(with_backends(wgpu::Backends::GL));
+                // (Native enumeration is ready at once: nothing waits under the lock.)
+                let adapters = pollster::block_on(i.enumerate_adapters(wgpu::Backends::GL));
+                all.push((key, (i, adapters.clone())));
+                adapters
+            }
+        };
     }
-    instances
-}
-
-/// GL devices this process has open, by adapter, features and limits.
-type GlKey = (String, wgpu::Features, wgpu::Limits);
-static GL_DEVICES: Mutex<Vec<(GlKey, std::sync::Weak<GpuInner>)>> = Mutex::new(Vec::new());
-
-/// A GL device already open for `key`. Each GL open has an instance of its own (see
-/// [`instances_for`]), and wgpu names buffers by ids local to their instance; so that two opens
-/// of one GL adapter can tell each other's buffers apart from their own, they share one device
-/// while either is alive.
-fn open_gl_device(key: &GlKey) -> Option<Gpu> {
-    let mut open = crate::lock(&GL_DEVICES);
-    open.retain(|(_, weak)| weak.strong_count() > 0);
-    open.iter()
-        .find(|(k, _)| k == key)
-        .and_then(|(_, weak)| weak.upgrade())
-        .map(|inner| Gpu { inner })
-}
-
-/// Records `gpu` as the GL device for `key`, or returns the one another thread opened meanwhile.
-fn share_gl_device(key: GlKey, gpu: Gpu) -> Gpu {
-    let mut open = crate::lock(&GL_DEVICES);
-    if let Some(inner) = open
-        .iter()
-        .find(|(k, _)| *k == key)
-        .and_then(|(_, weak)| weak.upgrade())
-    {
-        return Gpu { inner };
-    }
-    open.push((key, Arc::downgrade(&gpu.inner)));
-    gpu
+    Adapters { instance, gl }
 }
 
 /// The order in which wgpu's `request_adapter` prefers kinds of device (lower first; no order
@@ -405,7 +396,7 @@ impl Gpu {
             desc.flags
                 .remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
         }
-        let instances = instances_for(desc);
+        let sources = adapters_for(desc);
         let (wanted, source) = match opts.adapter_name.clone() {
             Some(name) => (Some(name), "GpuOptions::adapter_name"),
             None => match std::env::var("WGSPMV_ADAPTER") {
@@ -414,9 +405,10 @@ impl Gpu {
             },
         };
         let mut adapters = Vec::new();
-        for instance in &instances {
+        if let Some(instance) = &sources.instance {
             adapters.extend(instance.enumerate_adapters(wgpu::Backends::all()).await);
         }
+        adapters.extend(sources.gl.iter().cloned());
         let found: Vec<String> = adapters
             .iter()
             .map(|a| adapter_label(&a.get_info()))
@@ -449,32 +441,30 @@ impl Gpu {
             None => {
                 let preference = wgpu::PowerPreference::from_env()
                     .unwrap_or(wgpu::PowerPreference::HighPerformance);
-                // wgpu's choice in each instance, then the better kind of device among them (the
-                // first instance, without GL, on a tie), as one instance over every backend
-                // would choose.
-                let mut best: Option<wgpu::Adapter> = None;
+                // wgpu's choice among the other backends, then GL's best kind of device where
+                // it is a better kind (as one instance over every backend would choose).
+                let rank = |a: &wgpu::Adapter| device_rank(a.get_info().device_type, preference);
+                let mut best = None;
                 let mut last_error = None;
-                for instance in &instances {
+                if let Some(instance) = &sources.instance {
                     let options = wgpu::RequestAdapterOptions {
                         power_preference: preference,
                         ..Default::default()
                     };
                     match instance.request_adapter(&options).await {
-                        Ok(a) => {
-                            let rank = |a: &wgpu::Adapter| {
-                                device_rank(a.get_info().device_type, preference)
-                            };
-                            if best.as_ref().is_none_or(|b| rank(&a) < rank(b)) {
-                                best = Some(a);
-                            }
-                        }
+                        Ok(a) => best = Some(a),
                         Err(e) => last_error = Some(e.to_string()),
+                    }
+                }
+                if let Some(gl) = sources.gl.iter().min_by_key(|a| rank(a)) {
+                    if best.as_ref().is_none_or(|b| rank(gl) < rank(b)) {
+                        best = Some(gl.clone());
                     }
                 }
                 let adapter = best.ok_or_else(|| Error::NoAdapter {
                     detail: format!(
                         " ({}; found: {found})",
-                        last_error.unwrap_or_else(|| "no backend enabled".into())
+                        last_error.unwrap_or_else(|| "no adapter".into())
                     ),
                 })?;
                 let why = format!("wgpu's {preference:?} choice among {found}");
@@ -505,11 +495,6 @@ impl Gpu {
         // Ask for the adapter's real limits: the defaults (128 MiB bindings, 16 KiB workgroup
         // memory) would hide what the hardware can do.
         let limits = adapter.limits();
-        let gl_key = (adapter_info.backend == wgpu::Backend::Gl)
-            .then(|| (adapter_label(&adapter_info), features, limits.clone()));
-        if let Some(gpu) = gl_key.as_ref().and_then(open_gl_device) {
-            return Ok(gpu);
-        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("wgspmv"),
@@ -527,10 +512,7 @@ impl Gpu {
         device.set_device_lost_callback(move |reason, message| {
             *crate::lock(&lost2) = Some((format!("{reason:?}"), message));
         });
-        let mut gpu = Self::assemble(device, queue, adapter_info, lost, chosen_because);
-        if let Some(key) = gl_key {
-            gpu = share_gl_device(key, gpu);
-        }
+        let gpu = Self::assemble(device, queue, adapter_info, lost, chosen_because);
         let dir = opts.pipeline_cache_dir.clone().or_else(|| {
             std::env::var_os("WGSPMV_PIPELINE_CACHE")
                 .filter(|d| !d.is_empty())

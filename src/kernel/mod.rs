@@ -349,6 +349,15 @@ pub const COPY: Kernel = Kernel {
     derive: None,
 };
 
+/// A column of a row-major dense matrix to or from a vector (SpMM by one product per column).
+pub const STRIDED_COPY: Kernel = Kernel {
+    name: "strided_copy",
+    file: "shared/strided_copy",
+    heights: &[],
+    overrides: &[("WG_SIZE", &[256]), ("WORDS", &[1, 2])],
+    derive: None,
+};
+
 /// Value updates of formats that reorder values: a gather of words by the format's source
 /// indices (BCCOO's with zeros kept as -0).
 pub const GATHER: Kernel = Kernel {
@@ -420,6 +429,7 @@ pub const SCAN_U32_DOWN: Kernel = Kernel {
 /// Kernels that belong to no method.
 pub const SHARED_KERNELS: &[Kernel] = &[
     COPY,
+    STRIDED_COPY,
     GATHER,
     FINGERPRINT,
     CSR_CHECK,

@@ -3,10 +3,12 @@
 //! and timing code; nothing here knows which method built the stages.
 
 mod report;
+mod spmm;
 pub(crate) mod values;
 
 pub(crate) use report::Phases;
 pub use report::{Candidate, Choice, Report, SetupSplit};
+pub(crate) use spmm::{DenseShape, SpmmProgram};
 
 use crate::gpu::{Coefficients, DeviceBuffer, Gpu, GpuVector, Timing};
 use crate::{Error, Result, Scalar};
@@ -136,6 +138,11 @@ pub struct SpmvPlan<T> {
     /// submission) the bits of the pair it holds.
     coeffs: wgpu::Buffer,
     coeffs_hold: std::sync::Mutex<(u64, u64)>,
+    /// The format's SpMM program, if it has one, and its stages for recent shapes.
+    spmm: Option<Arc<dyn SpmmProgram<T>>>,
+    spmm_programs: spmm::SpmmPrograms,
+    /// The vectors SpMM by columns runs through, made at its first use.
+    spmm_scratch: spmm::SpmmScratch<T>,
     /// Set once the plan's buffers are kept out of the pool (the first recording).
     kept_out: std::sync::Once,
     _t: PhantomData<T>,
@@ -147,8 +154,14 @@ struct BindKey {
     x: wgpu::Buffer,
     y: wgpu::Buffer,
     coeffs: CoeffKey,
-    host_path: bool,
+    /// Which stages: [`MAIN`], [`HOST_PATH`], or an operation's program.
+    program: u64,
 }
+
+/// The plan's all-GPU stages, in a [`BindKey`].
+const MAIN: u64 = 0;
+/// The GPU stages of the host path, in a [`BindKey`].
+const HOST_PATH: u64 = 1;
 
 /// The coefficients' part of a [`BindKey`].
 #[derive(PartialEq)]
@@ -206,6 +219,9 @@ impl<T: Scalar> SpmvPlan<T> {
             bound: Default::default(),
             coeffs,
             coeffs_hold: std::sync::Mutex::new(bits(one, zero)),
+            spmm: None,
+            spmm_programs: Default::default(),
+            spmm_scratch: Default::default(),
             kept_out: std::sync::Once::new(),
             _t: PhantomData,
         }
@@ -289,7 +305,12 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Bind groups for one call: those of an earlier call with the same vectors and
     /// coefficients' buffer, or new ones (kept for the next calls).
-    fn bind(&self, stages: &[Stage], ops: &Operands<'_, T>) -> Result<Arc<Vec<wgpu::BindGroup>>> {
+    fn bind(
+        &self,
+        stages: &[Stage],
+        program: u64,
+        ops: &Operands<'_, T>,
+    ) -> Result<Arc<Vec<wgpu::BindGroup>>> {
         let key = BindKey {
             x: ops.x.buffer.clone(),
             y: ops.y.buffer.clone(),
@@ -301,7 +322,7 @@ impl<T: Scalar> SpmvPlan<T> {
                 }
                 CoeffSource::Caller(c) => CoeffKey::Caller(c.buffer().clone()),
             },
-            host_path: !std::ptr::eq(stages, &self.stages[..]),
+            program,
         };
         let mut bound = crate::lock(&self.bound);
         if let Some(i) = bound.iter().position(|(k, _)| *k == key) {
@@ -370,9 +391,10 @@ impl<T: Scalar> SpmvPlan<T> {
         &self,
         what: &'static str,
         stages: &[Stage],
+        program: u64,
         ops: &Operands<'_, T>,
     ) -> Result<wgpu::SubmissionIndex> {
-        let groups = self.bind(stages, ops)?;
+        let groups = self.bind(stages, program, ops)?;
         let _hold = match ops.coeffs {
             CoeffSource::Plan(alpha, beta) => {
                 let mut held = crate::lock(&self.coeffs_hold);
@@ -457,7 +479,7 @@ impl<T: Scalar> SpmvPlan<T> {
         let _turn = self.gpu.gl_turn();
         self.check(ops.x, ops.y)?;
         self.keep_out_of_pool();
-        let groups = self.bind(&self.stages, ops)?;
+        let groups = self.bind(&self.stages, MAIN, ops)?;
         Self::record_stages(&self.stages, groups, encoder);
         Ok(())
     }
@@ -537,7 +559,8 @@ impl<T: Scalar> SpmvPlan<T> {
             y,
             coeffs: CoeffSource::Plan(alpha, beta),
         };
-        self.submit_product("running SpMV", stages, &ops)?;
+        let program = if host.is_some() { HOST_PATH } else { MAIN };
+        self.submit_product("running SpMV", stages, program, &ops)?;
         match host {
             Some(h) => h.stage.finish(&self.gpu, alpha, beta, y),
             None => Ok(()),
@@ -567,7 +590,7 @@ impl<T: Scalar> SpmvPlan<T> {
             y,
             coeffs: CoeffSource::Plan(alpha, beta),
         };
-        self.submit_product("submitting SpMV", &self.stages, &ops)
+        self.submit_product("submitting SpMV", &self.stages, MAIN, &ops)
     }
 
     /// Submits `y = α·A·x + β·y` with α and β read from `coeffs` when it runs, and returns at
@@ -586,7 +609,7 @@ impl<T: Scalar> SpmvPlan<T> {
             y,
             coeffs: CoeffSource::Caller(coeffs),
         };
-        self.submit_product("submitting SpMV", &self.stages, &ops)
+        self.submit_product("submitting SpMV", &self.stages, MAIN, &ops)
     }
 
     /// Computes `y = α·A·x + β·y` with α and β read from `coeffs` on the GPU (submitted; the
@@ -624,7 +647,7 @@ impl<T: Scalar> SpmvPlan<T> {
             y,
             coeffs: CoeffSource::Pair(T::from_f64(1.0), T::from_f64(0.0)),
         };
-        let groups = self.bind(&self.stages, &ops)?;
+        let groups = self.bind(&self.stages, MAIN, &ops)?;
         self.gpu
             .time_pass(repeats, |pass| Self::encode(&self.stages, pass, &groups))
     }
@@ -718,7 +741,7 @@ impl<T: Scalar> SpmvPlan<T> {
         };
         let groups: Vec<Arc<Vec<wgpu::BindGroup>>> = plans
             .iter()
-            .map(|p| p.bind(&p.stages, &ops))
+            .map(|p| p.bind(&p.stages, MAIN, &ops))
             .collect::<Result<_>>()?;
         let on_device: Vec<usize> = (0..plans.len())
             .filter(|&i| !plans[i].finishes_on_host())

@@ -25,4 +25,5 @@ mod real_matrices;
 mod shaders;
 mod shared_plans;
 mod speculative;
+mod spmm;
 mod suraa;

@@ -20,5 +20,18 @@ pub const CSR_VECTOR: Kernel = Kernel {
     derive: None,
 };
 
+/// Invocations per row of the SpMM kernel (columns taken at once).
+pub const SPMM_COLS: &[u32] = &[1, 2, 4, 8, 16, 32];
+
+/// SpMM (`Y = αAX + βY`, dense X and Y of k columns) on the CSR arrays: `COLS` invocations per
+/// row, each entry read once for all k columns.
+pub const CSR_SPMM: Kernel = Kernel {
+    name: "csr_spmm",
+    file: "csr/spmm",
+    heights: &[],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES), ("COLS", SPMM_COLS)],
+    derive: None,
+};
+
 /// Every kernel of the CSR baselines, for validation.
-pub const KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR];
+pub const KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, CSR_SPMM];

@@ -26,10 +26,96 @@ pub(crate) fn prepare<T: Scalar>(
     let mut runs = Vec::new();
     let mut phases = Phases::start(gpu);
     let (stages, details) = stages(gpu, a, method, opts, &mut runs, &mut phases)?;
+    let spmm = Spmm::of(&stages, a.nrows(), opts);
     let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
         .with_values(ValueLayout::Runs(runs));
+    if let Some(spmm) = spmm {
+        plan = plan.with_spmm(spmm);
+    }
     plan.report_mut().split = phases.split;
     Ok(plan)
+}
+
+/// SpMM on a plan's CSR arrays (one row chunk): `COLS` invocations per row, the least power of
+/// two that covers k columns up to 32 (beyond, each invocation takes several columns).
+struct Spmm {
+    arrays: [Arc<crate::gpu::DeviceBuffer>; 3],
+    nrows: usize,
+    wg: Option<u32>,
+}
+
+impl Spmm {
+    /// The program over the arrays of `stages`' first stage, where the plan has one row chunk
+    /// (its first stage binds the whole matrix's row pointers, columns and values).
+    fn of<T: Scalar>(
+        stages: &[Stage],
+        nrows: usize,
+        opts: &PlanOptions,
+    ) -> Option<Arc<dyn crate::plan::SpmmProgram<T>>> {
+        let first = stages.first()?;
+        // Row chunks are stages of the first one's pipeline (the long-row passes have others).
+        let chunks = stages
+            .iter()
+            .filter(|s| Arc::ptr_eq(&s.pipeline, &first.pipeline))
+            .count();
+        if chunks != 1 {
+            return None;
+        }
+        let mut arrays = Vec::new();
+        for b in &first.bindings[..3] {
+            match b {
+                Binding::Owned(buf) => arrays.push(buf.clone()),
+                _ => return None,
+            }
+        }
+        let arrays: [Arc<crate::gpu::DeviceBuffer>; 3] = arrays.try_into().ok()?;
+        Some(Arc::new(Self {
+            arrays,
+            nrows,
+            wg: opts.workgroup_size,
+        }))
+    }
+}
+
+impl<T: Scalar> crate::plan::SpmmProgram<T> for Spmm {
+    fn stages(&self, gpu: &Gpu, shape: crate::plan::DenseShape) -> Result<Vec<Stage>> {
+        let cols = kernels::SPMM_COLS
+            .iter()
+            .copied()
+            .find(|&c| c as usize >= shape.k)
+            .unwrap_or(32);
+        let wg = workgroup_size(gpu, self.wg, 256, cols)?;
+        let pipeline = gpu.pipeline(&Variant::new(
+            kernels::CSR_SPMM,
+            T::WGSL,
+            LaneMode::Workgroup,
+            vec![("WG_SIZE", wg), ("COLS", cols)],
+        ))?;
+        // Mirrors `struct Dense` in shaders/csr/spmm.wgsl.
+        let dense: [u32; 6] = [
+            self.nrows as u32,
+            shape.k as u32,
+            shape.x_steps.0 as u32,
+            shape.x_steps.1 as u32,
+            shape.y_steps.0 as u32,
+            shape.y_steps.1 as u32,
+        ];
+        let dense = gpu.uniform_buffer("wgspmv spmm shape", bytemuck::cast_slice(&dense));
+        let [row_ptr, col_idx, values] = self.arrays.clone().map(Binding::Owned);
+        Ok(vec![Stage {
+            pipeline,
+            bindings: vec![
+                row_ptr,
+                col_idx,
+                values,
+                Binding::X,
+                Binding::Y,
+                Binding::Coeffs,
+                Binding::Owned(Arc::new(dense)),
+            ],
+            grid: Grid::Direct(gpu.grid((self.nrows as u32).div_ceil(wg / cols))),
+        }])
+    }
 }
 
 /// What a CSR baseline runs: its pipeline, the lane team and the rows one workgroup covers.
@@ -202,6 +288,7 @@ pub(crate) struct GpuStages {
     /// Bytes of the caller's buffers the plan reads in place (not its own).
     shared_bytes: u64,
     split: crate::plan::SetupSplit,
+    opts: PlanOptions,
 }
 
 impl GpuStages {
@@ -214,8 +301,12 @@ impl GpuStages {
         details: String,
     ) -> SpmvPlan<T> {
         let shape = (a.nrows, a.ncols, a.nnz);
+        let spmm = Spmm::of(&self.stages, a.nrows, &self.opts);
         let mut plan =
             SpmvPlan::new(gpu, shape, self.stages, method.name(), details).with_values(self.values);
+        if let Some(spmm) = spmm {
+            plan = plan.with_spmm(spmm);
+        }
         plan.report_mut().split = self.split;
         plan.report_mut().device_bytes -= self.shared_bytes;
         plan
@@ -298,5 +389,6 @@ pub(crate) fn gpu_stages<T: Scalar>(
             0
         },
         split: phases.split,
+        opts: opts.clone(),
     }))
 }
