@@ -176,7 +176,7 @@ pub(crate) fn build_through_gpu<T: Scalar>(
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
     let plan = match method {
         Method::CsrScalar | Method::CsrVector => {
-            csr::prepare_gpu(gpu, &up.view(), up.checked, method, opts)?
+            csr::prepare_gpu(gpu, &up.view(), up.checked, method, opts, Some(a.row_ptr()))?
         }
         Method::Speculative => {
             speculative::gpu_build::prepare(gpu, &up.view(), method, opts, None)?
@@ -274,7 +274,9 @@ pub(crate) fn prepare_gpu_checked<T: Scalar>(
     let on_gpu = match method {
         // (An empty matrix's arrays may be too small to bind; its host build is trivial.)
         _ if a.nnz == 0 => None,
-        Method::CsrScalar | Method::CsrVector => csr::prepare_gpu(gpu, a, checked, method, opts)?,
+        Method::CsrScalar | Method::CsrVector => {
+            csr::prepare_gpu(gpu, a, checked, method, opts, None)?
+        }
         Method::Cmrs | Method::CmrsPadded => {
             cmrs::gpu_build::prepare(gpu, a, checked, method, opts)?
         }

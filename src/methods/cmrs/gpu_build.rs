@@ -254,7 +254,7 @@ pub(crate) fn prepare<T: Scalar>(
             "cmrs: height 1, run as the CSR vector kernel ({})",
             g.details
         );
-        return Ok(Some(g.plan(gpu, a, method, details)));
+        return Ok(Some(g.plan(gpu, a, method, details, None)));
     }
     let s = std::mem::size_of::<T>() as u64;
     if !buildable::<T>(gpu, &choice, opts, ncols, nnz) {

@@ -33,5 +33,19 @@ pub const CSR_SPMM: Kernel = Kernel {
     derive: None,
 };
 
+/// SpMM's rows too long for [`CSR_SPMM`]: pieces summed by workgroups (`FINISH` 0), then added
+/// into Y per long row and column (`FINISH` 1).
+pub const CSR_SPMM_LONG: Kernel = Kernel {
+    name: "csr_spmm_long",
+    file: "csr/spmm_long",
+    heights: &[],
+    overrides: &[
+        ("WG_SIZE", &[256]),
+        ("COLS", SPMM_COLS),
+        ("FINISH", &[0, 1]),
+    ],
+    derive: None,
+};
+
 /// Every kernel of the CSR baselines, for validation.
-pub const KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, CSR_SPMM];
+pub const KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, CSR_SPMM, CSR_SPMM_LONG];

@@ -9,7 +9,7 @@ use crate::kernel::{LaneMode, Variant};
 use crate::matrix::Checked;
 use crate::methods::common::{
     check_workgroup_memory, copy_from_caller, lane_mode, ptr_chunks, rebased_ptr, team_width,
-    upload, upload_values, workgroup_size, ChunkUniform,
+    upload, upload_buffer, upload_values, workgroup_size, ChunkUniform,
 };
 use crate::methods::{passes::long_rows, CallerBuffers, Method, PlanOptions};
 use crate::plan::values::{ValueLayout, ValueRun};
@@ -26,7 +26,7 @@ pub(crate) fn prepare<T: Scalar>(
     let mut runs = Vec::new();
     let mut phases = Phases::start(gpu);
     let (stages, details) = stages(gpu, a, method, opts, &mut runs, &mut phases)?;
-    let spmm = Spmm::of(&stages, a.nrows(), opts);
+    let spmm = Spmm::of(&stages, a.nrows(), LongRows::of(a.row_ptr()), opts);
     let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
         .with_values(ValueLayout::Runs(runs));
     if let Some(spmm) = spmm {
@@ -42,6 +42,56 @@ struct Spmm {
     arrays: [Arc<crate::gpu::DeviceBuffer>; 3],
     nrows: usize,
     wg: Option<u32>,
+    /// The rows [`kernels::CSR_SPMM`] leaves, their pieces on the GPU (made at the first use).
+    long: LongRows,
+    long_desc: std::sync::OnceLock<Arc<crate::gpu::DeviceBuffer>>,
+}
+
+/// Entries beyond which SpMM shares a row out among workgroups (`SPMM_LONG` in
+/// shaders/csr/spmm.wgsl).
+const SPMM_LONG: u32 = 512;
+/// Entries of one piece of such a row (one workgroup's share).
+const SPMM_PIECE: u32 = 2048;
+
+/// SpMM's long rows: `(row, first entry, end entry)` each.
+#[derive(Clone, Default)]
+pub(crate) struct LongRows(Vec<[u32; 3]>);
+
+impl LongRows {
+    /// The rows of more than [`SPMM_LONG`] entries (a parallel scan of the row pointers).
+    fn of(row_ptr: &[u32]) -> Self {
+        use rayon::prelude::*;
+        let rows = row_ptr.len().saturating_sub(1);
+        Self(
+            (0..rows)
+                .into_par_iter()
+                .with_min_len(1 << 16)
+                .filter(|&r| row_ptr[r + 1] - row_ptr[r] > SPMM_LONG)
+                .map(|r| [r as u32, row_ptr[r], row_ptr[r + 1]])
+                .collect(),
+        )
+    }
+
+    /// `[pieces, long rows, (begin, end) per piece, (row, first piece, end piece) per row]`
+    /// (the `desc` of shaders/csr/spmm_long.wgsl) and the piece count.
+    fn desc(&self) -> (Vec<u32>, u32) {
+        let mut pieces = Vec::new();
+        let mut rows = Vec::new();
+        for &[row, begin, end] in &self.0 {
+            let first = pieces.len() as u32 / 2;
+            let mut b = begin;
+            while b < end {
+                pieces.extend([b, end.min(b.saturating_add(SPMM_PIECE))]);
+                b = b.saturating_add(SPMM_PIECE);
+            }
+            rows.extend([row, first, pieces.len() as u32 / 2]);
+        }
+        let count = pieces.len() as u32 / 2;
+        let mut desc = vec![count, self.0.len() as u32];
+        desc.extend(pieces);
+        desc.extend(rows);
+        (desc, count)
+    }
 }
 
 impl Spmm {
@@ -50,6 +100,7 @@ impl Spmm {
     fn of<T: Scalar>(
         stages: &[Stage],
         nrows: usize,
+        long: LongRows,
         opts: &PlanOptions,
     ) -> Option<Arc<dyn crate::plan::SpmmProgram<T>>> {
         let first = stages.first()?;
@@ -73,6 +124,8 @@ impl Spmm {
             arrays,
             nrows,
             wg: opts.workgroup_size,
+            long,
+            long_desc: Default::default(),
         }))
     }
 }
@@ -101,20 +154,62 @@ impl<T: Scalar> crate::plan::SpmmProgram<T> for Spmm {
             shape.y_steps.1 as u32,
         ];
         let dense = gpu.uniform_buffer("wgspmv spmm shape", bytemuck::cast_slice(&dense));
+        let dense = Arc::new(dense);
         let [row_ptr, col_idx, values] = self.arrays.clone().map(Binding::Owned);
-        Ok(vec![Stage {
+        let mut stages = vec![Stage {
             pipeline,
             bindings: vec![
                 row_ptr,
-                col_idx,
-                values,
+                col_idx.clone(),
+                values.clone(),
                 Binding::X,
                 Binding::Y,
                 Binding::Coeffs,
-                Binding::Owned(Arc::new(dense)),
+                Binding::Owned(dense.clone()),
             ],
             grid: Grid::Direct(gpu.grid((self.nrows as u32).div_ceil(wg / cols))),
-        }])
+        }];
+        if self.long.0.is_empty() {
+            return Ok(stages);
+        }
+        let (desc_words, pieces) = self.long.desc();
+        let desc = match self.long_desc.get() {
+            Some(d) => d.clone(),
+            None => {
+                let d = upload_buffer(gpu, "spmm long rows", &desc_words)?;
+                self.long_desc.get_or_init(|| d).clone()
+            }
+        };
+        let s = std::mem::size_of::<T>() as u64;
+        let partials = Arc::new(gpu.storage_overwritten(
+            "spmm long-row partials",
+            pieces as u64 * shape.k as u64 * s,
+            wgpu::BufferUsages::empty(),
+        )?);
+        let long_rows = self.long.0.len() as u32;
+        for (finish, groups) in [(0, pieces), (1, (long_rows * shape.k as u32).div_ceil(256))] {
+            let pipeline = gpu.pipeline(&Variant::new(
+                kernels::CSR_SPMM_LONG,
+                T::WGSL,
+                LaneMode::Workgroup,
+                vec![("WG_SIZE", 256), ("COLS", cols), ("FINISH", finish)],
+            ))?;
+            stages.push(Stage {
+                pipeline,
+                bindings: vec![
+                    Binding::Owned(desc.clone()),
+                    col_idx.clone(),
+                    values.clone(),
+                    Binding::X,
+                    Binding::Y,
+                    Binding::Coeffs,
+                    Binding::Owned(dense.clone()),
+                    Binding::Owned(partials.clone()),
+                ],
+                grid: Grid::Direct(gpu.grid(groups)),
+            });
+        }
+        Ok(stages)
     }
 }
 
@@ -245,18 +340,28 @@ pub(crate) fn stages<T: Scalar>(
 /// `csr-scalar` or `csr-vector` from the caller's GPU buffers: the arrays are copied on the GPU
 /// into the plan's own, and the long-row passes described there. `None` where the host has to
 /// build it (row chunks).
+/// `host_row_ptr`: the row pointers on the host where the caller has them (a host CSR uploaded
+/// as it is), else SpMM's long rows are looked for only where `checked` says there are some.
 pub(crate) fn prepare_gpu<T: Scalar>(
     gpu: &Gpu,
     a: &GpuCsr,
     checked: Checked,
     method: Method,
     opts: &PlanOptions,
+    host_row_ptr: Option<&[u32]>,
 ) -> Result<Option<SpmvPlan<T>>> {
     let Some(g) = gpu_stages::<T>(gpu, a, checked, method, opts)? else {
         return Ok(None);
     };
     let details = g.details.clone();
-    Ok(Some(g.plan(gpu, a, method, details)))
+    // SpMM's long rows: none where no row is that long; else from the host's row pointers, or
+    // (a CSR only on the GPU) SpMM runs one product per column.
+    let long = if checked.longest_row as u64 <= SPMM_LONG as u64 {
+        Some(LongRows::default())
+    } else {
+        host_row_ptr.map(LongRows::of)
+    };
+    Ok(Some(g.plan(gpu, a, method, details, long)))
 }
 
 /// Whether a host CSR `a` is better uploaded as it is and copied on the GPU into the plan's
@@ -299,9 +404,10 @@ impl GpuStages {
         a: &GpuCsr,
         method: Method,
         details: String,
+        spmm_long: Option<LongRows>,
     ) -> SpmvPlan<T> {
         let shape = (a.nrows, a.ncols, a.nnz);
-        let spmm = Spmm::of(&self.stages, a.nrows, &self.opts);
+        let spmm = spmm_long.and_then(|long| Spmm::of(&self.stages, a.nrows, long, &self.opts));
         let mut plan =
             SpmvPlan::new(gpu, shape, self.stages, method.name(), details).with_values(self.values);
         if let Some(spmm) = spmm {
