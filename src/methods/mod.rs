@@ -121,6 +121,17 @@ pub struct PlanOptions {
     pub expected_products: Option<u64>,
     /// How `Method::Auto` chooses (profile, timed choice, remembered choices).
     pub auto: crate::profile::AutoOptions,
+    /// How many vectors the plan's products will mostly take at once
+    /// ([`SpmvPlan::run_spmm`]); above 1, `Method::Auto` chooses among the methods whose format
+    /// has an SpMM kernel ([`SpmvPlan::has_spmm_kernel`]: the others run one product per vector).
+    /// `None`: one.
+    pub spmm_columns: Option<usize>,
+}
+
+/// Whether `method`'s format has an SpMM kernel (one that reads each stored entry once for all
+/// the vectors), where its plan has no row chunks.
+pub(crate) fn has_spmm_kernel(method: Method) -> bool {
+    matches!(method, Method::CsrScalar | Method::CsrVector)
 }
 
 /// Whether preparing `a` for `method` with `opts` uploads it as it is and builds on the GPU

@@ -99,8 +99,18 @@ impl AutoChoice {
         features: Features,
         expected: u64,
         on_gpu: &dyn Fn(Method) -> bool,
+        opts: &PlanOptions,
     ) -> Self {
-        let candidates = predict(profile, &features, expected, on_gpu);
+        let mut candidates = predict(profile, &features, expected, on_gpu);
+        // Many vectors at once: the methods whose format has an SpMM kernel (the others run one
+        // product per vector), where the profile models one.
+        if opts.spmm_columns.is_some_and(|k| k > 1)
+            && candidates
+                .iter()
+                .any(|c| crate::methods::has_spmm_kernel(c.method))
+        {
+            candidates.retain(|c| crate::methods::has_spmm_kernel(c.method));
+        }
         Self {
             method: candidates[0].method,
             basis: Basis::Model,
@@ -307,7 +317,9 @@ pub(crate) fn choose_gpu_csr<T: Scalar>(
         Method::Bccoo | Method::BccooPlus => bccoo,
         Method::Auto => false,
     };
-    Ok(AutoChoice::by_model(&profile, features, expected, &on_gpu))
+    Ok(AutoChoice::by_model(
+        &profile, features, expected, &on_gpu, opts,
+    ))
 }
 
 /// Builds a candidate of a timed choice: its plan and its setup, ms.
@@ -445,7 +457,7 @@ fn decide<T: Scalar>(
         let gpu_build = crate::methods::builds_on_gpu(gpu, a, m.method, opts).unwrap_or(false);
         on_gpu.insert(m.method, gpu_build);
     }
-    let mut choice = AutoChoice::by_model(&profile, features, expected, &|m| on_gpu[&m]);
+    let mut choice = AutoChoice::by_model(&profile, features, expected, &|m| on_gpu[&m], opts);
     let Some(budget) = timed_budget(opts)? else {
         return Ok((choice, None));
     };

@@ -252,3 +252,37 @@ fn bad_operands_are_typed_errors() {
         }
     }
 }
+
+/// Told that products take many vectors, `Auto` chooses a method with an SpMM kernel, on every
+/// suite class (it would run one product per vector otherwise).
+#[test]
+fn auto_told_of_many_vectors_chooses_an_spmm_kernel() {
+    let Some(gpu) = gpu() else { return };
+    for class in wgspmv::testing::SuiteClass::ALL {
+        let a = class.generate(3_000, 4).cast::<f32>();
+        let opts = PlanOptions {
+            spmm_columns: Some(8),
+            ..Default::default()
+        };
+        let plan = gpu.prepare_with(&a, Method::Auto, &opts).unwrap();
+        assert!(plan.has_spmm_kernel(), "{class:?}: {}", plan.method());
+        let x: Vec<Vec<f32>> = (0..8).map(|j| vec![1.0 + j as f32; a.ncols()]).collect();
+        let gx = GpuMatrix::from_slice(
+            &gpu,
+            a.ncols(),
+            8,
+            Layout::RowMajor,
+            &laid_out(&x, Layout::RowMajor),
+        )
+        .unwrap();
+        let mut gy = GpuMatrix::filled(&gpu, a.nrows(), 8, Layout::RowMajor, f32::NAN).unwrap();
+        plan.run_spmm(&gx, &mut gy).unwrap();
+        let got = gy.read().unwrap();
+        for (j, xj) in x.iter().enumerate() {
+            let want = wgspmv::testing::reference::spmv_par(&a, xj).unwrap();
+            let col: Vec<f32> = (0..a.nrows()).map(|r| got[r * 8 + j]).collect();
+            let c = wgspmv::testing::reference::check(1.0, &a, xj, 0.0, None, &col, &want);
+            assert!(c.ok, "{class:?} column {j}: {c:?}");
+        }
+    }
+}
