@@ -33,6 +33,15 @@ pub const CSR_SPMM: Kernel = Kernel {
     derive: None,
 };
 
+/// SpMM for a column-major X: one invocation per row and block of 4 columns.
+pub const CSR_SPMM_BY_ROW: Kernel = Kernel {
+    name: "csr_spmm_by_row",
+    file: "csr/spmm_by_row",
+    heights: &[],
+    overrides: &[("WG_SIZE", WORKGROUP_SIZES)],
+    derive: None,
+};
+
 /// SpMM's rows too long for [`CSR_SPMM`]: pieces summed by workgroups (`FINISH` 0), then added
 /// into Y per long row and column (`FINISH` 1).
 pub const CSR_SPMM_LONG: Kernel = Kernel {
@@ -48,4 +57,10 @@ pub const CSR_SPMM_LONG: Kernel = Kernel {
 };
 
 /// Every kernel of the CSR baselines, for validation.
-pub const KERNELS: &[Kernel] = &[CSR_SCALAR, CSR_VECTOR, CSR_SPMM, CSR_SPMM_LONG];
+pub const KERNELS: &[Kernel] = &[
+    CSR_SCALAR,
+    CSR_VECTOR,
+    CSR_SPMM,
+    CSR_SPMM_BY_ROW,
+    CSR_SPMM_LONG,
+];

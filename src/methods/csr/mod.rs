@@ -138,12 +138,33 @@ impl<T: Scalar> crate::plan::SpmmProgram<T> for Spmm {
             .find(|&c| c as usize >= shape.k)
             .unwrap_or(32);
         let wg = workgroup_size(gpu, self.wg, 256, cols)?;
-        let pipeline = gpu.pipeline(&Variant::new(
-            kernels::CSR_SPMM,
-            T::WGSL,
-            LaneMode::Workgroup,
-            vec![("WG_SIZE", wg), ("COLS", cols)],
-        ))?;
+        // A column-major X is read by rows (each lane its own row, as csr-scalar), a row-major
+        // one by COLS lanes per row reading a row of X together.
+        let by_row = shape.x_steps.0 == 1 && shape.k > 1;
+        let (main, overrides, invocations) = if by_row {
+            let blocks = shape.k.div_ceil(4) as u64;
+            (
+                kernels::CSR_SPMM_BY_ROW,
+                vec![("WG_SIZE", wg)],
+                self.nrows as u64 * blocks,
+            )
+        } else {
+            let invocations = self.nrows as u64 * cols as u64;
+            (
+                kernels::CSR_SPMM,
+                vec![("WG_SIZE", wg), ("COLS", cols)],
+                invocations,
+            )
+        };
+        let pipeline =
+            gpu.pipeline(&Variant::new(main, T::WGSL, LaneMode::Workgroup, overrides))?;
+        let groups = u32::try_from(invocations.div_ceil(wg as u64)).map_err(|_| {
+            crate::Error::InvalidParameter {
+                name: "k",
+                value: shape.k.to_string(),
+                reason: "more row-and-column blocks than one dispatch takes".into(),
+            }
+        })?;
         // Mirrors `struct Dense` in shaders/csr/spmm.wgsl.
         let dense: [u32; 6] = [
             self.nrows as u32,
@@ -167,7 +188,7 @@ impl<T: Scalar> crate::plan::SpmmProgram<T> for Spmm {
                 Binding::Coeffs,
                 Binding::Owned(dense.clone()),
             ],
-            grid: Grid::Direct(gpu.grid((self.nrows as u32).div_ceil(wg / cols))),
+            grid: Grid::Direct(gpu.grid(groups)),
         }];
         if self.long.0.is_empty() {
             return Ok(stages);
