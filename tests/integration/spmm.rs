@@ -286,3 +286,61 @@ fn auto_told_of_many_vectors_chooses_an_spmm_kernel() {
         }
     }
 }
+
+/// SpMM after a value update reads the new values (kernel and by-column plans alike), and
+/// several threads' SpMM on one plan, each with its own X and Y, are each right (the by-column
+/// plans share their two vectors).
+#[test]
+fn after_value_updates_and_from_several_threads() {
+    let a = integer_matrix(260, 300, 13);
+    let doubled: Vec<f32> = a.values().iter().map(|v| 2.0 * v).collect();
+    let b = CsrMatrix::try_new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        doubled.clone(),
+    )
+    .unwrap();
+    for (dev, gpu) in gpus() {
+        for m in [Method::CsrVector, Method::Bccoo, Method::Suraa] {
+            let plan = gpu.prepare(&a, m).unwrap();
+            plan.update_values(&doubled).unwrap();
+            check_spmm(&gpu, &plan, &b, 5, &format!("{m} / {dev}: updated"));
+            std::thread::scope(|s| {
+                for t in 0..4u64 {
+                    let (plan, gpu, b) = (&plan, &gpu, &b);
+                    s.spawn(move || {
+                        for round in 0..3u64 {
+                            let xs: Vec<Vec<f32>> = (0..3)
+                                .map(|j| integer_vector(b.ncols(), 10 * t + round + j))
+                                .collect();
+                            let want: Vec<Vec<f32>> =
+                                xs.iter().map(|x| exact(b, x, 1.0, 0.0, &[])).collect();
+                            let layout = if t % 2 == 0 {
+                                Layout::RowMajor
+                            } else {
+                                Layout::ColumnMajor
+                            };
+                            let x = GpuMatrix::from_slice(
+                                gpu,
+                                b.ncols(),
+                                3,
+                                layout,
+                                &laid_out(&xs, layout),
+                            )
+                            .unwrap();
+                            let mut y =
+                                GpuMatrix::filled(gpu, b.nrows(), 3, layout, f32::NAN).unwrap();
+                            plan.run_spmm(&x, &mut y).unwrap();
+                            assert!(
+                                same(&y.read().unwrap(), &laid_out(&want, layout)),
+                                "{m} / {dev}: thread {t} round {round}"
+                            );
+                        }
+                    });
+                }
+            });
+        }
+    }
+}
