@@ -910,15 +910,33 @@ pub fn write_matrix_market<T: Scalar>(path: impl AsRef<Path>, m: &CsrMatrix<T>) 
 
 /// Writes a vector as a one-column `array real general` file.
 pub fn write_vector<T: Scalar>(path: impl AsRef<Path>, v: &[T]) -> Result<()> {
+    write_dense(path, v.len(), 1, v)
+}
+
+/// Writes a dense `rows × cols` matrix, `column_major` holding it column after column (as the
+/// format lists it), as an `array real general` file.
+pub fn write_dense<T: Scalar>(
+    path: impl AsRef<Path>,
+    rows: usize,
+    cols: usize,
+    column_major: &[T],
+) -> Result<()> {
     let path = path.as_ref();
+    if rows.checked_mul(cols) != Some(column_major.len()) {
+        return Err(Error::DimensionMismatch {
+            what: "dense matrix elements (rows x cols)",
+            expected: rows.saturating_mul(cols),
+            actual: column_major.len(),
+        });
+    }
     let mut f = create(path)?;
     let io = |source| Error::Io {
         path: path.to_owned(),
         source,
     };
     writeln!(f, "%%MatrixMarket matrix array real general").map_err(io)?;
-    writeln!(f, "{} 1", v.len()).map_err(io)?;
-    for x in v {
+    writeln!(f, "{rows} {cols}").map_err(io)?;
+    for x in column_major {
         writeln!(f, "{x}").map_err(io)?;
     }
     f.flush().map_err(io)

@@ -108,9 +108,10 @@ pub(crate) struct HostPath<T> {
 ///
 /// # Sharing
 ///
-/// - A plan is `Send + Sync`: every method of it (`run`, `run_axpby`, `submit`, `record`,
-///   `time`, `update_values*`, `record_update_values`, `report`) may be called from any number
-///   of threads at once, each product with its own output `y`. The plan's scratch buffers are
+/// - A plan is `Send + Sync`: every method of it (`run`, `run_axpby`, `submit`, `record`, their
+///   `_with` forms, `run_spmm*`, `record_spmm_axpby`, `time`, `update_values*`,
+///   `record_update_values`, `report`) may be called from any number of threads at once, each
+///   product with its own output. The plan's scratch buffers are
 ///   used by one product at a time: products reach the GPU through the one queue in the order
 ///   they are submitted (or, for `record`, in the order the caller submits its encoders), and
 ///   a plan whose `run` finishes on the host ([`finishes_on_host`](Self::finishes_on_host))

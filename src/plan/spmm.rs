@@ -162,6 +162,15 @@ impl<T: Scalar> SpmvPlan<T> {
             return Ok(Some(found));
         }
         let stages = Arc::new(program.stages(&self.gpu, shape)?);
+        // Work recorded into a caller's encoder may run after the plan is dropped: the
+        // program's own buffers are never lent to another plan.
+        for stage in stages.iter() {
+            for b in &stage.bindings {
+                if let super::Binding::Owned(buf) = b {
+                    buf.keep_out_of_pool();
+                }
+            }
+        }
         // Ids above the plan's own stages' (`MAIN`, `HOST_PATH`), never reused by this plan.
         let id = 2 + crate::gpu::next_id();
         if kept.len() == KEPT_SHAPES {

@@ -89,9 +89,9 @@ fn threads_share_a_host_finished_speculative_plan() {
 }
 
 /// Threads opening, using and dropping `Gpu`s at once, as the tests of an app do: every open
-/// succeeds and every product is right. wgpu-hal's GL adapters of one instance share one EGL
-/// context, and dropping one made that context current while another thread held it (a panic
-/// inside wgpu, `BadAccess`), so GL is never shared between opens.
+/// succeeds and every product is right. wgpu-hal gives the GL adapters of every enumeration one
+/// EGL context with a lock each, and dropping one made that context current while another thread
+/// held it (a panic inside wgpu, `BadAccess`), so GL is enumerated once per process.
 #[test]
 fn threads_open_use_and_drop_gpus_at_once() {
     if gpu().is_none() {

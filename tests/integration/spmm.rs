@@ -344,3 +344,21 @@ fn after_value_updates_and_from_several_threads() {
         }
     }
 }
+
+/// A CSR plan split into row chunks has no SpMM kernel (its kernel reads one chunk's arrays):
+/// it runs one product per column, and is right.
+#[test]
+fn row_chunks_run_one_product_per_column() {
+    let a = integer_matrix(2_000, 900, 17);
+    for (dev, gpu) in gpus() {
+        for m in [Method::CsrScalar, Method::CsrVector] {
+            let opts = PlanOptions {
+                max_chunk_bytes: Some(4096),
+                ..Default::default()
+            };
+            let plan = gpu.prepare_with(&a, m, &opts).unwrap();
+            assert!(!plan.has_spmm_kernel(), "{m} / {dev}: {}", plan.details());
+            check_spmm(&gpu, &plan, &a, 3, &format!("{m} / {dev}: row chunks"));
+        }
+    }
+}

@@ -43,7 +43,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     private_runtime_dir();
     user_pipeline_cache();
-    env_logger::init();
+    // Errors only by default, without EGL's: wgpu's GL backend reports each EGL driver Mesa
+    // fails to load before one that works ("DRI2: failed to load driver") on every healthy
+    // headless run. RUST_LOG shows everything again.
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("error,wgpu_hal::gles::egl=off"),
+    )
+    .init();
     let result = match cli.command {
         Command::Info(a) => info::main(a),
         Command::Multiply(a) => return multiply::main(a),

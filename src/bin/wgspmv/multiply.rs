@@ -13,8 +13,8 @@ use wgspmv::matrix::io::{self, ReadLimits};
 use wgspmv::methods::bccoo::{BccooReport, Carry, ColumnCoding, Strategy};
 use wgspmv::methods::speculative::SpeculativeOptions;
 use wgspmv::{
-    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method, PlanOptions,
-    Report, Scalar, SpmvPlan, Timer,
+    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuMatrix, GpuVector, Layout, Method,
+    PlanOptions, Report, Scalar, SpmvPlan, Timer,
 };
 
 /// `wgspmv multiply`: y = A·x on the GPU, checked against an f64 CPU reference.
@@ -29,11 +29,12 @@ pub struct Args {
     #[arg(long, value_parser = crate::args::method_names())]
     method: Option<String>,
     /// Input vector x as a Matrix Market array or coordinate vector. Default: a fixed random
-    /// vector.
+    /// vector. A dense matrix of k columns (an array, or coordinate entries) multiplies k vectors
+    /// at once: Y = A·X (SpMM).
     #[arg(long)]
     x: Option<PathBuf>,
-    /// Write y, the result of the first method run, to this file as a Matrix Market array.
-    /// Without it y is checked but not written.
+    /// Write y (Y for k vectors: a rows × k array), the result of the first method run, to this
+    /// file as a Matrix Market array. Without it the result is checked but not written.
     #[arg(long)]
     output: Option<PathBuf>,
     /// Compute in f64 instead of f32 (needs an adapter with SHADER_F64).
@@ -127,7 +128,16 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
             let x_limits = limits
                 .cap_dimension(n, format!("x must have the matrix's {n} columns"))
                 .with_free_dimension(n);
-            io::read_vector_with::<f64>(p, &x_limits)?
+            match io::read_vector_with::<f64>(p, &x_limits) {
+                Ok(x) => x,
+                // Not a vector: a dense matrix of k columns, k products at once.
+                Err(e) => match io::read_matrix_market_with::<f64>(p, &x_limits) {
+                    Ok(xs) if xs.ncols() > 1 => {
+                        return run_many(args, &gpu, &name, &a, &xs, &methods);
+                    }
+                    _ => return Err(e),
+                },
+            }
         }
         None => {
             // random_vector allocates unchecked: first make sure the host can hold x at all.
@@ -209,17 +219,7 @@ fn run_typed<T: Scalar>(
     let x = xt;
     let y_ref = reference::spmv_par(a, &x)?;
     let gx = GpuVector::from_slice(gpu, &x)?;
-    let finish = choose_one("finish", &args.finish, FINISHES)?;
-    let setup = choose_one("setup", &args.setup, SETUPS)?;
-    let opts = PlanOptions {
-        bccoo: args.bccoo.options()?,
-        speculative: SpeculativeOptions {
-            finish,
-            ..Default::default()
-        },
-        suraa: args.suraa.options(setup)?,
-        ..Default::default()
-    };
+    let opts = plan_options(args)?;
     let copy = copy_ceiling(args, gpu, a);
     println!(
         "GB/s: the bytes one product must move at least (the matrix, x and y, each once) per second"
@@ -270,6 +270,153 @@ fn run_typed<T: Scalar>(
                     "wrote y ({} values, from {}) to {}",
                     grouped(y.len() as u64),
                     m.name(),
+                    out.display()
+                ));
+            }
+        }
+    }
+    if let Some(line) = wrote {
+        println!("{line}");
+    }
+    Ok(all_ok)
+}
+
+/// The plan options the method flags give.
+fn plan_options(args: &Args) -> wgspmv::Result<PlanOptions> {
+    let finish = choose_one("finish", &args.finish, FINISHES)?;
+    let setup = choose_one("setup", &args.setup, SETUPS)?;
+    Ok(PlanOptions {
+        bccoo: args.bccoo.options()?,
+        speculative: SpeculativeOptions {
+            finish,
+            ..Default::default()
+        },
+        suraa: args.suraa.options(setup)?,
+        ..Default::default()
+    })
+}
+
+/// `Y = A·X` for the k columns of `xs` (SpMM), each method's Y checked column by column against
+/// the f64 reference, timed by whole calls.
+fn run_many(
+    args: &Args,
+    gpu: &Gpu,
+    name: &str,
+    a: &CsrMatrix<f64>,
+    xs: &CsrMatrix<f64>,
+    methods: &[Method],
+) -> wgspmv::Result<bool> {
+    if xs.nrows() != a.ncols() {
+        return Err(wgspmv::Error::DimensionMismatch {
+            what: "rows of X (the matrix's columns)",
+            expected: a.ncols(),
+            actual: xs.nrows(),
+        });
+    }
+    println!(
+        "matrix: {name}: {} rows x {} columns, {} nonzeros; X: {} vectors; computed in {}",
+        grouped(a.nrows() as u64),
+        grouped(a.ncols() as u64),
+        grouped(a.nnz() as u64),
+        xs.ncols(),
+        if args.f64 { "f64" } else { "f32" }
+    );
+    if args.f64 {
+        many_typed::<f64>(args, gpu, a, xs, methods)
+    } else {
+        many_typed::<f32>(args, gpu, &a.cast(), xs, methods)
+    }
+}
+
+fn many_typed<T: Scalar>(
+    args: &Args,
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    xs: &CsrMatrix<f64>,
+    methods: &[Method],
+) -> wgspmv::Result<bool> {
+    let (n, m, k) = (a.ncols(), a.nrows(), xs.ncols());
+    let mut x = host_vec::<T>(n * k, "X")?;
+    x.resize(n * k, T::from_f64(0.0));
+    for r in 0..n {
+        let (cols, vals) = xs.row(r);
+        for (&c, &v) in cols.iter().zip(vals) {
+            x[c as usize * n + r] = T::from_f64(v);
+        }
+    }
+    let columns: Vec<&[T]> = x.chunks_exact(n.max(1)).take(k).collect();
+    let refs = columns
+        .iter()
+        .map(|c| reference::spmv_par(a, c))
+        .collect::<wgspmv::Result<Vec<_>>>()?;
+    let gx = GpuMatrix::from_slice(gpu, n, k, Layout::ColumnMajor, &x)?;
+    let opts = PlanOptions {
+        spmm_columns: Some(k),
+        ..plan_options(args)?
+    };
+    let copy = copy_ceiling(args, gpu, a);
+    let s = std::mem::size_of::<T>() as f64;
+    let bytes = a.nnz() as f64 * (4.0 + s) + (m as f64 + 1.0) * 4.0 + k as f64 * (n + m) as f64 * s;
+    println!(
+        "GB/s: the bytes one product of all {k} vectors must move at least (the matrix once, X and Y) per second"
+    );
+    println!();
+    println!(
+        "{:<18} {:>14} {:>10} {:>10}  result",
+        "method", "ms per product", "GB/s", "% of copy"
+    );
+    let mut all_ok = true;
+    let mut wrote = None;
+    for (i, &method) in methods.iter().enumerate() {
+        let plan = gpu.prepare_with(a, method, &opts)?;
+        let mut gy = GpuMatrix::filled(gpu, m, k, Layout::ColumnMajor, T::NAN)?;
+        plan.run_spmm(&gx, &mut gy)?;
+        let y = gy.read()?;
+        let mut verdicts = Vec::new();
+        let mut ok = true;
+        for (j, (col, y_ref)) in columns.iter().zip(&refs).enumerate() {
+            let c = compare(a, col, &y[j * m..(j + 1) * m], y_ref)?;
+            if !c.ok && verdicts.is_empty() {
+                verdicts.push(format!("column {j}: {}", verdict(&c)));
+            }
+            ok &= c.ok;
+        }
+        let reps = args.repeat.max(1);
+        let t = std::time::Instant::now();
+        for _ in 0..reps {
+            plan.run_spmm(&gx, &mut gy)?;
+        }
+        gpu.wait()?;
+        let ms = t.elapsed().as_secs_f64() * 1e3 / reps as f64;
+        let gbps = bytes / (ms * 1e6);
+        let how = if plan.has_spmm_kernel() {
+            "SpMM kernel"
+        } else {
+            "one product per vector"
+        };
+        let name = match method {
+            Method::Auto => format!("auto: {}", plan.method()),
+            _ => method.name().to_owned(),
+        };
+        println!(
+            "{:<18} {:>14} {:>10} {:>10}  {} ({how})",
+            name,
+            sig(ms, 4),
+            sig(gbps, 3),
+            copy.map_or("-".to_owned(), |c| format!("{}%", sig(100.0 * gbps / c, 2))),
+            if ok {
+                "ok".to_owned()
+            } else {
+                verdicts.join("; ")
+            },
+        );
+        all_ok &= ok;
+        if i == 0 {
+            if let Some(out) = &args.output {
+                io::write_dense(out, m, k, &y)?;
+                wrote = Some(format!(
+                    "wrote Y ({m} x {k}, from {}) to {}",
+                    method.name(),
                     out.display()
                 ));
             }
