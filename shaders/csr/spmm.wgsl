@@ -1,27 +1,15 @@
 #import shared/grid
 #import shared/common
 #import shared/csr_bindings
+#import csr/spmm_dense
 // Y = alpha * A X + beta * Y for dense X and Y of K columns (SpMM), A in CSR: COLS invocations
 // per row, each taking columns lane, lane + COLS, ...; the row's entries are read once per
 // workgroup for all of them (the COLS invocations of a row read the same entry, a broadcast).
-// Element (r, j) of X lies at r * x_row + j * x_col (row-major: x_row = K, x_col = 1;
-// column-major: x_row = 1, x_col = rows), the same for Y. Rows of more than SPMM_LONG entries
-// are left to spmm_long.wgsl.
-
-struct Dense {
-    nrows: u32,
-    k: u32,
-    x_row: u32,
-    x_col: u32,
-    y_row: u32,
-    y_col: u32,
-}
-@group(0) @binding(6) var<uniform> dense: Dense;
+// X and Y are laid out as spmm_dense.wgsl says. Rows of more than SPMM_LONG entries are left to
+// spmm_long.wgsl.
 
 override WG_SIZE: u32 = 256u;
 override COLS: u32 = 8u;
-// Entries beyond which a row is left to spmm_long.wgsl; mirrored by SPMM_LONG in csr/mod.rs.
-const SPMM_LONG: u32 = 512u;
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,

@@ -1,25 +1,14 @@
 #import shared/grid
 #import shared/common
 #import shared/csr_bindings
+#import csr/spmm_dense
 // Y = alpha * A X + beta * Y (SpMM) for a column-major X: one invocation per row and block of
 // BLOCK columns, consecutive invocations on consecutive rows (as csr_scalar), each entry read
 // once per block. (spmm.wgsl's COLS invocations per row would gather X's columns `rows` apart.)
 // Rows of more than SPMM_LONG entries are left to spmm_long.wgsl.
 
-struct Dense {
-    nrows: u32,
-    k: u32,
-    x_row: u32,
-    x_col: u32,
-    y_row: u32,
-    y_col: u32,
-}
-@group(0) @binding(6) var<uniform> dense: Dense;
-
 override WG_SIZE: u32 = 256u;
 const BLOCK: u32 = 4u;
-// Mirrors SPMM_LONG in csr/mod.rs.
-const SPMM_LONG: u32 = 512u;
 
 fn put(row: u32, j: u32, sum: scalar) {
     let yi = row * dense.y_row + j * dense.y_col;

@@ -1,5 +1,6 @@
 #import shared/grid
 #import shared/common
+#import csr/spmm_dense
 // SpMM's rows longer than SPMM_LONG entries (shaders/csr/spmm.wgsl leaves them): FINISH 0, one
 // workgroup per piece of at most SPMM_PIECE entries of a long row, COLS columns at a time, the
 // piece's entries shared out among WG_SIZE / COLS parts and summed in workgroup memory into
@@ -14,18 +15,7 @@
 @group(0) @binding(3) var<storage, read> x: array<scalar>;
 @group(0) @binding(4) var<storage, read_write> y: array<scalar>;
 @group(0) @binding(5) var<uniform> coeffs: Coeffs;
-@group(0) @binding(6) var<uniform> dense: Dense;
 @group(0) @binding(7) var<storage, read_write> partials: array<scalar>;
-
-// Mirrors `struct Dense` of shaders/csr/spmm.wgsl.
-struct Dense {
-    nrows: u32,
-    k: u32,
-    x_row: u32,
-    x_col: u32,
-    y_row: u32,
-    y_col: u32,
-}
 
 override WG_SIZE: u32 = 256u;
 override COLS: u32 = 8u;
