@@ -1,52 +1,59 @@
-//! [`Method`]: the SpMV methods by name, declared once in [`method_registry!`], which the
-//! methods' folders (`methods/`) and the enum both read. A low module of its own, so that the
-//! cost model (`select`), the options and the methods all name methods without importing one
-//! another.
+//! [`Method`]: the SpMV methods by name, and [`method_registry!`], the list that names and
+//! dispatches them. A low module of its own, so that the cost model, the options and the
+//! methods all name methods without importing one another.
 
 use crate::{Error, Result};
 
-/// Every method once: its variant, its name and the folder under `methods/` that prepares it
-/// (a `prepare(gpu, a, method, opts)` and a `KERNELS` list). Adding a method is its folder plus
-/// one line here. Calls `$callback!` with the list.
+/// An SpMV method. Each concrete one has a line in the registry below (the compiler checks that
+/// the two lists agree).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Method {
+    /// One invocation per row (baseline).
+    CsrScalar,
+    /// One SIMD group (subgroup, or a team of lanes in workgroup memory) per row (baseline).
+    CsrVector,
+    /// Compressed multirow storage: one SIMD group per strip of rows (Koza et al.).
+    Cmrs,
+    /// CMRS with the smaller buffer and zero-padded strips of the paper's section 6.7.
+    CmrsPadded,
+    /// Speculative segmented sum on plain CSR, finished on the host or the GPU (Liu & Vinter).
+    Speculative,
+    /// Rows sorted by length and cut into Freedman–Diaconis segments, run by scalar, vector and
+    /// "dynamic" kernels (SURAA).
+    Suraa,
+    /// Bit-flag blocked COO with the matrix-based segmented sum and adjacent synchronization
+    /// between workgroups (yaSpMV).
+    Bccoo,
+    /// BCCOO over vertical slices stacked top-down, with a pass that adds the slices' results
+    /// (yaSpMV's BCCOO+).
+    BccooPlus,
+    /// Chosen for this matrix, adapter and expected number of products (the cost model of the
+    /// crate's `select` module).
+    Auto,
+}
+
+/// Every concrete method once: its variant, its name and the folder under `methods/` that
+/// prepares it (a `prepare(gpu, a, method, opts)` and a `KERNELS` list). Adding a method is its
+/// variant above, one line here, and its folder. Calls `$callback!` with the list.
 macro_rules! method_registry {
     ($callback:ident) => {
         $callback! {
-            /// One invocation per row (baseline).
             CsrScalar = "csr-scalar" => csr,
-            /// One SIMD group (subgroup, or a team of lanes in workgroup memory) per row (baseline).
             CsrVector = "csr-vector" => csr,
-            /// Compressed multirow storage: one SIMD group per strip of rows (Koza et al.).
             Cmrs = "cmrs" => cmrs,
-            /// CMRS with the smaller buffer and zero-padded strips of the paper's section 6.7.
             CmrsPadded = "cmrs-padded" => cmrs,
-            /// Speculative segmented sum on plain CSR, finished on the host or the GPU (Liu & Vinter).
             Speculative = "speculative" => speculative,
-            /// Rows sorted by length and cut into Freedman–Diaconis segments, run by scalar, vector and
-            /// "dynamic" kernels (SURAA).
             Suraa = "suraa" => suraa,
-            /// Bit-flag blocked COO with the matrix-based segmented sum and adjacent synchronization
-            /// between workgroups (yaSpMV).
             Bccoo = "bccoo" => bccoo,
-            /// BCCOO over vertical slices stacked top-down, with a pass that adds the slices' results
-            /// (yaSpMV's BCCOO+).
             BccooPlus = "bccoo-plus" => bccoo,
         }
     };
 }
 pub(crate) use method_registry;
 
-macro_rules! declare_method {
-    ($( $(#[$doc:meta])* $variant:ident = $name:literal => $module:ident, )*) => {
-        /// An SpMV method.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum Method {
-            $( $(#[$doc])* $variant, )*
-            /// Chosen for this matrix, adapter and expected number of products (see
-            /// [`crate::select`]).
-            Auto,
-        }
-
+macro_rules! method_names {
+    ($( $variant:ident = $name:literal => $module:ident, )*) => {
         impl Method {
             /// Every concrete method, in report order.
             pub const ALL: &'static [Method] = &[$(Method::$variant),*];
@@ -61,7 +68,7 @@ macro_rules! declare_method {
         }
     };
 }
-method_registry!(declare_method);
+method_registry!(method_names);
 
 impl Method {
     /// Looks a method up by [`name`](Self::name).

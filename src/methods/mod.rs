@@ -19,7 +19,7 @@ use crate::{CsrMatrix, GpuCsr, Result, Scalar};
 /// What the registry ([`crate::method::method_registry!`]) makes here: the list of kernels and
 /// the dispatch to each method's folder.
 macro_rules! declare_dispatch {
-    ($( $(#[$doc:meta])* $variant:ident = $name:literal => $module:ident, )*) => {
+    ($( $variant:ident = $name:literal => $module:ident, )*) => {
         /// Every kernel the library can dispatch, each once.
         pub fn all_kernels() -> Vec<Kernel> {
             let mut all: Vec<Kernel> = crate::kernel::SHARED_KERNELS.to_vec();
@@ -117,7 +117,8 @@ pub struct PlanOptions {
     /// Parameters of `bccoo` and `bccoo-plus`.
     pub bccoo: bccoo::BccooOptions,
     /// How many products the caller expects to run with the plan; `Method::Auto` minimises
-    /// setup + this many products. Default [`DEFAULT_EXPECTED_PRODUCTS`](crate::select::DEFAULT_EXPECTED_PRODUCTS).
+    /// setup + this many products. Default: 1000 (`DEFAULT_EXPECTED_PRODUCTS` of the cost
+    /// model).
     pub expected_products: Option<u64>,
     /// How `Method::Auto` chooses (profile, timed choice, remembered choices).
     pub auto: crate::profile::AutoOptions,

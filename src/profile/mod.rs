@@ -1,6 +1,6 @@
 //! The cost model's data, below the methods so that their options ([`AutoOptions`] in
 //! `PlanOptions`) can hold a profile: adapter profiles, their text format (documented where
-//! users read it, `wgspmv::select::profile`), the built-in ones, and which one applies. What
+//! users read it, the `profile` page of the cost model's public module), the built-in ones, and which one applies. What
 //! the model predicts from a profile is in `select`.
 
 use crate::gpu::Gpu;
@@ -44,7 +44,7 @@ pub struct AutoOptions {
     /// the model alone decides.
     pub timed_budget_products: Option<f64>,
     /// How many candidates a timed choice builds, at most: the model's best of each family of
-    /// methods, best first (default [`DEFAULT_TIMED_CANDIDATES`](crate::select::DEFAULT_TIMED_CANDIDATES)).
+    /// methods, best first (default `DEFAULT_TIMED_CANDIDATES`, 4).
     pub timed_candidates: Option<usize>,
     /// A file that remembers timed choices across processes (read before timing, appended to
     /// after). Timed choices are always remembered in the process.
@@ -187,9 +187,9 @@ pub const X_CACHE_SHARE_BEFORE: f64 = 1.0;
 /// The bytes a profile's per-product model is per.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Traffic {
-    /// [`Features::minimal_bytes`](crate::select::Features::minimal_bytes) for every method (profile versions 1 to 3).
+    /// `Features::minimal_bytes` for every method (profile versions 1 to 3).
     Minimal,
-    /// [`Features::traffic_bytes`](crate::select::Features::traffic_bytes): what each method's format adds for certain counted too
+    /// `Features::traffic_bytes`: what each method's format adds for certain counted too
     /// (version 4, what `calibrate` fits).
     Method,
 }
