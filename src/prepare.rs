@@ -4,10 +4,11 @@
 //! `methods::prepare_concrete` / `methods::prepare_gpu_concrete`.
 
 use crate::gpu::Gpu;
+use crate::matrix::{transpose_on_gpu, Checked, UploadedCsr};
 use crate::methods::{prepare_concrete, prepare_gpu_checked, prepare_gpu_concrete};
 use crate::plan::{Candidate, Choice, SpmvPlan};
 use crate::select::{AutoChoice, Basis};
-use crate::{CsrMatrix, GpuCsr, Method, PlanOptions, Result, Scalar};
+use crate::{BuildOn, CallerBuffers, CsrMatrix, GpuCsr, Method, PlanOptions, Result, Scalar};
 
 impl Gpu {
     /// Prepares `a` for `method` with parameters chosen for this adapter.
@@ -25,7 +26,9 @@ impl Gpu {
     ) -> Result<SpmvPlan<T>> {
         let _turn = self.gl_turn();
         let compiled = self.compile_ns();
-        let plan = self.prepare_host(a, method, opts);
+        let plan = self
+            .prepare_host(a, method, opts)
+            .and_then(|plan| self.with_transposed_of_host(plan, a, opts));
         self.finish_prepare(plan, compiled)
     }
 
@@ -87,22 +90,31 @@ impl Gpu {
     ) -> Result<SpmvPlan<T>> {
         let _turn = self.gl_turn();
         let compiled = self.compile_ns();
-        let plan = self.prepare_gpu_csr_inner(a, method, opts);
+        let plan = self
+            .prepare_gpu_csr_inner(a, method, opts, None)
+            .and_then(|plan| self.with_transposed_of_gpu_csr(plan, a, opts));
         self.finish_prepare(plan, compiled)
     }
 
+    /// Prepares `a` for `method`; `known`: what its check found, where it is valid by
+    /// construction (no check is run).
     fn prepare_gpu_csr_inner<T: Scalar>(
         &self,
         a: &GpuCsr,
         method: Method,
         opts: &PlanOptions,
+        known: Option<Checked>,
     ) -> Result<SpmvPlan<T>> {
         self.check_scalar::<T>()?;
         let start = std::time::Instant::now();
-        if method != Method::Auto {
-            return prepare_gpu_concrete(self, a, method, opts, start);
-        }
-        let checked = a.check::<T>(self)?;
+        let checked = match (method, known) {
+            (Method::Auto, None) => a.check::<T>(self)?,
+            (_, None) => return prepare_gpu_concrete(self, a, method, opts, start),
+            (_, Some(checked)) if method != Method::Auto => {
+                return prepare_gpu_checked(self, a, checked, method, opts, start)
+            }
+            (_, Some(checked)) => checked,
+        };
         let validation_ms = start.elapsed().as_secs_f64() * 1e3;
         if a.nnz == 0 {
             // (An empty matrix's arrays may be too small to bind; it is chosen for on the host.)
@@ -151,6 +163,78 @@ impl Gpu {
             }
         }
         Err(first_err.expect("at least one candidate"))
+    }
+}
+
+impl Gpu {
+    /// `plan`, given its plan of Aᵀ where `opts.transposed` asks for one, `a` being the host CSR
+    /// it was prepared from: Aᵀ made on the GPU from `a` uploaded, or on the host where formats
+    /// are built there.
+    fn with_transposed_of_host<T: Scalar>(
+        &self,
+        plan: SpmvPlan<T>,
+        a: &CsrMatrix<T>,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
+        let Some(method) = opts.transposed else {
+            return Ok(plan);
+        };
+        let on_host = match opts.build_on {
+            BuildOn::Host => true,
+            BuildOn::Gpu => false,
+            BuildOn::Auto => self.info().device_type == wgpu::DeviceType::Cpu,
+        };
+        if !on_host && a.nnz() > 0 {
+            if let Some(up) = UploadedCsr::new(self, a)? {
+                return self.with_transposed_of_gpu_csr(plan, &up.view(), opts);
+            }
+        }
+        let start = std::time::Instant::now();
+        let (at, sources) = a.transpose_with_sources()?;
+        let mut t = self.prepare_host(&at, method, &transposed_options(opts))?;
+        let sources = self.storage_buffer(
+            "transposed entry sources",
+            bytemuck::cast_slice(&sources),
+            wgpu::BufferUsages::empty(),
+        )?;
+        t.report_mut().setup_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(plan.with_transposed(t, sources))
+    }
+
+    /// `plan`, given its plan of Aᵀ where `opts.transposed` asks for one, `a` being the valid
+    /// CSR in GPU buffers it was prepared from: Aᵀ made on the GPU.
+    fn with_transposed_of_gpu_csr<T: Scalar>(
+        &self,
+        plan: SpmvPlan<T>,
+        a: &GpuCsr,
+        opts: &PlanOptions,
+    ) -> Result<SpmvPlan<T>> {
+        let Some(method) = opts.transposed else {
+            return Ok(plan);
+        };
+        if a.nnz == 0 {
+            let empty = CsrMatrix::<T>::zeros(a.nrows, a.ncols)?;
+            return self.with_transposed_of_host(plan, &empty, opts);
+        }
+        let start = std::time::Instant::now();
+        let at = transpose_on_gpu::<T>(self, a)?;
+        let mut t = self.prepare_gpu_csr_inner(
+            &at.view(),
+            method,
+            &transposed_options(opts),
+            Some(at.checked),
+        )?;
+        t.report_mut().setup_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(plan.with_transposed(t, at.sources))
+    }
+}
+
+/// The options of a plan's plan of Aᵀ: its own copies of Aᵀ's arrays, no transpose of its own.
+fn transposed_options(opts: &PlanOptions) -> PlanOptions {
+    PlanOptions {
+        caller_buffers: CallerBuffers::Copy,
+        transposed: None,
+        ..opts.clone()
     }
 }
 

@@ -9,7 +9,9 @@ struct RadixParams {
     // Bit position of the digit in the 64-bit key (a multiple of 8).
     shift: u32,
     tiles: u32,
-    pad: u32,
+    // 1 where the keys have a high word to move, 0 where they fit in `keys_lo` (the high
+    // buffers are then placeholders, never read or written).
+    hi_words: u32,
 }
 
 const RADIX_WG: u32 = 256u;

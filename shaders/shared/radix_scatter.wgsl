@@ -45,7 +45,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                 rank += countOneBits(atomicLoad(&masks[d * WORDS + w]));
             }
             lo_out[rank] = keys_lo[i];
-            hi_out[rank] = keys_hi[i];
+            if (params.hi_words != 0u) {
+                hi_out[rank] = keys_hi[i];
+            }
             rows_out[rank] = rows_in[i];
         }
         workgroupBarrier();

@@ -343,6 +343,35 @@ struct ScanParams {
     blocks: u32,
 }
 
+/// Keys per tile of [`Recorder::radix_sort`] (`RADIX_WG * ITEMS` in
+/// shaders/shared/radix_common.wgsl).
+pub(crate) const RADIX_TILE: u32 = 256 * crate::kernel::RADIX_ITEMS[0];
+
+/// Mirrors `struct RadixParams` in shaders/shared/radix_common.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct RadixParams {
+    n: u32,
+    shift: u32,
+    tiles: u32,
+    hi_words: u32,
+}
+
+/// The buffers of one side of [`Recorder::radix_sort`]'s ping-pong: the keys' low and high
+/// words and the payloads.
+pub(crate) struct SortSide<'b> {
+    pub lo: &'b dyn Bind,
+    pub hi: &'b dyn Bind,
+    pub payload: &'b dyn Bind,
+}
+
+/// The radix sort's scratch: `counts` holds `256 * n.div_ceil(RADIX_TILE)` entries,
+/// `block_sums` those entries divided by [`SCAN_BLOCK`], rounded up.
+pub(crate) fn radix_scratch_len(n: u32) -> (u64, u64) {
+    let counts = 256 * n.div_ceil(RADIX_TILE) as u64;
+    (counts, counts.div_ceil(SCAN_BLOCK as u64).max(1))
+}
+
 impl Recorder<'_> {
     /// Exclusive scan of the first `n` entries of `data` in place; `block_sums` holds at least
     /// `n / SCAN_BLOCK` entries, rounded up.
@@ -355,6 +384,57 @@ impl Recorder<'_> {
         self.dispatch(crate::kernel::SCAN_U32_REDUCE, vec![], &buffers, blocks)?;
         self.dispatch(crate::kernel::SCAN_U32_SUMS, vec![], &buffers, 1)?;
         self.dispatch(crate::kernel::SCAN_U32_DOWN, vec![], &buffers, blocks)
+    }
+
+    /// A stable LSD radix sort of `n` keys of `bits` bits (with `hi` words where `bits` > 32)
+    /// and their payloads by 8-bit digits, moving them from `a` to `b` and back, one pass per
+    /// digit; returns whether they end in `b` (an odd number of passes). No workgroup waits for
+    /// another (no forward-progress assumption).
+    pub(crate) fn radix_sort(
+        &mut self,
+        [a, b]: [&SortSide<'_>; 2],
+        [counts, block_sums]: [&dyn Bind; 2],
+        n: u32,
+        bits: u32,
+    ) -> Result<bool> {
+        let passes = bits.div_ceil(8);
+        let tiles = n.div_ceil(RADIX_TILE);
+        let items = || vec![("ITEMS", crate::kernel::RADIX_ITEMS[0])];
+        for pass in 0..passes {
+            let (from, to) = if pass % 2 == 0 { (a, b) } else { (b, a) };
+            let params = self.gpu.uniform_buffer(
+                "radix params",
+                bytemuck::bytes_of(&RadixParams {
+                    n,
+                    shift: 8 * pass,
+                    tiles,
+                    hi_words: (bits > 32) as u32,
+                }),
+            );
+            self.dispatch(
+                crate::kernel::RADIX_COUNT,
+                items(),
+                &[from.lo, from.hi, counts, &params],
+                tiles,
+            )?;
+            self.scan(counts, block_sums, 256 * tiles)?;
+            self.dispatch(
+                crate::kernel::RADIX_SCATTER,
+                items(),
+                &[
+                    from.lo,
+                    from.hi,
+                    from.payload,
+                    &params,
+                    counts,
+                    to.lo,
+                    to.hi,
+                    to.payload,
+                ],
+                tiles,
+            )?;
+        }
+        Ok(passes % 2 == 1)
     }
 }
 

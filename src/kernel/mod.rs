@@ -426,6 +426,47 @@ pub const SCAN_U32_DOWN: Kernel = Kernel {
     derive: None,
 };
 
+/// Keys per invocation of one radix-sort tile (`Recorder::radix_sort`).
+pub const RADIX_ITEMS: &[u32] = &[8];
+
+/// Radix sort: the digit counts of each tile.
+pub const RADIX_COUNT: Kernel = Kernel {
+    name: "radix_count",
+    file: "shared/radix_count",
+    heights: &[],
+    overrides: &[("ITEMS", RADIX_ITEMS)],
+    derive: None,
+};
+
+/// Radix sort: a stable move of each tile's keys and payloads to their sorted positions.
+pub const RADIX_SCATTER: Kernel = Kernel {
+    name: "radix_scatter",
+    file: "shared/radix_scatter",
+    heights: &[],
+    overrides: &[("ITEMS", RADIX_ITEMS)],
+    derive: None,
+};
+
+/// Transposition on the GPU, first step: each entry's column as its sort key, its index as
+/// the payload (`matrix::transpose`).
+pub const TRANSPOSE_KEYS: Kernel = Kernel {
+    name: "transpose_keys",
+    file: "shared/transpose_keys",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
+/// Transposition on the GPU, after the sort by column: the transposed row pointers, each
+/// transposed entry's column (its row in A), and the longest transposed row.
+pub const TRANSPOSE_FINISH: Kernel = Kernel {
+    name: "transpose_finish",
+    file: "shared/transpose_finish",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
 /// Kernels that belong to no method.
 pub const SHARED_KERNELS: &[Kernel] = &[
     COPY,
@@ -437,6 +478,10 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     SCAN_U32_REDUCE,
     SCAN_U32_SUMS,
     SCAN_U32_DOWN,
+    RADIX_COUNT,
+    RADIX_SCATTER,
+    TRANSPOSE_KEYS,
+    TRANSPOSE_FINISH,
 ];
 
 #[cfg(test)]

@@ -440,6 +440,46 @@ impl<T: Scalar> CsrMatrix<T> {
         })
     }
 
+    /// Aᵀ (`ncols` × `nrows`), each of its rows in order of column.
+    pub fn transpose(&self) -> Result<CsrMatrix<T>> {
+        Ok(self.transpose_with_sources()?.0)
+    }
+
+    /// Aᵀ and, for each of its entries, the entry of `self` it holds: a stable counting sort of
+    /// the entries by column, the host twin of the transposition plans build on the GPU
+    /// ([`PlanOptions::transposed`](crate::PlanOptions::transposed)), word for word.
+    pub fn transpose_with_sources(&self) -> Result<(CsrMatrix<T>, Vec<u32>)> {
+        let nnz = self.nnz();
+        let mut row_ptr = try_filled(self.ncols + 1, 0u32, "transposed row pointers")?;
+        for &c in &self.col_idx {
+            row_ptr[c as usize + 1] += 1;
+        }
+        for c in 0..self.ncols {
+            row_ptr[c + 1] += row_ptr[c];
+        }
+        let mut next = row_ptr.clone();
+        let mut col_idx = try_filled(nnz, 0u32, "transposed column indices")?;
+        let mut sources = try_filled(nnz, 0u32, "transposed entry sources")?;
+        for r in 0..self.nrows {
+            for e in self.row_ptr[r] as usize..self.row_ptr[r + 1] as usize {
+                let at = &mut next[self.col_idx[e] as usize];
+                col_idx[*at as usize] = r as u32;
+                sources[*at as usize] = e as u32;
+                *at += 1;
+            }
+        }
+        let mut values = try_with_capacity(nnz, "transposed values")?;
+        values.extend(sources.iter().map(|&e| self.values[e as usize]));
+        let t = CsrMatrix {
+            nrows: self.ncols,
+            ncols: self.nrows,
+            row_ptr,
+            col_idx,
+            values,
+        };
+        Ok((t, sources))
+    }
+
     /// Refuses NaN and infinite values, naming the first one (row, column, entry).
     pub fn check_finite(&self) -> Result<()> {
         if let Some(entry) = self

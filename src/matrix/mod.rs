@@ -6,6 +6,7 @@ mod fingerprint;
 mod gpu_csr;
 mod interop;
 pub mod io;
+mod transpose;
 
 pub(crate) use csr::{check_u32, try_filled, try_push, try_with_capacity};
 pub use csr::{CsrMatrix, RowStats};
@@ -13,3 +14,4 @@ pub use fingerprint::fingerprint;
 pub(crate) use fingerprint::{fingerprint_gpu, fnv, FNV0};
 pub use gpu_csr::GpuCsr;
 pub(crate) use gpu_csr::{csr_bytes, Checked, UploadedCsr};
+pub(crate) use transpose::transpose_on_gpu;

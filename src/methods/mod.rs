@@ -127,6 +127,13 @@ pub struct PlanOptions {
     /// has an SpMM kernel ([`SpmvPlan::has_spmm_kernel`]: the others run one product per vector).
     /// `None`: one.
     pub spmm_columns: Option<usize>,
+    /// `Some(method)`: the plan also runs products with Aᵀ ([`SpmvPlan::transposed`],
+    /// [`SpmvPlan::run_transposed`]), through a plan of Aᵀ for `method` (`Method::Auto`: the
+    /// method chosen for Aᵀ's own structure) built while preparing, from Aᵀ made on the GPU (a
+    /// stable counting sort of the entries by column; on the host where formats are built on the
+    /// host, see [`BuildOn`]). It costs that plan's setup and memory, and 4 bytes per entry for
+    /// value updates, which keep both in step. `None` (the default): no products with Aᵀ.
+    pub transposed: Option<Method>,
 }
 
 /// Whether `method`'s format has an SpMM kernel (one that reads each stored entry once for all

@@ -4,6 +4,7 @@
 
 mod report;
 mod spmm;
+mod transpose;
 pub(crate) mod values;
 
 pub(crate) use report::Phases;
@@ -146,6 +147,10 @@ pub struct SpmvPlan<T> {
     spmm_scratch: spmm::SpmmScratch<T>,
     /// Set once the plan's buffers are kept out of the pool (the first recording).
     kept_out: std::sync::Once,
+    /// The plan of Aᵀ, where the plan was prepared for transposed products.
+    transposed: Option<Box<transpose::Transposed<T>>>,
+    /// Whether this plan is the plan of Aᵀ another plan holds (its updates come from there).
+    is_transpose: bool,
     _t: PhantomData<T>,
 }
 
@@ -224,6 +229,8 @@ impl<T: Scalar> SpmvPlan<T> {
             spmm_programs: Default::default(),
             spmm_scratch: Default::default(),
             kept_out: std::sync::Once::new(),
+            transposed: None,
+            is_transpose: false,
             _t: PhantomData,
         }
     }
@@ -514,6 +521,9 @@ impl<T: Scalar> SpmvPlan<T> {
             }
         }
         self.values.keep_out_of_pool();
+        if let Some(t) = &self.transposed {
+            t.plan.keep_out_of_pool();
+        }
         self.gpu.flush_clears();
     }
 

@@ -38,6 +38,10 @@ pub struct Report {
     pub dispatches: usize,
     /// For `Method::Auto`: the candidates and the choice.
     pub choice: Option<Choice>,
+    /// For a plan prepared with [`PlanOptions::transposed`](crate::PlanOptions::transposed):
+    /// the report of its plan of Aᵀ (method, setup, memory), whose setup time `setup_ms`
+    /// includes and whose memory `device_bytes` does not.
+    pub transposed: Option<Box<Report>>,
     /// The method's own report (see the method's accessor on `SpmvPlan`, e.g. `bccoo()`).
     pub(crate) detail: Option<Arc<dyn Any + Send + Sync>>,
 }

@@ -206,7 +206,16 @@ impl Default for ValueLayout {
 }
 
 impl<T: Scalar> SpmvPlan<T> {
-    fn value_runs(&self) -> Result<&[ValueRun]> {
+    /// The runs a value update writes, once the format (and the plan of Aᵀ, if any) is known to
+    /// take the update: an error before anything is written.
+    fn updatable_runs(&self) -> Result<&[ValueRun]> {
+        if let Some(t) = &self.transposed {
+            t.plan.value_runs()?;
+        }
+        self.value_runs()
+    }
+
+    pub(super) fn value_runs(&self) -> Result<&[ValueRun]> {
         match &self.values {
             ValueLayout::Runs(runs) | ValueLayout::Gather(_, runs) => Ok(runs),
             ValueLayout::Blocks(_) => Ok(&[]),
@@ -223,6 +232,7 @@ impl<T: Scalar> SpmvPlan<T> {
     /// ones with the new. An error leaves the plan as it was.
     pub fn update_values(&self, values: &[T]) -> Result<()> {
         let _turn = self.gpu.gl_turn();
+        self.check_own_update()?;
         if values.len() != self.nnz {
             return Err(Error::DimensionMismatch {
                 what: "values",
@@ -230,9 +240,10 @@ impl<T: Scalar> SpmvPlan<T> {
                 actual: values.len(),
             });
         }
-        let runs = self.value_runs()?;
+        let runs = self.updatable_runs()?;
         let s = std::mem::size_of::<T>() as u64;
-        if let Some(parts) = self.gather_parts() {
+        let parts = self.gather_parts();
+        if parts.is_some() || self.transposed.is_some() {
             // Gathered on the GPU from the new values, uploaded once.
             let staged = self.gpu.storage_buffer(
                 "new values",
@@ -243,7 +254,10 @@ impl<T: Scalar> SpmvPlan<T> {
                 .gpu
                 .device()
                 .create_command_encoder(&Default::default());
-            self.record_gathers(&mut encoder, parts, &staged)?;
+            if let Some(parts) = parts {
+                self.record_gathers(&mut encoder, parts, &staged)?;
+            }
+            self.record_transposed_update(&mut encoder, &staged)?;
             self.gpu.scoped("submitting a value update", || {
                 self.gpu.submit([encoder.finish()]);
             })?;
@@ -275,19 +289,7 @@ impl<T: Scalar> SpmvPlan<T> {
         parts: &[Arc<GatherPart>],
         values: &wgpu::Buffer,
     ) -> Result<()> {
-        let s = std::mem::size_of::<T>() as u64;
-        let wg = 256u32;
-        let marks_zeros = matches!(self.values, ValueLayout::Blocks(_)) as u32;
-        let pipeline = crate::gpu::recorder::pipeline_of(
-            &self.gpu,
-            crate::kernel::GATHER,
-            vec![
-                ("WG_SIZE", wg),
-                ("VAL_WORDS", (s / 4) as u32),
-                ("MARK_ZEROS", marks_zeros),
-            ],
-        )?;
-        let align = self.gpu.info().limits.min_storage_buffer_offset_alignment as u64;
+        let marks_zeros = matches!(self.values, ValueLayout::Blocks(_));
         for part in parts {
             let Sources { host, count, range } = part.sources()?;
             let (count, range) = (*count as u32, range.clone());
@@ -311,34 +313,67 @@ impl<T: Scalar> SpmvPlan<T> {
                     part.on_gpu.get_or_init(|| Arc::new(b)).clone()
                 }
             };
-            // The part's range of the new values, bound from an aligned offset.
-            let offset = (range.start * s) / align * align;
-            let size = (range.end * s - offset).max(s).next_multiple_of(4);
-            let params: [u32; 2] = [count, (offset / s) as u32];
-            let uniform = self
-                .gpu
-                .uniform_buffer("gather params", bytemuck::cast_slice(&params));
-            self.gpu.scoped("recording a gather", || {
-                let values = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: values,
-                    offset,
-                    size: std::num::NonZeroU64::new(size.min(values.size() - offset)),
-                });
-                let resources = vec![
-                    sources.as_entire_binding(),
-                    values,
-                    part.buffer.as_entire_binding(),
-                    uniform.as_entire_binding(),
-                ];
-                Recorder::new(&self.gpu, encoder, "gather").dispatch_pipeline(
-                    &pipeline,
-                    "gather",
-                    resources,
-                    count.div_ceil(wg),
-                );
-            })?;
+            self.record_gather(
+                encoder,
+                &sources,
+                values,
+                &part.buffer,
+                (count, range),
+                marks_zeros,
+            )?;
         }
         Ok(())
+    }
+
+    /// Records `dst[i] = values[sources[i]]` for `count` elements whose sources lie in CSR
+    /// entries `range` (the range is bound from an aligned offset), zeros as -0 with
+    /// `marks_zeros`.
+    pub(super) fn record_gather(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        sources: &wgpu::Buffer,
+        values: &wgpu::Buffer,
+        dst: &wgpu::Buffer,
+        (count, range): (u32, std::ops::Range<u64>),
+        marks_zeros: bool,
+    ) -> Result<()> {
+        let s = std::mem::size_of::<T>() as u64;
+        let wg = 256u32;
+        let pipeline = crate::gpu::recorder::pipeline_of(
+            &self.gpu,
+            crate::kernel::GATHER,
+            vec![
+                ("WG_SIZE", wg),
+                ("VAL_WORDS", (s / 4) as u32),
+                ("MARK_ZEROS", marks_zeros as u32),
+            ],
+        )?;
+        let align = self.gpu.info().limits.min_storage_buffer_offset_alignment as u64;
+        let offset = (range.start * s) / align * align;
+        let size = (range.end * s - offset).max(s).next_multiple_of(4);
+        let params: [u32; 2] = [count, (offset / s) as u32];
+        let uniform = self
+            .gpu
+            .uniform_buffer("gather params", bytemuck::cast_slice(&params));
+        self.gpu.scoped("recording a gather", || {
+            let values = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: values,
+                offset,
+                size: std::num::NonZeroU64::new(size.min(values.size() - offset)),
+            });
+            let resources = vec![
+                sources.as_entire_binding(),
+                values,
+                dst.as_entire_binding(),
+                uniform.as_entire_binding(),
+            ];
+            Recorder::new(&self.gpu, encoder, "gather").dispatch_pipeline(
+                &pipeline,
+                "gather",
+                resources,
+                count.div_ceil(wg),
+            );
+        })
     }
 
     /// Records into `encoder` the copies that replace the matrix's values with those in
@@ -353,24 +388,30 @@ impl<T: Scalar> SpmvPlan<T> {
         offset: u64,
     ) -> Result<()> {
         let _turn = self.gpu.gl_turn();
+        self.check_own_update()?;
         self.keep_out_of_pool();
         self.record_update(encoder, values, offset)
     }
 
     /// [`record_update_values`](Self::record_update_values), without keeping the plan's buffers
     /// out of the pool (the update is submitted here).
-    fn record_update(
+    pub(super) fn record_update(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         values: &wgpu::Buffer,
         offset: u64,
     ) -> Result<()> {
-        let runs = self.value_runs()?;
+        let runs = self.updatable_runs()?;
         let s = std::mem::size_of::<T>() as u64;
         self.check_values_buffer(values, offset)?;
-        if let Some(parts) = self.gather_parts() {
+        let parts = self.gather_parts();
+        if parts.is_some() || self.transposed.is_some() {
             let staged = self.storage_values(encoder, values, offset)?;
-            self.record_gathers(encoder, parts, staged.as_deref().unwrap_or(values))?;
+            let values = staged.as_deref().unwrap_or(values);
+            if let Some(parts) = parts {
+                self.record_gathers(encoder, parts, values)?;
+            }
+            self.record_transposed_update(encoder, values)?;
         }
         self.gpu
             .scoped("recording a value update", || -> Result<()> {
@@ -438,6 +479,7 @@ impl<T: Scalar> SpmvPlan<T> {
     /// [`record_update_values`](Self::record_update_values), submitted.
     pub fn update_values_from_buffer(&self, values: &wgpu::Buffer, offset: u64) -> Result<()> {
         let _turn = self.gpu.gl_turn();
+        self.check_own_update()?;
         let mut encoder = self
             .gpu
             .device()

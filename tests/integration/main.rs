@@ -27,3 +27,4 @@ mod shared_plans;
 mod speculative;
 mod spmm;
 mod suraa;
+mod transpose;

@@ -15,27 +15,15 @@
 
 use super::setup::Schedule;
 use super::{Built, ScalarWrites, SetupParams, INDIRECT_BYTES};
-use crate::gpu::recorder::{pipeline_of, Recorder};
+use crate::gpu::recorder::{pipeline_of, Recorder, SortSide};
 use crate::gpu::DeviceBuffer;
 use crate::gpu::Gpu;
 use crate::plan::SpmvPlan;
 use crate::{Error, Result, Scalar};
 use std::sync::Arc;
 
-/// Keys per radix-sort tile (see the WGSL constants).
-const RADIX_TILE: u32 = 256 * 8;
 /// Entries one workgroup of `suraa_rearrange` copies.
 pub(crate) const REARRANGE_BLOCK: u32 = 256 * 8;
-
-/// Mirrors `struct RadixParams` in shaders/shared/radix_common.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct RadixParams {
-    n: u32,
-    shift: u32,
-    tiles: u32,
-    pad: u32,
-}
 
 /// Mirrors `struct KeyParams` in shaders/suraa/keys.wgsl.
 #[repr(C)]
@@ -71,15 +59,15 @@ fn val_words<T: Scalar>() -> Vec<(&'static str, u32)> {
 }
 
 fn radix_items() -> Vec<(&'static str, u32)> {
-    vec![("ITEMS", super::kernels::RADIX_ITEMS[0])]
+    vec![("ITEMS", crate::kernel::RADIX_ITEMS[0])]
 }
 
 /// Compiles the setup's kernels (once per device), so that timing a setup does not time that.
 pub(crate) fn compile<T: Scalar>(gpu: &Gpu) -> Result<()> {
     for (k, o) in [
         (super::kernels::SURAA_KEYS, vec![]),
-        (super::kernels::RADIX_COUNT, radix_items()),
-        (super::kernels::RADIX_SCATTER, radix_items()),
+        (crate::kernel::RADIX_COUNT, radix_items()),
+        (crate::kernel::RADIX_SCATTER, radix_items()),
         (crate::kernel::SCAN_U32_REDUCE, vec![]),
         (crate::kernel::SCAN_U32_SUMS, vec![]),
         (crate::kernel::SCAN_U32_DOWN, vec![]),
@@ -121,13 +109,11 @@ pub(crate) fn run<T: Scalar>(
         u32s("suraa keys hi'", m as u64)?,
         u32s("suraa rows'", m as u64)?,
     );
-    let tiles = m.div_ceil(RADIX_TILE);
-    let counts = u32s("suraa digit counts", 256 * tiles as u64)?;
+    let (counts_len, sums_len) = crate::gpu::recorder::radix_scratch_len(m);
+    let counts = u32s("suraa digit counts", counts_len)?;
     let block_sums = u32s(
         "suraa block sums",
-        (256 * tiles as u64)
-            .max(m as u64 + 1)
-            .div_ceil(crate::gpu::recorder::SCAN_BLOCK as u64),
+        sums_len.max((m as u64 + 1).div_ceil(crate::gpu::recorder::SCAN_BLOCK as u64)),
     )?;
     // The sorted lengths, scanned in place: the sorted matrix's row pointers.
     let lengths = Arc::new(u32s("suraa row_ptr", m as u64 + 1)?);
@@ -174,11 +160,8 @@ pub(crate) fn run<T: Scalar>(
     // of key is a pass of the sort.
     let npr_bits = bits(longest_row.min(ncols).min(nnz) as u64);
     let col_bits = bits(ncols.saturating_sub(1) as u64);
-    let passes = if m > 1 {
-        (npr_bits + col_bits).div_ceil(8)
-    } else {
-        0
-    };
+    let key_bits = if m > 1 { npr_bits + col_bits } else { 0 };
+    let passes = key_bits.div_ceil(8);
     let key_params = gpu.uniform_buffer(
         "suraa key params",
         bytemuck::bytes_of(&KeyParams {
@@ -188,19 +171,6 @@ pub(crate) fn run<T: Scalar>(
             pad: 0,
         }),
     );
-    let radix_params: Vec<DeviceBuffer> = (0..passes)
-        .map(|pass| {
-            gpu.uniform_buffer(
-                "suraa radix params",
-                bytemuck::bytes_of(&RadixParams {
-                    n: m,
-                    shift: 8 * pass,
-                    tiles,
-                    pad: 0,
-                }),
-            )
-        })
-        .collect();
     let length_params = gpu.uniform_buffer("suraa length params", bytemuck::cast_slice(&[m, 0u32]));
     let plan_params = gpu.uniform_buffer(
         "suraa plan params",
@@ -246,26 +216,17 @@ pub(crate) fn run<T: Scalar>(
                 &[row_ptr, col_idx, &lo_a, &hi_a, &rows_a, &key_params],
                 m.div_ceil(256),
             )?;
-            for (pass, params) in radix_params.iter().enumerate() {
-                let ((lo, hi, rows), (lo2, hi2, rows2)) = if pass % 2 == 0 {
-                    ((&lo_a, &hi_a, &rows_a), (&lo_b, &hi_b, &rows_b))
-                } else {
-                    ((&lo_b, &hi_b, &rows_b), (&lo_a, &hi_a, &rows_a))
-                };
-                r.dispatch(
-                    super::kernels::RADIX_COUNT,
-                    radix_items(),
-                    &[lo, hi, &counts, params],
-                    tiles,
-                )?;
-                r.scan(&counts, &block_sums, 256 * tiles)?;
-                r.dispatch(
-                    super::kernels::RADIX_SCATTER,
-                    radix_items(),
-                    &[lo, hi, rows, params, &counts, lo2, hi2, rows2],
-                    tiles,
-                )?;
-            }
+            let side_a = SortSide {
+                lo: &lo_a,
+                hi: &hi_a,
+                payload: &rows_a,
+            };
+            let side_b = SortSide {
+                lo: &lo_b,
+                hi: &hi_b,
+                payload: &rows_b,
+            };
+            r.radix_sort([&side_a, &side_b], [&counts, &block_sums], m, key_bits)?;
             r.dispatch(
                 super::kernels::SURAA_LENGTHS,
                 vec![],

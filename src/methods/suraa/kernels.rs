@@ -7,8 +7,6 @@ use crate::kernel::{Kernel, LANE_WIDTHS, WORKGROUP_SIZES};
 pub const SURAA_DYNAMIC_ITEMS: &[u32] = &[1, 2, 4, 8, 16, 32, 64];
 /// Products per lane SURAA's scalar role stages per round (0: rows are read directly).
 pub const SURAA_SCALAR_STAGE: &[u32] = &[0, 1, 2, 4, 8, 16];
-/// Keys per invocation of one radix-sort tile.
-pub const RADIX_ITEMS: &[u32] = &[8];
 
 const fn kernel(
     name: &'static str,
@@ -58,18 +56,6 @@ pub const SURAA_COMBINE: Kernel = kernel(
 );
 /// GPU setup, step 1: each row's sort key (longest first, then first column).
 pub const SURAA_KEYS: Kernel = kernel("suraa_keys", "suraa/keys", &[]);
-/// Radix sort: the digit counts of each tile.
-pub const RADIX_COUNT: Kernel = kernel(
-    "radix_count",
-    "shared/radix_count",
-    &[("ITEMS", RADIX_ITEMS)],
-);
-/// Radix sort: a stable move of each tile's keys and payloads to their sorted positions.
-pub const RADIX_SCATTER: Kernel = kernel(
-    "radix_scatter",
-    "shared/radix_scatter",
-    &[("ITEMS", RADIX_ITEMS)],
-);
 /// GPU setup after the sort: the sorted rows' lengths and the inverse permutation.
 pub const SURAA_LENGTHS: Kernel = kernel("suraa_lengths", "suraa/lengths", &[]);
 /// GPU setup: copies the matrix into sorted row order.
@@ -90,8 +76,6 @@ pub const KERNELS: &[Kernel] = &[
     SURAA_GATHER,
     SURAA_COMBINE,
     SURAA_KEYS,
-    RADIX_COUNT,
-    RADIX_SCATTER,
     SURAA_LENGTHS,
     SURAA_PLAN,
     SURAA_REARRANGE,
