@@ -549,6 +549,50 @@ fn multiply_prints_one_line_per_method_and_details_with_verbose() {
 /// `multiply --x X.mtx` with a dense X of 3 columns multiplies the 3 vectors at once (SpMM), says
 /// how, and `--output` writes the rows × 3 result, equal to the reference column by column.
 #[test]
+fn multiply_transposed_writes_y_of_the_matrix_columns() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let dir = scratch("multiply-transposed");
+    // A rectangular matrix, so that a product with A instead of Aᵀ cannot pass.
+    let a: CsrMatrix<f64> = CsrMatrix::from_triplets(
+        5,
+        3,
+        vec![(0, 0, 1.0), (1, 2, -2.0), (3, 1, 4.0), (4, 0, 3.0), (4, 2, 0.5)],
+    )
+    .unwrap();
+    let (ap, xp, yp) = (dir.join("a.mtx"), dir.join("x.mtx"), dir.join("y.mtx"));
+    io::write_matrix_market(&ap, &a).unwrap();
+    let x = [1.0, 2.0, -1.0, 3.0, 2.0];
+    io::write_vector(&xp, &x).unwrap();
+    for method in ["bccoo", "auto"] {
+        let _ = std::fs::remove_file(&yp);
+        let args = [
+            "multiply",
+            "--matrix",
+            ap.to_str().unwrap(),
+            "--transpose",
+            "--method",
+            method,
+            "--x",
+            xp.to_str().unwrap(),
+            "--output",
+            yp.to_str().unwrap(),
+            "--repeat",
+            "2",
+        ];
+        let o = wgspmv(&args, &[]);
+        assert!(o.status.success(), "{method}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("the transpose of the matrix given"), "{out}");
+        let y: Vec<f64> = io::read_vector(&yp).unwrap();
+        // Aᵀx: column 0 = 1·1 + 3·2, column 1 = 4·3, column 2 = -2·2 + 0.5·2.
+        assert_eq!(y, vec![7.0, 12.0, -3.0], "{method}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn multiply_many_vectors_writes_y_of_k_columns() {
     if common::gpu().is_none() {
         return;

@@ -37,6 +37,11 @@ pub struct Args {
     /// file as a Matrix Market array. Without it the result is checked but not written.
     #[arg(long)]
     output: Option<PathBuf>,
+    /// Compute y = Aᵀ·x instead (x has the matrix's rows, y its columns): products with the
+    /// plan of Aᵀ a plan of A makes on the GPU (`PlanOptions::transposed`), for the method run,
+    /// checked against the CPU product of Aᵀ.
+    #[arg(long)]
+    transpose: bool,
     /// Compute in f64 instead of f32 (needs an adapter with SHADER_F64).
     #[arg(long)]
     f64: bool,
@@ -119,6 +124,14 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
             SuiteClass::PowerLaw.generate(2_000_000, 42),
         ),
     };
+    // With --transpose the product is Aᵀx: `a` becomes Aᵀ (for the reference and the lengths),
+    // and plans are prepared from A, the matrix given.
+    let (a, given) = if args.transpose {
+        (a.transpose()?, Some(a))
+    } else {
+        (a, None)
+    };
+    let given = given.as_ref();
     // NaN and infinities in A are multiplied like any value and compared exactly (`compare`).
     let x = match &args.x {
         Some(p) => {
@@ -133,7 +146,7 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
                 // Not a vector: a dense matrix of k columns, k products at once.
                 Err(e) => match io::read_matrix_market_with::<f64>(p, &x_limits) {
                     Ok(xs) if xs.ncols() > 1 => {
-                        return run_many(args, &gpu, &name, &a, &xs, &methods);
+                        return run_many(args, &gpu, &name, (&a, given), &xs, &methods);
                     }
                     _ => return Err(e),
                 },
@@ -153,11 +166,16 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
         });
     }
     println!(
-        "matrix: {name}: {} rows x {} columns, {} nonzeros, computed in {}",
+        "matrix: {name}: {} rows x {} columns, {} nonzeros, computed in {}{}",
         grouped(a.nrows() as u64),
         grouped(a.ncols() as u64),
         grouped(a.nnz() as u64),
-        if args.f64 { "f64" } else { "f32" }
+        if args.f64 { "f64" } else { "f32" },
+        if args.transpose {
+            " (the transpose of the matrix given)"
+        } else {
+            ""
+        }
     );
     if args.verbose {
         let s = a.row_stats();
@@ -171,9 +189,41 @@ fn run(args: &Args) -> wgspmv::Result<bool> {
         );
     }
     if args.f64 {
-        run_typed::<f64>(args, &gpu, &a, &x, &methods)
+        run_typed::<f64>(args, &gpu, (&a, given), &x, &methods)
     } else {
-        run_typed::<f32>(args, &gpu, &a.cast(), &x, &methods)
+        let given = given.map(|g| g.cast());
+        run_typed::<f32>(args, &gpu, (&a.cast(), given.as_ref()), &x, &methods)
+    }
+}
+
+/// A plan whose products (or, with `given`, whose transposed products) multiply by `a`: for
+/// `method`, prepared from `a`, or from `given` (Aᵀ = `a`) for products with its transpose.
+fn holder<T: Scalar>(
+    gpu: &Gpu,
+    (a, given): (&CsrMatrix<T>, Option<&CsrMatrix<T>>),
+    method: Method,
+    opts: &PlanOptions,
+) -> wgspmv::Result<SpmvPlan<T>> {
+    match given {
+        // The plan of A only holds the plan of Aᵀ: the cheapest to set up.
+        Some(g) => gpu.prepare_with(
+            g,
+            Method::CsrScalar,
+            &PlanOptions {
+                transposed: Some(method),
+                ..opts.clone()
+            },
+        ),
+        None => gpu.prepare_with(a, method, opts),
+    }
+}
+
+/// The plan that multiplies by the operator (see [`holder`]).
+fn operator<T: Scalar>(holder: &SpmvPlan<T>, transposed: bool) -> wgspmv::Result<&SpmvPlan<T>> {
+    if transposed {
+        holder.transposed()
+    } else {
+        Ok(holder)
     }
 }
 
@@ -210,7 +260,7 @@ fn copy_ceiling<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>) -> Option<f
 fn run_typed<T: Scalar>(
     args: &Args,
     gpu: &Gpu,
-    a: &CsrMatrix<T>,
+    (a, given): (&CsrMatrix<T>, Option<&CsrMatrix<T>>),
     x: &[f64],
     methods: &[Method],
 ) -> wgspmv::Result<bool> {
@@ -233,7 +283,8 @@ fn run_typed<T: Scalar>(
     let mut measured = Vec::new();
     let mut wrote = None;
     for (i, &m) in methods.iter().enumerate() {
-        let plan = gpu.prepare_with(a, m, &opts)?;
+        let held = holder(gpu, (a, given), m, &opts)?;
+        let plan = operator(&held, given.is_some())?;
         let mut gy = GpuVector::filled(gpu, a.nrows(), T::NAN)?;
         plan.run(&gx, &mut gy)?;
         let y = gy.read()?;
@@ -249,7 +300,7 @@ fn run_typed<T: Scalar>(
             copy.map_or("-".to_owned(), |c| format!("{}%", sig(100.0 * gbps / c, 2))),
         );
         if args.verbose {
-            print_details(&plan, a, &c, t, &measured);
+            print_details(plan, a, &c, t, &measured);
         }
         if m == Method::Auto {
             if let Some(line) = auto_line(plan.report(), args.verbose) {
@@ -302,7 +353,7 @@ fn run_many(
     args: &Args,
     gpu: &Gpu,
     name: &str,
-    a: &CsrMatrix<f64>,
+    (a, given): (&CsrMatrix<f64>, Option<&CsrMatrix<f64>>),
     xs: &CsrMatrix<f64>,
     methods: &[Method],
 ) -> wgspmv::Result<bool> {
@@ -322,16 +373,17 @@ fn run_many(
         if args.f64 { "f64" } else { "f32" }
     );
     if args.f64 {
-        many_typed::<f64>(args, gpu, a, xs, methods)
+        many_typed::<f64>(args, gpu, (a, given), xs, methods)
     } else {
-        many_typed::<f32>(args, gpu, &a.cast(), xs, methods)
+        let given = given.map(|g| g.cast());
+        many_typed::<f32>(args, gpu, (&a.cast(), given.as_ref()), xs, methods)
     }
 }
 
 fn many_typed<T: Scalar>(
     args: &Args,
     gpu: &Gpu,
-    a: &CsrMatrix<T>,
+    (a, given): (&CsrMatrix<T>, Option<&CsrMatrix<T>>),
     xs: &CsrMatrix<f64>,
     methods: &[Method],
 ) -> wgspmv::Result<bool> {
@@ -368,7 +420,8 @@ fn many_typed<T: Scalar>(
     let mut all_ok = true;
     let mut wrote = None;
     for (i, &method) in methods.iter().enumerate() {
-        let plan = gpu.prepare_with(a, method, &opts)?;
+        let held = holder(gpu, (a, given), method, &opts)?;
+        let plan = operator(&held, given.is_some())?;
         let mut gy = GpuMatrix::filled(gpu, m, k, Layout::ColumnMajor, T::NAN)?;
         plan.run_spmm(&gx, &mut gy)?;
         let y = gy.read()?;
