@@ -558,7 +558,13 @@ fn multiply_transposed_writes_y_of_the_matrix_columns() {
     let a: CsrMatrix<f64> = CsrMatrix::from_triplets(
         5,
         3,
-        vec![(0, 0, 1.0), (1, 2, -2.0), (3, 1, 4.0), (4, 0, 3.0), (4, 2, 0.5)],
+        vec![
+            (0, 0, 1.0),
+            (1, 2, -2.0),
+            (3, 1, 4.0),
+            (4, 0, 3.0),
+            (4, 2, 0.5),
+        ],
     )
     .unwrap();
     let (ap, xp, yp) = (dir.join("a.mtx"), dir.join("x.mtx"), dir.join("y.mtx"));

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use wgspmv::matrix::io::{self, ReadLimits};
 use wgspmv::methods::speculative::SpeculativeOptions;
 use wgspmv::{
-    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar,
+    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuMatrix, GpuVector, Layout, Method,
+    PlanOptions, Scalar,
 };
 
 /// Produces one benchmark matrix when asked (so a large suite never sits in memory whole); files
@@ -67,6 +68,12 @@ pub struct Args {
     /// candidates (bccoo tuned), spending about this many products on the timing.
     #[arg(long)]
     auto_timed: Option<f64>,
+    /// The operation timed: `spmv` (y = Ax), `spmv-t` (y = Aᵀx, by the plan of Aᵀ for each
+    /// method, `PlanOptions::transposed`; its setup columns are that plan's) or `spmm:K`
+    /// (Y = AX for K vectors in a row-major `GpuMatrix`, timed by whole calls; GB/s count the
+    /// matrix once and X and Y K times).
+    #[arg(long, default_value = "spmv")]
+    op: String,
     /// Products per timing.
     #[arg(long, default_value_t = 50)]
     repeat: u32,
@@ -459,6 +466,11 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     }
     let variants = variants(args)?;
     let sources = sources(args)?;
+    let op = parse_op(&args.op)?;
+    if op != Op::Spmv && args.from_gpu_csr {
+        eprintln!("--from-gpu-csr times y = Ax only (--op spmv)");
+        std::process::exit(2);
+    }
 
     let gpu = Gpu::new()?;
     println!("{}", gpu.info());
@@ -638,6 +650,148 @@ const BCCOO_HEADER: &str = "matrix,variant,layout,flags_mb,columns_mb,values_mb,
 
 const SPEC_HEADER: &str = "matrix,variant,tiles,dirty_tiles,hit_rate,synchronized_teams,check,host_stage_ms,host_bytes_read,host_bytes_written";
 
+/// What `bench --op` times.
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Spmv,
+    SpmvTransposed,
+    Spmm(usize),
+}
+
+fn parse_op(op: &str) -> wgspmv::Result<Op> {
+    let bad = |reason: &str| wgspmv::Error::InvalidParameter {
+        name: "op",
+        value: op.to_owned(),
+        reason: reason.into(),
+    };
+    match op {
+        "spmv" => Ok(Op::Spmv),
+        "spmv-t" => Ok(Op::SpmvTransposed),
+        _ => match op.strip_prefix("spmm:").map(str::parse::<usize>) {
+            Some(Ok(k)) if k >= 1 => Ok(Op::Spmm(k)),
+            _ => Err(bad("spmv, spmv-t or spmm:K with K >= 1")),
+        },
+    }
+}
+
+/// One row of `bench --op spmv-t` or `--op spmm:K` for variant `v`: the operation timed and
+/// checked against the f64 reference (every column, for SpMM).
+fn bench_op<T: Scalar>(
+    gpu: &Gpu,
+    name: &str,
+    a: &CsrMatrix<T>,
+    v: &Variant,
+    op: Op,
+    (repeat, copy): (u32, f64),
+) -> wgspmv::Result<Row> {
+    let s = std::mem::size_of::<T>() as f64;
+    let (plan, ms, ok, rel_err, bytes, setup) = match op {
+        Op::SpmvTransposed => {
+            let at = a.transpose()?;
+            // The plan of A only holds the plan of Aᵀ: the cheapest to set up.
+            let opts = PlanOptions {
+                transposed: Some(v.method),
+                ..v.opts.clone()
+            };
+            let holder = gpu.prepare_with(a, Method::CsrScalar, &opts)?;
+            let x: Vec<T> = wgspmv::testing::suite::random_vector(at.ncols(), 7)
+                .into_iter()
+                .map(T::from_f64)
+                .collect();
+            let y_ref = reference::spmv_par(&at, &x)?;
+            let gx = GpuVector::from_slice(gpu, &x)?;
+            let mut gy = GpuVector::filled(gpu, at.nrows(), T::NAN)?;
+            holder.run_transposed(&gx, &mut gy)?;
+            let c = reference::check(1.0, &at, &x, 0.0, None, &gy.read()?, &y_ref);
+            let plan = holder.transposed()?;
+            let t = plan.time(&gx, &mut gy, repeat)?;
+            let bytes = plan.minimal_traffic_bytes() as f64;
+            let report = plan.report().clone();
+            (report, t.ms, c.ok, c.rel_err, bytes, plan.report().setup_ms)
+        }
+        Op::Spmm(k) => {
+            let (n, m) = (a.ncols(), a.nrows());
+            let opts = PlanOptions {
+                spmm_columns: Some(k),
+                ..v.opts.clone()
+            };
+            let plan = gpu.prepare_with(a, v.method, &opts)?;
+            let cols: Vec<Vec<T>> = (0..k)
+                .map(|j| {
+                    wgspmv::testing::suite::random_vector(n, 7 + j as u64)
+                        .into_iter()
+                        .map(T::from_f64)
+                        .collect()
+                })
+                .collect();
+            let mut x = vec![T::from_f64(0.0); n * k];
+            for (j, c) in cols.iter().enumerate() {
+                for (r, &v) in c.iter().enumerate() {
+                    x[r * k + j] = v;
+                }
+            }
+            let gx = GpuMatrix::from_slice(gpu, n, k, Layout::RowMajor, &x)?;
+            let mut gy = GpuMatrix::filled(gpu, m, k, Layout::RowMajor, T::NAN)?;
+            plan.run_spmm(&gx, &mut gy)?;
+            let y = gy.read()?;
+            let (mut ok, mut rel_err) = (true, 0.0f64);
+            for (j, c) in cols.iter().enumerate() {
+                let yj: Vec<T> = (0..m).map(|r| y[r * k + j]).collect();
+                let y_ref = reference::spmv_par(a, c)?;
+                let chk = reference::check(1.0, a, c, 0.0, None, &yj, &y_ref);
+                ok &= chk.ok;
+                rel_err = rel_err.max(chk.rel_err);
+            }
+            // Whole calls, back to back, waited for once: a warm-up batch, then the best of
+            // three.
+            let mut best = f64::INFINITY;
+            for round in 0..4 {
+                let t = std::time::Instant::now();
+                for _ in 0..repeat.max(1) {
+                    plan.run_spmm(&gx, &mut gy)?;
+                }
+                gpu.wait()?;
+                if round > 0 {
+                    best = best.min(t.elapsed().as_secs_f64() * 1e3 / repeat.max(1) as f64);
+                }
+            }
+            let bytes =
+                a.nnz() as f64 * (4.0 + s) + (m as f64 + 1.0) * 4.0 + k as f64 * (n + m) as f64 * s;
+            let report = plan.report().clone();
+            let setup = report.setup_ms;
+            (report, best, ok, rel_err, bytes, setup)
+        }
+        Op::Spmv => unreachable!("bench_matrix times y = Ax"),
+    };
+    let gbps = bytes / (ms * 1e6);
+    Ok(Row {
+        matrix: name.to_owned(),
+        method: v.label.clone(),
+        rows: a.nrows(),
+        cols: a.ncols(),
+        nnz: a.nnz(),
+        ms,
+        gflops: 2.0 * a.nnz() as f64 * if let Op::Spmm(k) = op { k as f64 } else { 1.0 }
+            / (ms * 1e6),
+        gbps,
+        frac: gbps / copy,
+        rel_err,
+        setup_ms: setup,
+        update_ms: None,
+        first_update_ms: None,
+        update_stream_ms: None,
+        validation_ms: plan.validation_ms,
+        read_back_bytes: plan.read_back_bytes,
+        split: plan.split,
+        chosen: plan.method.to_owned(),
+        note: if ok {
+            String::new()
+        } else {
+            "FAILED the per-row accuracy check".into()
+        },
+    })
+}
+
 fn bench_matrix<T: Scalar>(
     gpu: &Gpu,
     name: &str,
@@ -675,9 +829,18 @@ fn bench_matrix<T: Scalar>(
     let mut extra = Extra::default();
     // Whether the warm setup is timed while the first plan still holds its memory.
     let keep_first = args.setup_memory == "fresh";
+    let op = parse_op(&args.op).expect("checked in run");
     for v in variants {
         let m = &v.label;
         bar.set_message(format!("{name} / {m}"));
+        if op != Op::Spmv {
+            match bench_op(gpu, name, a, v, op, (repeat, copy)) {
+                Ok(r) => out.push(r),
+                Err(e) => bar.suspend(|| eprintln!("{name} / {m}: {e}")),
+            }
+            bar.inc(1);
+            continue;
+        }
         let result = (|| -> wgspmv::Result<Row> {
             let plan = match &on_gpu {
                 Some([row_ptr, col_idx, values]) => {
