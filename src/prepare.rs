@@ -185,13 +185,17 @@ impl Gpu {
             BuildOn::Auto => self.info().device_type == wgpu::DeviceType::Cpu,
         };
         if !on_host && a.nnz() > 0 {
+            let start = std::time::Instant::now();
             if let Some(up) = UploadedCsr::new(self, a)? {
-                return self.with_transposed_of_gpu_csr(plan, &up.view(), opts);
+                let upload_ms = start.elapsed().as_secs_f64() * 1e3;
+                return self.transposed_from_gpu_csr(plan, &up.view(), opts, upload_ms);
             }
         }
         let start = std::time::Instant::now();
         let (at, sources) = a.transpose_with_sources()?;
+        let transpose_ms = start.elapsed().as_secs_f64() * 1e3;
         let mut t = self.prepare_host(&at, method, &transposed_options(opts))?;
+        t.report_mut().split.build_ms += transpose_ms;
         let sources = self.storage_buffer(
             "transposed entry sources",
             bytemuck::cast_slice(&sources),
@@ -209,22 +213,42 @@ impl Gpu {
         a: &GpuCsr,
         opts: &PlanOptions,
     ) -> Result<SpmvPlan<T>> {
-        let Some(method) = opts.transposed else {
+        if opts.transposed.is_none() {
             return Ok(plan);
-        };
+        }
         if a.nnz == 0 {
             let empty = CsrMatrix::<T>::zeros(a.nrows, a.ncols)?;
             return self.with_transposed_of_host(plan, &empty, opts);
         }
+        self.transposed_from_gpu_csr(plan, a, opts, 0.0)
+    }
+
+    /// [`Gpu::with_transposed_of_gpu_csr`] for `a` with entries, uploaded in `upload_ms` (0
+    /// where the caller gave it on the GPU). The report of Aᵀ's plan counts the upload and
+    /// the transposition in its split (`upload_ms`, `build_ms`) and setup.
+    fn transposed_from_gpu_csr<T: Scalar>(
+        &self,
+        plan: SpmvPlan<T>,
+        a: &GpuCsr,
+        opts: &PlanOptions,
+        upload_ms: f64,
+    ) -> Result<SpmvPlan<T>> {
+        let Some(method) = opts.transposed else {
+            return Ok(plan);
+        };
         let start = std::time::Instant::now();
         let at = transpose_on_gpu::<T>(self, a)?;
+        let transpose_ms = start.elapsed().as_secs_f64() * 1e3;
         let mut t = self.prepare_gpu_csr_inner(
             &at.view(),
             method,
             &transposed_options(opts),
             Some(at.checked),
         )?;
-        t.report_mut().setup_ms = start.elapsed().as_secs_f64() * 1e3;
+        let report = t.report_mut();
+        report.setup_ms = upload_ms + start.elapsed().as_secs_f64() * 1e3;
+        report.split.upload_ms += upload_ms;
+        report.split.build_ms += transpose_ms;
         Ok(plan.with_transposed(t, at.sources))
     }
 }
