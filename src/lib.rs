@@ -110,6 +110,7 @@ mod prepare;
 mod profile;
 pub mod scalar;
 pub mod select;
+pub mod solvers;
 #[cfg(feature = "testing")]
 pub mod testing;
 

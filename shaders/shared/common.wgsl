@@ -1,5 +1,5 @@
-// Shared by every SpMV kernel. `SCALAR` is replaced by f32 or f64 when the module is assembled.
-alias scalar = SCALAR;
+#import shared/scalar
+// Shared by every SpMV kernel.
 
 // y = alpha * A x + beta * y.
 struct Coeffs {

@@ -17,3 +17,9 @@ fn from_words(w: vec2<u32>) -> scalar {
 fn is_positive_zero(v: scalar) -> bool {
     return bitcast<u32>(v) == 0u;
 }
+
+// Whether v is neither NaN nor ±Inf, from its bits (a shader compiler may assume finite math and
+// fold comparisons such as v - v == 0).
+fn is_finite(v: scalar) -> bool {
+    return (bitcast<u32>(v) & 0x7F800000u) != 0x7F800000u;
+}

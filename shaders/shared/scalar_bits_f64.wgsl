@@ -28,3 +28,9 @@ fn from_words(w: vec2<u32>) -> scalar {
 fn is_positive_zero(v: scalar) -> bool {
     return bitcast<u64>(v) == 0lu;
 }
+
+// Whether v is neither NaN nor ±Inf, from its bits (a shader compiler may assume finite math and
+// fold comparisons such as v - v == 0).
+fn is_finite(v: scalar) -> bool {
+    return (u32(bitcast<u64>(v) >> 32u) & 0x7FF00000u) != 0x7FF00000u;
+}

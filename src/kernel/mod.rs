@@ -57,8 +57,9 @@ pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512];
 /// Team widths for the workgroup-memory path and subgroup sizes the subgroup path accepts.
 pub const LANE_WIDTHS: &[u32] = &[4, 8, 16, 32, 64, 128];
 
-/// The file that makes a kernel an SpMV kernel (scalar type, coefficients, row chunks).
-const SPMV_COMMON: &str = "shared/common";
+/// The file that makes a kernel one assembled per value type (f32, f64): SpMV kernels (through
+/// `shared/common`) and vector operations.
+const SCALAR_FILE: &str = "shared/scalar";
 
 fn file(path: &str) -> &'static str {
     FILES
@@ -129,7 +130,7 @@ impl Variant {
         lanes: LaneMode,
         overrides: Vec<(&'static str, u32)>,
     ) -> Self {
-        let scalar = if kernel.is_spmv() { scalar } else { "u32" };
+        let scalar = if kernel.per_scalar() { scalar } else { "u32" };
         let lanes = if kernel.uses_lanes() {
             lanes
         } else {
@@ -256,9 +257,10 @@ impl Kernel {
         })
     }
 
-    /// An SpMV kernel, built in f32 and f64; the others work on u32 data only.
-    pub fn is_spmv(&self) -> bool {
-        self.closure().iter().any(|p| p == SPMV_COMMON)
+    /// A kernel built in f32 and f64 (SpMV kernels, vector operations); the others work on u32
+    /// data only.
+    pub fn per_scalar(&self) -> bool {
+        self.closure().iter().any(|p| p == SCALAR_FILE)
     }
 
     /// Whether the kernel has a subgroup and a workgroup-memory variant.
@@ -323,7 +325,7 @@ impl Kernel {
 
     /// The (scalar, lane mode) pairs this kernel is built in.
     pub fn variants(&self) -> Vec<(&'static str, LaneMode)> {
-        let scalars: &[&'static str] = if self.is_spmv() {
+        let scalars: &[&'static str] = if self.per_scalar() {
             &["f32", "f64"]
         } else {
             &["u32"]
@@ -467,6 +469,42 @@ pub const TRANSPOSE_FINISH: Kernel = Kernel {
     derive: None,
 };
 
+/// Solvers: partial dot products (one or two at once), deterministic (`solvers`).
+pub const DOT: Kernel = Kernel {
+    name: "dot",
+    file: "solvers/dot",
+    heights: &[],
+    overrides: &[("DOTS", &[1, 2])],
+    derive: None,
+};
+
+/// Solvers: the partials added up and turned into the solver's scalars, on the GPU.
+pub const REDUCE: Kernel = Kernel {
+    name: "reduce",
+    file: "solvers/reduce",
+    heights: &[],
+    overrides: &[("MODE", &[0, 1, 2, 3, 4])],
+    derive: None,
+};
+
+/// Conjugate gradient: x and r updated by α (and z, with a Jacobi preconditioner).
+pub const CG_UPDATE_XR: Kernel = Kernel {
+    name: "cg_update_xr",
+    file: "solvers/cg_update_xr",
+    heights: &[],
+    overrides: &[("JACOBI", &[0, 1])],
+    derive: None,
+};
+
+/// Conjugate gradient: the search direction updated by β.
+pub const CG_UPDATE_P: Kernel = Kernel {
+    name: "cg_update_p",
+    file: "solvers/cg_update_p",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
 /// Kernels that belong to no method.
 pub const SHARED_KERNELS: &[Kernel] = &[
     COPY,
@@ -482,6 +520,10 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     RADIX_SCATTER,
     TRANSPOSE_KEYS,
     TRANSPOSE_FINISH,
+    DOT,
+    REDUCE,
+    CG_UPDATE_XR,
+    CG_UPDATE_P,
 ];
 
 #[cfg(test)]

@@ -167,3 +167,93 @@ pub fn check<T: Scalar>(
         ok,
     }
 }
+
+/// What [`cg`] computed: the last iterate, `‖r_i‖ / ‖b‖` after each iteration (index 0 is the
+/// start) and why it stopped.
+#[derive(Clone, Debug)]
+pub struct CgResult {
+    /// The last iterate.
+    pub x: Vec<f64>,
+    /// `‖r_i‖ / ‖b‖` of the recurrence's residual, from the start.
+    pub residuals: Vec<f64>,
+    /// Why it stopped.
+    pub stop: crate::solvers::Stop,
+}
+
+/// Conjugate gradient in f64 on the CPU (rayon), step for step the algorithm of
+/// [`crate::solvers::cg`]: the same start, updates, stops and tolerance, for the tests to
+/// compare residual histories with.
+pub fn cg<T: Scalar>(
+    a: &CsrMatrix<T>,
+    b: &[T],
+    x0: &[T],
+    inv_diag: Option<&[T]>,
+    tol: f64,
+    max_iter: usize,
+) -> Result<CgResult> {
+    use crate::solvers::Stop;
+    let dot = |u: &[f64], v: &[f64]| -> f64 { u.par_iter().zip(v).map(|(a, b)| a * b).sum() };
+    let precondition = |r: &[f64]| -> Vec<f64> {
+        match inv_diag {
+            Some(d) => r.iter().zip(d).map(|(r, d)| r * d.to_f64()).collect(),
+            None => r.to_vec(),
+        }
+    };
+    let mut x: Vec<f64> = x0.iter().map(|v| v.to_f64()).collect();
+    let ax = spmv_par(a, x0)?;
+    let mut r: Vec<f64> = b.iter().zip(&ax).map(|(b, ax)| b.to_f64() - ax).collect();
+    let mut z = precondition(&r);
+    let mut p = z.clone();
+    let mut rz = dot(&r, &z);
+    let bf: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
+    let bb = dot(&bf, &bf);
+    let norm = |rr: f64| {
+        if bb > 0.0 {
+            (rr / bb).sqrt()
+        } else {
+            rr.sqrt()
+        }
+    };
+    let rr0 = dot(&r, &r);
+    let tol2 = tol * tol * bb;
+    let mut residuals = vec![norm(rr0)];
+    let mut stop = if rr0 <= tol2 {
+        Stop::Converged
+    } else {
+        Stop::MaxIterations
+    };
+    for _ in 0..max_iter {
+        if stop != Stop::MaxIterations {
+            break;
+        }
+        let pt: Vec<T> = p.iter().map(|&v| T::from_f64(v)).collect();
+        let q = spmv_par(a, &pt)?;
+        let pq = dot(&p, &q);
+        if !(pq > 0.0 && pq.is_finite()) {
+            stop = if pq < 0.0 {
+                Stop::NotPositiveDefinite
+            } else {
+                Stop::Breakdown
+            };
+            break;
+        }
+        let alpha = rz / pq;
+        x.par_iter_mut().zip(&p).for_each(|(x, p)| *x += alpha * p);
+        r.par_iter_mut().zip(&q).for_each(|(r, q)| *r -= alpha * q);
+        z = precondition(&r);
+        let (rz_new, rr) = (dot(&r, &z), dot(&r, &r));
+        residuals.push(norm(rr));
+        if !(rr.is_finite() && rz_new.is_finite()) {
+            stop = Stop::Breakdown;
+        } else if rr <= tol2 {
+            stop = Stop::Converged;
+        } else {
+            let beta = rz_new / rz;
+            rz = rz_new;
+            p.par_iter_mut()
+                .zip(&z)
+                .for_each(|(p, z)| *p = z + beta * *p);
+        }
+    }
+    Ok(CgResult { x, residuals, stop })
+}

@@ -24,6 +24,7 @@ mod pipeline_cache;
 mod real_matrices;
 mod shaders;
 mod shared_plans;
+mod solvers;
 mod speculative;
 mod spmm;
 mod suraa;

@@ -1,0 +1,111 @@
+#import shared/scalar
+#import shared/scalar_bits_{scalar}
+// One workgroup adds up `dot.wgsl`'s partials in a fixed order, then one invocation turns the
+// sums into a solver's scalars, so that nothing is read back between iterations:
+// MODE 0: scalars[0], scalars[1] = the two dots (a plain dot product);
+// MODE 1 (CG, after p·Ap): α = rz / p·Ap, or α = 0 and a stop where p·Ap is not positive;
+// MODE 2 (CG, after r·z and r·r): β = rz' / rz, rz = rz', the iteration counted and its r·r
+//   kept in `history`, a stop where r·r reached the tolerance;
+// MODE 3 (CG's start): rz = r·z, history[0] = r·r, a stop where r·r is within the tolerance;
+// MODE 4 (before the start, after b·b): bb and the tolerance tol2 = rel_tol² · b·b.
+// Once stopped, α and β are 0, so the iterations still recorded change nothing.
+
+const REDUCE_WG: u32 = 256u;
+override MODE: u32 = 0u;
+
+// `scalars` slots.
+const RZ: u32 = 0u;
+const ALPHA: u32 = 1u;
+const BETA: u32 = 2u;
+const TOL2: u32 = 3u;
+const REL_TOL2: u32 = 4u;
+const BB: u32 = 5u;
+// `state` slots, and why a solve stopped.
+const ITER: u32 = 0u;
+const STOP: u32 = 1u;
+const RUNNING: u32 = 0u;
+const CONVERGED: u32 = 1u;
+const NOT_POSITIVE: u32 = 2u;
+const BREAKDOWN: u32 = 3u;
+
+@group(0) @binding(0) var<storage, read> partials: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> scalars: array<scalar>;
+@group(0) @binding(2) var<storage, read_write> state: array<u32>;
+@group(0) @binding(3) var<storage, read_write> history: array<scalar>;
+@group(0) @binding(4) var<uniform> groups: vec4<u32>;
+
+var<workgroup> sums: array<vec2<scalar>, REDUCE_WG>;
+
+@compute @workgroup_size(REDUCE_WG)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    let n = groups.x;
+    var s = vec2<scalar>(scalar(0), scalar(0));
+    for (var i = lid; i < n; i += REDUCE_WG) {
+        s += vec2<scalar>(partials[i], partials[n + i]);
+    }
+    sums[lid] = s;
+    workgroupBarrier();
+    for (var half = REDUCE_WG / 2u; half > 0u; half /= 2u) {
+        if (lid < half) {
+            sums[lid] += sums[lid + half];
+        }
+        workgroupBarrier();
+    }
+    if (lid != 0u) {
+        return;
+    }
+    let dots = sums[0];
+    if (MODE == 0u) {
+        scalars[0] = dots.x;
+        scalars[1] = dots.y;
+        return;
+    }
+    if (MODE == 4u) {
+        scalars[BB] = dots.x;
+        scalars[TOL2] = scalars[REL_TOL2] * dots.x;
+        return;
+    }
+    if (MODE == 3u) {
+        scalars[RZ] = dots.x;
+        history[0] = dots.y;
+        state[ITER] = 0u;
+        state[STOP] = RUNNING;
+        if (dots.y <= scalars[TOL2]) {
+            state[STOP] = CONVERGED;
+        }
+        return;
+    }
+    if (state[STOP] != RUNNING) {
+        scalars[ALPHA] = scalar(0);
+        scalars[BETA] = scalar(0);
+        return;
+    }
+    if (MODE == 1u) {
+        let pap = dots.x;
+        if (pap > scalar(0) && is_finite(pap)) {
+            scalars[ALPHA] = scalars[RZ] / pap;
+        } else {
+            scalars[ALPHA] = scalar(0);
+            scalars[BETA] = scalar(0);
+            state[STOP] = select(BREAKDOWN, NOT_POSITIVE, pap < scalar(0));
+        }
+        return;
+    }
+    // MODE 2.
+    let rz = dots.x;
+    let rr = dots.y;
+    let iter = state[ITER] + 1u;
+    state[ITER] = iter;
+    history[iter] = rr;
+    if (!is_finite(rr) || !is_finite(rz)) {
+        // NaN or ±Inf in the residual.
+        scalars[BETA] = scalar(0);
+        state[STOP] = BREAKDOWN;
+    } else if (rr <= scalars[TOL2]) {
+        scalars[BETA] = scalar(0);
+        state[STOP] = CONVERGED;
+    } else {
+        scalars[BETA] = rz / scalars[RZ];
+        scalars[RZ] = rz;
+    }
+}

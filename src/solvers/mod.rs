@@ -1,0 +1,81 @@
+//! Iterative solvers that stay on the GPU, over any plan (any method, `Auto` included): the
+//! vector updates, dot products and scalars between products run as kernels of their own
+//! (deterministic: fixed reduction trees, no float atomics), many iterations per submission,
+//! with one small read back per submission to see whether to stop.
+//!
+//! - [`cg`]: conjugate gradient for symmetric positive definite matrices, optionally with a
+//!   Jacobi (diagonal) preconditioner ([`inverse_diagonal`]).
+
+mod cg;
+
+pub use cg::{cg, CgOptions};
+
+use crate::{CsrMatrix, Error, Result, Scalar};
+
+/// Why a solve stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The residual reached the tolerance.
+    Converged,
+    /// The iteration limit came first.
+    MaxIterations,
+    /// CG met a direction `p` with `p·Ap ≤ 0`: the matrix is not positive definite.
+    NotPositiveDefinite,
+    /// A scalar of the iteration became 0, NaN or infinite (e.g. NaN in A or b).
+    Breakdown,
+}
+
+/// What a solve did.
+#[derive(Clone, Debug)]
+pub struct SolveReport {
+    /// Why it stopped.
+    pub stop: Stop,
+    /// Iterations run (each one product with A).
+    pub iterations: usize,
+    /// `‖r_i‖ / ‖b‖` of the recurrence's residual after each iteration `i` (index 0: the start;
+    /// `‖r_i‖` itself where b = 0).
+    pub residuals: Vec<f64>,
+    /// `‖b − A·x‖ / ‖b‖` of the `x` returned, computed once the solve stopped (0 where b = 0 and
+    /// x = 0).
+    pub true_residual: f64,
+    /// Submissions to the GPU, each followed by one read back of 8 bytes.
+    pub submissions: usize,
+    /// Wall-clock time of the solve, setup of its buffers included.
+    pub time: std::time::Duration,
+}
+
+impl SolveReport {
+    /// Whether the residual reached the tolerance.
+    pub fn converged(&self) -> bool {
+        self.stop == Stop::Converged
+    }
+}
+
+/// `1 / a_ii` for each row of a square matrix, for [`CgOptions::jacobi`]; an error where a
+/// diagonal entry is missing, zero or not finite.
+pub fn inverse_diagonal<T: Scalar>(a: &CsrMatrix<T>) -> Result<Vec<T>> {
+    if a.nrows() != a.ncols() {
+        return Err(Error::DimensionMismatch {
+            what: "columns of a matrix to precondition (it must be square)",
+            expected: a.nrows(),
+            actual: a.ncols(),
+        });
+    }
+    (0..a.nrows())
+        .map(|r| {
+            let (cols, vals) = a.row(r);
+            let d = cols
+                .iter()
+                .position(|&c| c as usize == r)
+                .map_or(0.0, |p| vals[p].to_f64());
+            if d == 0.0 || !d.is_finite() {
+                return Err(Error::InvalidParameter {
+                    name: "matrix",
+                    value: format!("diagonal entry {r} = {d}"),
+                    reason: "a Jacobi preconditioner needs a finite, non-zero diagonal".into(),
+                });
+            }
+            Ok(T::from_f64(1.0 / d))
+        })
+        .collect()
+}

@@ -1,0 +1,265 @@
+//! Conjugate gradient on the GPU (`solvers::cg`): its residual history against the CPU twin
+//! (`testing::reference::cg`) step for step, f32 and f64, with and without Jacobi, on every
+//! method; the same bits run to run; the typed stops (not positive definite, NaN, the iteration
+//! limit, b = 0) and the bad calls.
+
+use crate::common;
+use common::*;
+use wgspmv::solvers::{cg, inverse_diagonal, CgOptions, Stop};
+use wgspmv::testing::reference;
+use wgspmv::{CsrMatrix, Error, Gpu, GpuVector, Method, Scalar};
+
+/// The 5-point Laplacian of a k × k grid with a varying diagonal shift (SPD, not trivially
+/// scaled, so Jacobi changes the iteration).
+fn laplacian(k: usize) -> CsrMatrix<f64> {
+    let mut t = Vec::new();
+    for i in 0..k {
+        for j in 0..k {
+            let r = i * k + j;
+            t.push((r, r, 4.0 + (r % 7) as f64 * 0.5));
+            if i > 0 {
+                t.push((r, r - k, -1.0));
+            }
+            if i + 1 < k {
+                t.push((r, r + k, -1.0));
+            }
+            if j > 0 {
+                t.push((r, r - 1, -1.0));
+            }
+            if j + 1 < k {
+                t.push((r, r + 1, -1.0));
+            }
+        }
+    }
+    CsrMatrix::from_triplets(k * k, k * k, t).unwrap()
+}
+
+fn rhs(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 1.0 + ((i * 37) % 11) as f64 / 5.0).collect()
+}
+
+/// Solves with `method`, and checks the GPU's history against the CPU's step for step while
+/// the residual is well above rounding, the stop, and the true residual.
+fn check_cg<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<f64>, method: Method, jacobi: bool, label: &str) {
+    let at = a.cast::<T>();
+    let f32 = std::mem::size_of::<T>() == 4;
+    let tol = if f32 { 1e-4 } else { 1e-10 };
+    let b: Vec<T> = rhs(a.nrows()).into_iter().map(T::from_f64).collect();
+    let plan = gpu.prepare(&at, method).unwrap();
+    let gb = GpuVector::from_slice(gpu, &b).unwrap();
+    let mut gx = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0)).unwrap();
+    let diag = inverse_diagonal(&at).unwrap();
+    let gd = GpuVector::from_slice(gpu, &diag).unwrap();
+    let opts = CgOptions {
+        tol,
+        check_every: 7,
+        jacobi: jacobi.then_some(&gd),
+        ..Default::default()
+    };
+    let rep = cg(&plan, &gb, &mut gx, &opts).unwrap();
+    let zeros = vec![T::from_f64(0.0); a.nrows()];
+    let cpu = reference::cg(&at, &b, &zeros, jacobi.then_some(&diag[..]), tol, 10_000).unwrap();
+    assert_eq!(rep.stop, Stop::Converged, "{label}: {rep:?}");
+    assert_eq!(cpu.stop, Stop::Converged, "{label}");
+    // Rounding moves the last iterations by one or two.
+    let (g, c) = (rep.iterations as i64, cpu.residuals.len() as i64 - 1);
+    assert!(
+        (g - c).abs() <= 2 + g / 10,
+        "{label}: {g} iterations, CPU {c}"
+    );
+    assert_eq!(rep.residuals.len(), rep.iterations + 1, "{label}");
+    let close = if f32 { 2e-2 } else { 1e-7 };
+    for (i, (gr, cr)) in rep.residuals.iter().zip(&cpu.residuals).enumerate() {
+        if *cr < if f32 { 1e-2 } else { 1e-6 } {
+            break;
+        }
+        assert!(
+            (gr - cr).abs() <= close * cr,
+            "{label}: iteration {i}: GPU {gr:e}, CPU {cr:e}"
+        );
+    }
+    assert!(
+        rep.true_residual <= 20.0 * tol,
+        "{label}: true residual {:e}",
+        rep.true_residual
+    );
+    let x = gx.read().unwrap();
+    let err = x
+        .iter()
+        .zip(&cpu.x)
+        .map(|(g, c)| (g.to_f64() - c).abs())
+        .fold(0.0, f64::max);
+    let scale = cpu.x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(
+        err <= if f32 { 1e-3 } else { 1e-8 } * scale,
+        "{label}: x off by {err:e}"
+    );
+}
+
+#[test]
+fn agrees_with_the_cpu_step_for_step() {
+    let a = laplacian(24);
+    for (dev, gpu) in gpus() {
+        for jacobi in [false, true] {
+            let label = format!("jacobi {jacobi} / {dev}");
+            check_cg::<f32>(&gpu, &a, Method::CsrVector, jacobi, &format!("f32 {label}"));
+            if has_f64(&gpu) {
+                check_cg::<f64>(&gpu, &a, Method::Auto, jacobi, &format!("f64 {label}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn every_method_and_the_same_bits_run_to_run() {
+    let a = laplacian(16).cast::<f32>();
+    let gpu = match gpu() {
+        Some(g) => g,
+        None => return,
+    };
+    let b: Vec<f32> = rhs(a.nrows()).into_iter().map(|v| v as f32).collect();
+    let gb = GpuVector::from_slice(&gpu, &b).unwrap();
+    for &m in Method::ALL.iter().chain([&Method::Auto]) {
+        let plan = gpu.prepare(&a, m).unwrap();
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let mut gx = GpuVector::filled(&gpu, a.nrows(), 0.0f32).unwrap();
+            let opts = CgOptions {
+                tol: 1e-4,
+                ..Default::default()
+            };
+            let rep = cg(&plan, &gb, &mut gx, &opts).unwrap();
+            assert!(rep.converged(), "{m}: {rep:?}");
+            let bits: Vec<u32> = gx.read().unwrap().iter().map(|v| v.to_bits()).collect();
+            runs.push((rep.iterations, bits));
+        }
+        assert_eq!(runs[0], runs[1], "{m}: two solves differ");
+    }
+}
+
+#[test]
+fn stops_are_typed_outcomes() {
+    let gpu = match gpu() {
+        Some(g) => g,
+        None => return,
+    };
+    let a = laplacian(10).cast::<f32>();
+    let n = a.nrows();
+    let b: Vec<f32> = rhs(n).into_iter().map(|v| v as f32).collect();
+    let gb = GpuVector::from_slice(&gpu, &b).unwrap();
+    // Negative definite: -A.
+    let neg = a
+        .with_values(a.values().iter().map(|v| -v).collect())
+        .unwrap();
+    let plan = gpu.prepare(&neg, Method::CsrScalar).unwrap();
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let rep = cg(&plan, &gb, &mut gx, &CgOptions::default()).unwrap();
+    assert_eq!(rep.stop, Stop::NotPositiveDefinite, "{rep:?}");
+    assert!(gx.read().unwrap().iter().all(|v| v.is_finite()));
+    // NaN in b.
+    let plan = gpu.prepare(&a, Method::CsrScalar).unwrap();
+    let mut nan_b = b.clone();
+    nan_b[3] = f32::NAN;
+    let gnan = GpuVector::from_slice(&gpu, &nan_b).unwrap();
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let rep = cg(&plan, &gnan, &mut gx, &CgOptions::default()).unwrap();
+    assert_eq!(rep.stop, Stop::Breakdown, "{rep:?}");
+    // The iteration limit, mid-submission.
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let opts = CgOptions {
+        tol: 1e-7,
+        max_iter: 5,
+        check_every: 3,
+        ..Default::default()
+    };
+    let rep = cg(&plan, &gb, &mut gx, &opts).unwrap();
+    assert_eq!(
+        (rep.stop, rep.iterations),
+        (Stop::MaxIterations, 5),
+        "{rep:?}"
+    );
+    // b = 0 from x = 0: done at the start.
+    let zero = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let rep = cg(&plan, &zero, &mut gx, &CgOptions::default()).unwrap();
+    assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0), "{rep:?}");
+    assert!(gx.read().unwrap().iter().all(|&v| v == 0.0));
+    // A start at the solution: done at once too.
+    let exact = gpu.prepare(&a, Method::CsrScalar).unwrap();
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    cg(
+        &exact,
+        &gb,
+        &mut gx,
+        &CgOptions {
+            tol: 1e-5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let again = cg(
+        &exact,
+        &gb,
+        &mut gx,
+        &CgOptions {
+            tol: 1e-3,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(again.iterations, 0, "{again:?}");
+}
+
+#[test]
+fn bad_calls_are_typed_errors() {
+    let gpu = match gpu() {
+        Some(g) => g,
+        None => return,
+    };
+    let a = laplacian(6).cast::<f32>();
+    let n = a.nrows();
+    let plan = gpu.prepare(&a, Method::CsrVector).unwrap();
+    let gb = GpuVector::from_slice(&gpu, &vec![1.0f32; n]).unwrap();
+    let short = GpuVector::filled(&gpu, n - 1, 0.0f32).unwrap();
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let e = cg(&plan, &short, &mut gx, &CgOptions::default());
+    assert!(matches!(e, Err(Error::DimensionMismatch { .. })), "{e:?}");
+    let mut same = GpuVector::<f32>::from_buffer(&gpu, gb.buffer().clone(), n).unwrap();
+    let e = cg(&plan, &gb, &mut same, &CgOptions::default());
+    assert!(e.is_err(), "{e:?}");
+    let e = cg(
+        &plan,
+        &gb,
+        &mut gx,
+        &CgOptions {
+            jacobi: Some(&short),
+            ..Default::default()
+        },
+    );
+    assert!(matches!(e, Err(Error::DimensionMismatch { .. })), "{e:?}");
+    let e = cg(
+        &plan,
+        &gb,
+        &mut gx,
+        &CgOptions {
+            check_every: 0,
+            ..Default::default()
+        },
+    );
+    assert!(matches!(e, Err(Error::InvalidParameter { .. })), "{e:?}");
+    let rect = CsrMatrix::from_triplets(3, 4, vec![(0, 0, 1.0f32)]).unwrap();
+    let rplan = gpu.prepare(&rect, Method::CsrScalar).unwrap();
+    let b3 = GpuVector::from_slice(&gpu, &[1.0f32; 3]).unwrap();
+    let mut x3 = GpuVector::filled(&gpu, 3, 0.0f32).unwrap();
+    let e = cg(&rplan, &b3, &mut x3, &CgOptions::default());
+    assert!(matches!(e, Err(Error::DimensionMismatch { .. })), "{e:?}");
+    assert!(inverse_diagonal(&rect).is_err());
+    let no_diag = CsrMatrix::from_triplets(2, 2, vec![(0, 1, 1.0f32), (1, 1, 2.0)]).unwrap();
+    assert!(matches!(
+        inverse_diagonal(&no_diag),
+        Err(Error::InvalidParameter { .. })
+    ));
+    // The plan still solves.
+    let rep = cg(&plan, &gb, &mut gx, &CgOptions::default()).unwrap();
+    assert!(rep.converged());
+}
