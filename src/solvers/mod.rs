@@ -7,6 +7,7 @@
 //!   Jacobi (diagonal) preconditioner ([`inverse_diagonal`]).
 
 mod cg;
+mod common;
 
 pub use cg::{cg, CgOptions};
 
