@@ -6,8 +6,14 @@
 // MODE 1 (CG, after p·Ap): α = rz / p·Ap, or α = 0 and a stop where p·Ap is not positive;
 // MODE 2 (CG, after r·z and r·r): β = rz' / rz, rz = rz', the iteration counted and its r·r
 //   kept in `history`, a stop where r·r reached the tolerance;
-// MODE 3 (CG's start): rz = r·z, history[0] = r·r, a stop where r·r is within the tolerance;
+// MODE 3 (a start, after r·z, or BiCGStab's r̂·r, and r·r): rz (ρ) = that dot, history[0] =
+//   r·r, a stop where r·r is within the tolerance;
 // MODE 4 (before the start, after b·b): bb and the tolerance tol2 = rel_tol² · b·b.
+// BiCGStab (r̂ the shadow residual, ρ in the RZ slot):
+// MODE 6 (after r̂·v): α = ρ / r̂·v;
+// MODE 7 (after t·s and t·t): ω = t·s / t·t (0 where t = 0: s is then 0 too);
+// MODE 8 (after r̂·r and r·r): the iteration counted and its r·r kept, a stop at the tolerance,
+//   else β = (ρ' / ρ)(α / ω) and ρ = ρ'.
 // Once stopped, α and β are 0, so the iterations still recorded change nothing.
 
 const REDUCE_WG: u32 = 256u;
@@ -20,6 +26,7 @@ const BETA: u32 = 2u;
 const TOL2: u32 = 3u;
 const REL_TOL2: u32 = 4u;
 const BB: u32 = 5u;
+const OMEGA: u32 = 6u;
 // `state` slots, and why a solve stopped.
 const ITER: u32 = 0u;
 const STOP: u32 = 1u;
@@ -78,6 +85,55 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     if (state[STOP] != RUNNING) {
         scalars[ALPHA] = scalar(0);
         scalars[BETA] = scalar(0);
+        scalars[OMEGA] = scalar(0);
+        return;
+    }
+    if (MODE == 6u) {
+        let rv = dots.x;
+        if (rv != scalar(0) && is_finite(rv)) {
+            scalars[ALPHA] = scalars[RZ] / rv;
+        } else {
+            scalars[ALPHA] = scalar(0);
+            scalars[OMEGA] = scalar(0);
+            scalars[BETA] = scalar(0);
+            state[STOP] = BREAKDOWN;
+        }
+        return;
+    }
+    if (MODE == 7u) {
+        let ts = dots.x;
+        let tt = dots.y;
+        if (!is_finite(ts) || !is_finite(tt)) {
+            scalars[OMEGA] = scalar(0);
+            scalars[BETA] = scalar(0);
+            state[STOP] = BREAKDOWN;
+        } else if (tt == scalar(0)) {
+            scalars[OMEGA] = scalar(0);
+        } else {
+            scalars[OMEGA] = ts / tt;
+        }
+        return;
+    }
+    if (MODE == 8u) {
+        let rho = dots.x;
+        let rr = dots.y;
+        let iter = state[ITER] + 1u;
+        state[ITER] = iter;
+        history[iter] = rr;
+        let omega = scalars[OMEGA];
+        if (!is_finite(rr) || !is_finite(rho)) {
+            scalars[BETA] = scalar(0);
+            state[STOP] = BREAKDOWN;
+        } else if (rr <= scalars[TOL2]) {
+            scalars[BETA] = scalar(0);
+            state[STOP] = CONVERGED;
+        } else if (rho == scalar(0) || omega == scalar(0)) {
+            scalars[BETA] = scalar(0);
+            state[STOP] = BREAKDOWN;
+        } else {
+            scalars[BETA] = (rho / scalars[RZ]) * (scalars[ALPHA] / omega);
+            scalars[RZ] = rho;
+        }
         return;
     }
     if (MODE == 1u) {

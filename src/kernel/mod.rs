@@ -483,7 +483,7 @@ pub const REDUCE: Kernel = Kernel {
     name: "reduce",
     file: "solvers/reduce",
     heights: &[],
-    overrides: &[("MODE", &[0, 1, 2, 3, 4])],
+    overrides: &[("MODE", &[0, 1, 2, 3, 4, 6, 7, 8])],
     derive: None,
 };
 
@@ -500,6 +500,24 @@ pub const CG_UPDATE_XR: Kernel = Kernel {
 pub const CG_UPDATE_P: Kernel = Kernel {
     name: "cg_update_p",
     file: "solvers/cg_update_p",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
+/// BiCGStab: the search direction, p = r + β·(p − ω·v).
+pub const BICGSTAB_P: Kernel = Kernel {
+    name: "bicgstab_p",
+    file: "solvers/bicgstab_p",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
+/// BiCGStab: x += ω·s and r = s − ω·t, s held in r.
+pub const BICGSTAB_UPDATE: Kernel = Kernel {
+    name: "bicgstab_update",
+    file: "solvers/bicgstab_update",
     heights: &[],
     overrides: &[],
     derive: None,
@@ -524,6 +542,8 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     REDUCE,
     CG_UPDATE_XR,
     CG_UPDATE_P,
+    BICGSTAB_P,
+    BICGSTAB_UPDATE,
 ];
 
 #[cfg(test)]

@@ -4,11 +4,14 @@
 //! with one small read back per submission to see whether to stop.
 //!
 //! - [`cg`]: conjugate gradient for symmetric positive definite matrices, optionally with a
-//!   Jacobi (diagonal) preconditioner ([`inverse_diagonal`]).
+//!   Jacobi (diagonal) preconditioner ([`inverse_diagonal`]);
+//! - [`bicgstab`]: BiCGStab for non-symmetric systems.
 
+mod bicgstab;
 mod cg;
 mod common;
 
+pub use bicgstab::{bicgstab, BicgstabOptions};
 pub use cg::{cg, CgOptions};
 
 use crate::{CsrMatrix, Error, Result, Scalar};

@@ -168,7 +168,7 @@ pub fn check<T: Scalar>(
     }
 }
 
-/// What [`cg`] computed: the last iterate, `‖r_i‖ / ‖b‖` after each iteration (index 0 is the
+/// What [`cg`] or [`bicgstab`] computed: the last iterate, `‖r_i‖ / ‖b‖` after each iteration (index 0 is the
 /// start) and why it stopped.
 #[derive(Clone, Debug)]
 pub struct CgResult {
@@ -253,6 +253,89 @@ pub fn cg<T: Scalar>(
             p.par_iter_mut()
                 .zip(&z)
                 .for_each(|(p, z)| *p = z + beta * *p);
+        }
+    }
+    Ok(CgResult { x, residuals, stop })
+}
+
+/// BiCGStab in f64 on the CPU (rayon), step for step the algorithm of
+/// [`crate::solvers::bicgstab`] (the shadow residual is the first residual).
+pub fn bicgstab<T: Scalar>(
+    a: &CsrMatrix<T>,
+    b: &[T],
+    x0: &[T],
+    tol: f64,
+    max_iter: usize,
+) -> Result<CgResult> {
+    use crate::solvers::Stop;
+    let dot = |u: &[f64], v: &[f64]| -> f64 { u.par_iter().zip(v).map(|(a, b)| a * b).sum() };
+    let product = |v: &[f64]| -> Result<Vec<f64>> {
+        let vt: Vec<T> = v.iter().map(|&e| T::from_f64(e)).collect();
+        spmv_par(a, &vt)
+    };
+    let mut x: Vec<f64> = x0.iter().map(|v| v.to_f64()).collect();
+    let ax = spmv_par(a, x0)?;
+    let mut r: Vec<f64> = b.iter().zip(&ax).map(|(b, ax)| b.to_f64() - ax).collect();
+    let shadow = r.clone();
+    let bf: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
+    let bb = dot(&bf, &bf);
+    let norm = |rr: f64| {
+        if bb > 0.0 {
+            (rr / bb).sqrt()
+        } else {
+            rr.sqrt()
+        }
+    };
+    let tol2 = tol * tol * bb;
+    let rr0 = dot(&r, &r);
+    let mut rho = dot(&shadow, &r);
+    let mut residuals = vec![norm(rr0)];
+    let mut p = r.clone();
+    let mut v = vec![0.0; r.len()];
+    let mut stop = if rr0 <= tol2 {
+        Stop::Converged
+    } else {
+        Stop::MaxIterations
+    };
+    for _ in 0..max_iter {
+        if stop != Stop::MaxIterations {
+            break;
+        }
+        v = product(&p)?;
+        let hv = dot(&shadow, &v);
+        if hv == 0.0 || !hv.is_finite() {
+            stop = Stop::Breakdown;
+            break;
+        }
+        let alpha = rho / hv;
+        x.par_iter_mut().zip(&p).for_each(|(x, p)| *x += alpha * p);
+        r.par_iter_mut().zip(&v).for_each(|(r, v)| *r -= alpha * v);
+        let t = product(&r)?;
+        let (ts, tt) = (dot(&t, &r), dot(&t, &t));
+        if !(ts.is_finite() && tt.is_finite()) {
+            stop = Stop::Breakdown;
+            break;
+        }
+        let omega = if tt == 0.0 { 0.0 } else { ts / tt };
+        if omega != 0.0 {
+            x.par_iter_mut().zip(&r).for_each(|(x, s)| *x += omega * s);
+            r.par_iter_mut().zip(&t).for_each(|(s, t)| *s -= omega * t);
+        }
+        let (rho_new, rr) = (dot(&shadow, &r), dot(&r, &r));
+        residuals.push(norm(rr));
+        if !(rr.is_finite() && rho_new.is_finite()) {
+            stop = Stop::Breakdown;
+        } else if rr <= tol2 {
+            stop = Stop::Converged;
+        } else if rho_new == 0.0 || omega == 0.0 {
+            stop = Stop::Breakdown;
+        } else {
+            let beta = (rho_new / rho) * (alpha / omega);
+            rho = rho_new;
+            p.par_iter_mut()
+                .zip(&r)
+                .zip(&v)
+                .for_each(|((p, r), v)| *p = r + beta * (*p - omega * v));
         }
     }
     Ok(CgResult { x, residuals, stop })

@@ -1,11 +1,11 @@
 //! Conjugate gradient on the GPU (`solvers::cg`): its residual history against the CPU twin
 //! (`testing::reference::cg`) step for step, f32 and f64, with and without Jacobi, on every
 //! method; the same bits run to run; the typed stops (not positive definite, NaN, the iteration
-//! limit, b = 0) and the bad calls.
+//! limit, b = 0) and the bad calls; BiCGStab on a non-symmetric matrix against its twin too.
 
 use crate::common;
 use common::*;
-use wgspmv::solvers::{cg, inverse_diagonal, CgOptions, Stop};
+use wgspmv::solvers::{bicgstab, cg, inverse_diagonal, BicgstabOptions, CgOptions, Stop};
 use wgspmv::testing::reference;
 use wgspmv::{CsrMatrix, Error, Gpu, GpuVector, Method, Scalar};
 
@@ -262,4 +262,132 @@ fn bad_calls_are_typed_errors() {
     // The plan still solves.
     let rep = cg(&plan, &gb, &mut gx, &CgOptions::default()).unwrap();
     assert!(rep.converged());
+}
+
+/// A convection-diffusion operator on a k × k grid: the Laplacian plus an upwind convection
+/// term, so the matrix is not symmetric.
+fn convection(k: usize) -> CsrMatrix<f64> {
+    let lap = laplacian(k);
+    let mut t = Vec::new();
+    for r in 0..lap.nrows() {
+        let (cols, vals) = lap.row(r);
+        for (&c, &v) in cols.iter().zip(vals) {
+            let c = c as usize;
+            let skew = if c + 1 == r {
+                -0.8
+            } else if c == r + 1 {
+                0.3
+            } else {
+                0.0
+            };
+            t.push((r, c, v + skew));
+        }
+    }
+    CsrMatrix::from_triplets(lap.nrows(), lap.ncols(), t).unwrap()
+}
+
+fn check_bicgstab<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<f64>, method: Method, label: &str) {
+    let at = a.cast::<T>();
+    let f32 = std::mem::size_of::<T>() == 4;
+    let tol = if f32 { 1e-4 } else { 1e-10 };
+    let b: Vec<T> = rhs(a.nrows()).into_iter().map(T::from_f64).collect();
+    let plan = gpu.prepare(&at, method).unwrap();
+    let gb = GpuVector::from_slice(gpu, &b).unwrap();
+    let mut gx = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0)).unwrap();
+    let opts = BicgstabOptions {
+        tol,
+        check_every: 5,
+        ..Default::default()
+    };
+    let rep = bicgstab(&plan, &gb, &mut gx, &opts).unwrap();
+    let zeros = vec![T::from_f64(0.0); a.nrows()];
+    let cpu = reference::bicgstab(&at, &b, &zeros, tol, 10_000).unwrap();
+    assert_eq!(rep.stop, Stop::Converged, "{label}: {rep:?}");
+    assert_eq!(cpu.stop, Stop::Converged, "{label}");
+    let (g, c) = (rep.iterations as i64, cpu.residuals.len() as i64 - 1);
+    assert!(
+        (g - c).abs() <= 2 + g / 10,
+        "{label}: {g} iterations, CPU {c}"
+    );
+    let close = if f32 { 2e-2 } else { 1e-7 };
+    for (i, (gr, cr)) in rep.residuals.iter().zip(&cpu.residuals).enumerate() {
+        if *cr < if f32 { 1e-2 } else { 1e-6 } {
+            break;
+        }
+        assert!(
+            (gr - cr).abs() <= close * cr,
+            "{label}: iteration {i}: GPU {gr:e}, CPU {cr:e}"
+        );
+    }
+    assert!(
+        rep.true_residual <= 20.0 * tol,
+        "{label}: true residual {:e}",
+        rep.true_residual
+    );
+    let x = gx.read().unwrap();
+    let err = x
+        .iter()
+        .zip(&cpu.x)
+        .map(|(g, c)| (g.to_f64() - c).abs())
+        .fold(0.0, f64::max);
+    let scale = cpu.x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(
+        err <= if f32 { 1e-3 } else { 1e-8 } * scale,
+        "{label}: x off by {err:e}"
+    );
+}
+
+#[test]
+fn bicgstab_agrees_with_the_cpu_step_for_step() {
+    let a = convection(20);
+    for (dev, gpu) in gpus() {
+        check_bicgstab::<f32>(&gpu, &a, Method::CsrVector, &format!("f32 / {dev}"));
+        check_bicgstab::<f32>(&gpu, &a, Method::Bccoo, &format!("f32 bccoo / {dev}"));
+        if has_f64(&gpu) {
+            check_bicgstab::<f64>(&gpu, &a, Method::Auto, &format!("f64 / {dev}"));
+        }
+    }
+}
+
+#[test]
+fn bicgstab_stops_are_typed_outcomes() {
+    let gpu = match gpu() {
+        Some(g) => g,
+        None => return,
+    };
+    let a = convection(8).cast::<f32>();
+    let n = a.nrows();
+    let plan = gpu.prepare(&a, Method::CsrScalar).unwrap();
+    let b: Vec<f32> = rhs(n).into_iter().map(|v| v as f32).collect();
+    // NaN in b.
+    let mut nan_b = b.clone();
+    nan_b[5] = f32::NAN;
+    let gnan = GpuVector::from_slice(&gpu, &nan_b).unwrap();
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let rep = bicgstab(&plan, &gnan, &mut gx, &BicgstabOptions::default()).unwrap();
+    assert_eq!(rep.stop, Stop::Breakdown, "{rep:?}");
+    // The iteration limit; b = 0.
+    let gb = GpuVector::from_slice(&gpu, &b).unwrap();
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let opts = BicgstabOptions {
+        tol: 1e-7,
+        max_iter: 3,
+        check_every: 2,
+    };
+    let rep = bicgstab(&plan, &gb, &mut gx, &opts).unwrap();
+    assert_eq!(
+        (rep.stop, rep.iterations),
+        (Stop::MaxIterations, 3),
+        "{rep:?}"
+    );
+    let zero = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let rep = bicgstab(&plan, &zero, &mut gx, &BicgstabOptions::default()).unwrap();
+    assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0), "{rep:?}");
+    // A singular matrix with b outside its range: a typed stop, never a panic.
+    let singular = CsrMatrix::from_triplets(n, n, vec![(0, 0, 1.0f32)]).unwrap();
+    let splan = gpu.prepare(&singular, Method::CsrScalar).unwrap();
+    let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
+    let rep = bicgstab(&splan, &gb, &mut gx, &BicgstabOptions::default()).unwrap();
+    assert_ne!(rep.stop, Stop::Converged, "{rep:?}");
 }

@@ -1,0 +1,310 @@
+//! What every solver shares: the checks of its arguments, and a workspace on the GPU (its
+//! scalars, stop state and residual history, the dot products' partials) with the loop that
+//! records iterations, a submission at a time, until the GPU says stop.
+
+use super::{SolveReport, Stop};
+use crate::gpu::{Gpu, GpuVector};
+use crate::kernel::{Kernel, LaneMode, Variant};
+use crate::plan::SpmvPlan;
+use crate::{Error, Result, Scalar};
+use std::sync::Arc;
+
+/// Slots of the scalars buffer (mirrors shaders/solvers/reduce.wgsl).
+const REL_TOL2: usize = 4;
+const BB: usize = 5;
+const SCALAR_SLOTS: usize = 8;
+/// Workgroups of the dot products: at most this many partials, so one workgroup adds them.
+const DOT_GROUPS: u32 = 1024;
+/// Invocations per workgroup of the vector kernels.
+const WG: u32 = 256;
+
+/// Checks a solve's operands: a square plan, `b` and `x` of its length on its device, not one
+/// buffer, a finite tolerance and at least one iteration per submission.
+pub(super) fn check_args<T: Scalar>(
+    plan: &SpmvPlan<T>,
+    b: &GpuVector<T>,
+    x: &GpuVector<T>,
+    (tol, check_every): (f64, usize),
+) -> Result<()> {
+    let n = plan.nrows();
+    if plan.ncols() != n {
+        return Err(Error::DimensionMismatch {
+            what: "columns of the matrix (a solver needs a square one)",
+            expected: n,
+            actual: plan.ncols(),
+        });
+    }
+    for (what, v) in [("b", b), ("x", x)] {
+        check_vector(plan, v, what)?;
+    }
+    crate::gpu::check_not_aliased(&b.buffer, &x.buffer)?;
+    if !(tol >= 0.0 && tol.is_finite()) || check_every == 0 {
+        return Err(Error::InvalidParameter {
+            name: "solver options",
+            value: format!("tol {tol}, check_every {check_every}"),
+            reason: "a finite tolerance ≥ 0 and at least one iteration per check".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks that `v` has `plan`'s rows and lives on its device.
+pub(super) fn check_vector<T: Scalar>(
+    plan: &SpmvPlan<T>,
+    v: &GpuVector<T>,
+    what: &'static str,
+) -> Result<()> {
+    if v.gpu.inner.id != plan.gpu().inner.id {
+        return Err(Error::WrongDevice { what });
+    }
+    if v.len() != plan.nrows() {
+        return Err(Error::DimensionMismatch {
+            what,
+            expected: plan.nrows(),
+            actual: v.len(),
+        });
+    }
+    Ok(())
+}
+
+/// A pipeline and the bind group of one dispatch.
+pub(super) struct Bound(Arc<wgpu::ComputePipeline>, wgpu::BindGroup);
+
+impl Bound {
+    pub(super) fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, grid: [u32; 2]) {
+        pass.set_pipeline(&self.0);
+        pass.set_bind_group(0, &self.1, &[]);
+        pass.dispatch_workgroups(grid[0], grid[1], 1);
+    }
+}
+
+/// A solve's buffers on the GPU besides its vectors.
+pub(super) struct Workspace<T: Scalar> {
+    pub gpu: Gpu,
+    pub n: usize,
+    pub scalars: wgpu::Buffer,
+    state: wgpu::Buffer,
+    history: wgpu::Buffer,
+    partials: crate::gpu::DeviceBuffer,
+    dot_params: crate::gpu::DeviceBuffer,
+    reduce_params: crate::gpu::DeviceBuffer,
+    pub len: crate::gpu::DeviceBuffer,
+    /// Grids of the dot products and of the vector kernels.
+    pub dot_grid: [u32; 2],
+    pub vector_grid: [u32; 2],
+    max_iter: usize,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: Scalar> Workspace<T> {
+    pub(super) fn new(gpu: &Gpu, n: usize, max_iter: usize) -> Result<Self> {
+        let storage = |label: &str, bytes: u64| {
+            gpu.scoped(&format!("allocating {label}"), || {
+                gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: bytes.max(16).next_multiple_of(4),
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                })
+            })
+        };
+        let s = std::mem::size_of::<T>() as u64;
+        let history_bytes = (max_iter as u64 + 1)
+            .checked_mul(s)
+            .filter(|&b| b <= gpu.info().max_binding_bytes())
+            .ok_or_else(|| Error::InvalidParameter {
+                name: "max_iter",
+                value: max_iter.to_string(),
+                reason: "the residual history must fit one storage binding".into(),
+            })?;
+        let n32 = u32::try_from(n).map_err(|_| Error::InvalidParameter {
+            name: "rows",
+            value: n.to_string(),
+            reason: "a solve takes fewer than 2^32 rows".into(),
+        })?;
+        let groups = n32.div_ceil(WG).clamp(1, DOT_GROUPS);
+        let span = n32.div_ceil(groups).div_ceil(WG) * WG;
+        let uniform =
+            |label: &str, words: [u32; 4]| gpu.uniform_buffer(label, bytemuck::cast_slice(&words));
+        Ok(Self {
+            gpu: gpu.clone(),
+            n,
+            scalars: storage("solver scalars", SCALAR_SLOTS as u64 * s)?,
+            state: storage("solver state", 8)?,
+            history: storage("solver history", history_bytes)?,
+            partials: gpu.storage_zeroed(
+                "solver partials",
+                2 * groups as u64 * s,
+                wgpu::BufferUsages::empty(),
+            )?,
+            dot_params: uniform("solver dot params", [n32, span, groups, 0]),
+            reduce_params: uniform("solver reduce params", [groups, 0, 0, 0]),
+            len: uniform("solver length", [n32, 0, 0, 0]),
+            dot_grid: gpu.grid(groups),
+            vector_grid: gpu.grid(n32.div_ceil(WG)),
+            max_iter,
+            _t: std::marker::PhantomData,
+        })
+    }
+
+    /// `kernel` for `T` with `overrides`, bound to `buffers` (bindings 0, 1, ...).
+    pub(super) fn bound(
+        &self,
+        kernel: Kernel,
+        overrides: Vec<(&'static str, u32)>,
+        buffers: &[&wgpu::Buffer],
+    ) -> Result<Bound> {
+        let pipeline = self.gpu.pipeline(&Variant::new(
+            kernel,
+            T::WGSL,
+            LaneMode::Workgroup,
+            overrides,
+        ))?;
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        let group = self.gpu.scoped("binding a solver kernel", || {
+            self.gpu
+                .device()
+                .create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(kernel.name),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &entries,
+                })
+        })?;
+        Ok(Bound(pipeline, group))
+    }
+
+    /// The partials of `a·b` (and `c·d` where `two`), for a [`Workspace::reduce`] to add.
+    pub(super) fn dot(&self, [a, b, c, d]: [&wgpu::Buffer; 4], two: bool) -> Result<Bound> {
+        self.bound(
+            crate::kernel::DOT,
+            vec![("DOTS", 1 + two as u32)],
+            &[a, b, c, d, &self.partials, &self.dot_params],
+        )
+    }
+
+    /// The reduction of the partials in `mode` (see shaders/solvers/reduce.wgsl).
+    pub(super) fn reduce(&self, mode: u32) -> Result<Bound> {
+        self.bound(
+            crate::kernel::REDUCE,
+            vec![("MODE", mode)],
+            &[
+                &self.partials,
+                &self.scalars,
+                &self.state,
+                &self.history,
+                &self.reduce_params,
+            ],
+        )
+    }
+
+    /// Zeroes the scalars and sets the tolerance, before the start is submitted.
+    pub(super) fn reset(&self, tol: f64) {
+        let mut slots = vec![T::from_f64(0.0); SCALAR_SLOTS];
+        slots[REL_TOL2] = T::from_f64(tol * tol);
+        self.gpu
+            .queue()
+            .write_buffer(&self.scalars, 0, bytemuck::cast_slice(&slots));
+    }
+
+    /// Submits `start` (an encoder holding the solve's start), then `check_every` iterations
+    /// at a time (`iteration` records one) until the GPU has set a stop or `max_iter` are
+    /// recorded; each submission is followed by a read back of the stop state. Returns the
+    /// iterations run, why it stopped, and the submissions.
+    pub(super) fn iterate(
+        &self,
+        start: wgpu::CommandEncoder,
+        check_every: usize,
+        mut iteration: impl FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
+    ) -> Result<(usize, Stop, usize)> {
+        let mut state = self
+            .gpu
+            .read_buffer_after::<u32>(Some(start), &self.state, 2)?;
+        let (mut submissions, mut recorded) = (1, 0);
+        while state[1] == 0 && recorded < self.max_iter {
+            let k = check_every.min(self.max_iter - recorded);
+            let mut enc = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            for _ in 0..k {
+                iteration(&mut enc)?;
+            }
+            recorded += k;
+            state = self
+                .gpu
+                .read_buffer_after::<u32>(Some(enc), &self.state, 2)?;
+            submissions += 1;
+        }
+        let stop = match state[1] {
+            0 => Stop::MaxIterations,
+            1 => Stop::Converged,
+            2 => Stop::NotPositiveDefinite,
+            _ => Stop::Breakdown,
+        };
+        Ok((state[0] as usize, stop, submissions))
+    }
+
+    /// The report of a solve that ran `iterations`: the residual history read back, and
+    /// `‖b − A·x‖ / ‖b‖` computed in `scratch`.
+    pub(super) fn report(
+        &self,
+        plan: &SpmvPlan<T>,
+        (b, x, scratch): (&GpuVector<T>, &GpuVector<T>, &mut GpuVector<T>),
+        (iterations, stop, submissions): (usize, Stop, usize),
+        start: std::time::Instant,
+    ) -> Result<SolveReport> {
+        let gpu = &self.gpu;
+        let rr: Vec<T> = gpu.read_buffer(&self.history, iterations + 1)?;
+        let bb = gpu.read_buffer::<T>(&self.scalars, SCALAR_SLOTS)?[BB].to_f64();
+        let relative = |rr: f64| {
+            if bb > 0.0 {
+                (rr / bb).sqrt()
+            } else {
+                rr.sqrt()
+            }
+        };
+        let residuals = rr.iter().map(|h| relative(h.to_f64())).collect();
+        let s = std::mem::size_of::<T>() as u64;
+        let mut enc = gpu.device().create_command_encoder(&Default::default());
+        gpu.record_copy(
+            &mut enc,
+            &b.buffer,
+            0,
+            &scratch.buffer,
+            0,
+            self.n as u64 * s,
+        )?;
+        plan.record_axpby(&mut enc, T::from_f64(-1.0), x, T::from_f64(1.0), scratch)?;
+        let q = &scratch.buffer;
+        let dots = self.dot([q, q, &b.buffer, &b.buffer], true)?;
+        let sums = self.reduce(0)?;
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            dots.dispatch(&mut pass, self.dot_grid);
+            sums.dispatch(&mut pass, [1, 1]);
+        }
+        let sums = gpu.read_buffer_after::<T>(Some(enc), &self.scalars, 2)?;
+        let (rr, bb) = (sums[0].to_f64(), sums[1].to_f64());
+        Ok(SolveReport {
+            stop,
+            iterations,
+            residuals,
+            true_residual: if bb > 0.0 {
+                (rr / bb).sqrt()
+            } else {
+                rr.sqrt()
+            },
+            submissions,
+            time: start.elapsed(),
+        })
+    }
+}
