@@ -599,6 +599,65 @@ fn multiply_transposed_writes_y_of_the_matrix_columns() {
 }
 
 #[test]
+fn solve_writes_x_and_fails_when_it_does_not_converge() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let dir = scratch("solve");
+    // A small SPD tridiagonal matrix, and a singular one (pure Neumann: A·1 = 0).
+    let n = 40;
+    let mut spd = Vec::new();
+    let mut singular = Vec::new();
+    for i in 0..n {
+        spd.push((i, i, 2.5));
+        singular.push((i, i, if i == 0 || i == n - 1 { 1.0 } else { 2.0 }));
+        if i + 1 < n {
+            for t in [&mut spd, &mut singular] {
+                t.push((i, i + 1, -1.0));
+                t.push((i + 1, i, -1.0));
+            }
+        }
+    }
+    let (ap, sp, xp) = (dir.join("a.mtx"), dir.join("s.mtx"), dir.join("x.mtx"));
+    let a = CsrMatrix::from_triplets(n, n, spd).unwrap();
+    io::write_matrix_market(&ap, &a).unwrap();
+    io::write_matrix_market(&sp, &CsrMatrix::from_triplets(n, n, singular).unwrap()).unwrap();
+    for solver in ["cg", "bicgstab"] {
+        let _ = std::fs::remove_file(&xp);
+        let args = [
+            "solve",
+            "--matrix",
+            ap.to_str().unwrap(),
+            "--solver",
+            solver,
+            "--tol",
+            "1e-5",
+            "--output",
+            xp.to_str().unwrap(),
+        ];
+        let o = wgspmv(&args, &[]);
+        assert!(o.status.success(), "{solver}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("Converged"),
+            "{}",
+            text(&o)
+        );
+        let x: Vec<f64> = io::read_vector(&xp).unwrap();
+        let ax = reference::spmv_par(&a, &x).unwrap();
+        let err = ax.iter().map(|v| (v - 1.0).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-3, "{solver}: ‖Ax − 1‖∞ = {err}");
+    }
+    let o = wgspmv(&["solve", "--matrix", sp.to_str().unwrap()], &[]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not converged"),
+        "{}",
+        text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn multiply_many_vectors_writes_y_of_k_columns() {
     if common::gpu().is_none() {
         return;

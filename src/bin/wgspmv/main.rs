@@ -3,6 +3,7 @@
 //!     wgspmv info                                   # adapters, and the one wgspmv picks
 //!     wgspmv multiply --matrix A.mtx --method auto --output y.mtx
 //!     wgspmv bench --suite --scale 1 --csv ours.csv
+//!     wgspmv solve --matrix A.mtx --solver cg --output x.mtx
 //!     wgspmv calibrate --out profile.txt
 
 mod args;
@@ -11,6 +12,7 @@ mod calibrate;
 mod info;
 mod multiply;
 mod plot;
+mod solve;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,6 +39,9 @@ enum Command {
     Bench(bench::Args),
     /// Fit `Method::Auto`'s cost model on this adapter and write a profile.
     Calibrate(calibrate::Args),
+    /// Solve A·x = b by CG or BiCGStab on the GPU (b: ones unless given); exits with status 1
+    /// when it does not converge.
+    Solve(solve::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +60,7 @@ fn main() -> ExitCode {
         Command::Multiply(a) => return multiply::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Calibrate(a) => calibrate::main(a),
+        Command::Solve(a) => return solve::main(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
