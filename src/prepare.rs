@@ -70,7 +70,7 @@ impl Gpu {
     /// Prepares a CSR matrix the caller already holds on this GPU (see [`GpuCsr`]): validated
     /// on the GPU (a violation is the error [`CsrMatrix::try_new`] gives for the same arrays),
     /// then built there where the method can: `csr-scalar` and `csr-vector` (copies of the
-    /// arrays, or the arrays themselves with [`CallerBuffers::Share`](crate::CallerBuffers::Share), unless the matrix needs
+    /// arrays, or the arrays themselves with [`CallerBuffers::Share`], unless the matrix needs
     /// row chunks; the passes for rows too long for one invocation are described on the GPU),
     /// `cmrs` and `cmrs-padded` (their strips, and the rows strips leave to the long-row passes,
     /// unless the matrix needs row chunks), `speculative` (copies and its structure analysis,
