@@ -69,11 +69,7 @@ fn main() -> wgspmv::Result<()> {
     };
     let gpu = Gpu::new()?;
     println!("adapter: {}", gpu.info().name);
-    println!(
-        "matrix: {name}: {} rows, {} nonzeros",
-        a.nrows(),
-        a.nnz()
-    );
+    println!("matrix: {name}: {} rows, {} nonzeros", a.nrows(), a.nnz());
     if has("--f64") {
         solve::<f64>(&gpu, &a, &args)
     } else {
@@ -113,7 +109,15 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
     };
     // A first solve of a few iterations compiles the kernels; the second is timed.
     let mut gx = GpuVector::from_slice(gpu, &zeros)?;
-    cg(&plan, &gb, &mut gx, &CgOptions { max_iter: 2, ..opts.clone() })?;
+    cg(
+        &plan,
+        &gb,
+        &mut gx,
+        &CgOptions {
+            max_iter: 2,
+            ..opts.clone()
+        },
+    )?;
     let mut gx = GpuVector::from_slice(gpu, &zeros)?;
     let rep = cg(&plan, &gb, &mut gx, &opts)?;
     let gpu_ms = rep.time.as_secs_f64() * 1e3;
@@ -130,7 +134,14 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
     );
 
     let t = Instant::now();
-    let cpu = reference::cg(a, &b, &zeros, jacobi.then_some(&inv_diag[..]), tol, max_iter)?;
+    let cpu = reference::cg(
+        a,
+        &b,
+        &zeros,
+        jacobi.then_some(&inv_diag[..]),
+        tol,
+        max_iter,
+    )?;
     let cpu_ms = t.elapsed().as_secs_f64() * 1e3;
     let cpu_iters = cpu.residuals.len() - 1;
     println!(

@@ -14,6 +14,10 @@
 // MODE 7 (after t·s and t·t): ω = t·s / t·t (0 where t = 0: s is then 0 too);
 // MODE 8 (after r̂·r and r·r): the iteration counted and its r·r kept, a stop at the tolerance,
 //   else β = (ρ' / ρ)(α / ω) and ρ = ρ'.
+// PageRank (d the damping):
+// MODE 9 (after r·dangling): c = d·(r·dangling) + 1 − d, what each node gets besides its links;
+// MODE 10 (after pagerank_update's |r' − r|): the iteration counted and its change kept in
+//   `history`, a stop once the change is within the tolerance (tol2 holds tol itself).
 // Once stopped, α and β are 0, so the iterations still recorded change nothing.
 
 const REDUCE_WG: u32 = 256u;
@@ -27,6 +31,8 @@ const TOL2: u32 = 3u;
 const REL_TOL2: u32 = 4u;
 const BB: u32 = 5u;
 const OMEGA: u32 = 6u;
+const DAMPING: u32 = 7u;
+const ADD: u32 = 8u;
 // `state` slots, and why a solve stopped.
 const ITER: u32 = 0u;
 const STOP: u32 = 1u;
@@ -78,6 +84,26 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         state[ITER] = 0u;
         state[STOP] = RUNNING;
         if (dots.y <= scalars[TOL2]) {
+            state[STOP] = CONVERGED;
+        }
+        return;
+    }
+    if (MODE == 9u) {
+        let d = scalars[DAMPING];
+        scalars[ADD] = d * dots.x + (scalar(1) - d);
+        return;
+    }
+    if (MODE == 10u) {
+        if (state[STOP] != RUNNING) {
+            return;
+        }
+        let change = dots.x;
+        let iter = state[ITER] + 1u;
+        state[ITER] = iter;
+        history[iter] = change;
+        if (!is_finite(change)) {
+            state[STOP] = BREAKDOWN;
+        } else if (change <= scalars[TOL2]) {
             state[STOP] = CONVERGED;
         }
         return;

@@ -483,7 +483,7 @@ pub const REDUCE: Kernel = Kernel {
     name: "reduce",
     file: "solvers/reduce",
     heights: &[],
-    overrides: &[("MODE", &[0, 1, 2, 3, 4, 6, 7, 8])],
+    overrides: &[("MODE", &[0, 1, 2, 3, 4, 6, 7, 8, 9, 10])],
     derive: None,
 };
 
@@ -523,6 +523,33 @@ pub const BICGSTAB_UPDATE: Kernel = Kernel {
     derive: None,
 };
 
+/// PageRank: 1 / out-degree and the dangling nodes, from G·1.
+pub const PAGERANK_PREPARE: Kernel = Kernel {
+    name: "pagerank_prepare",
+    file: "solvers/pagerank_prepare",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
+/// PageRank: the ranks divided by the out-degrees.
+pub const PAGERANK_SCALE: Kernel = Kernel {
+    name: "pagerank_scale",
+    file: "solvers/pagerank_scale",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
+/// PageRank: the new ranks and the partial sums of their change.
+pub const PAGERANK_UPDATE: Kernel = Kernel {
+    name: "pagerank_update",
+    file: "solvers/pagerank_update",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
 /// Kernels that belong to no method.
 pub const SHARED_KERNELS: &[Kernel] = &[
     COPY,
@@ -544,6 +571,9 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     CG_UPDATE_P,
     BICGSTAB_P,
     BICGSTAB_UPDATE,
+    PAGERANK_PREPARE,
+    PAGERANK_SCALE,
+    PAGERANK_UPDATE,
 ];
 
 #[cfg(test)]

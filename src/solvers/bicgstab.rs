@@ -5,7 +5,7 @@
 //! [`Stop::Breakdown`](super::Stop::Breakdown). `testing::reference::bicgstab` is the same
 //! algorithm on the CPU.
 
-use super::common::{check_args, Workspace};
+use super::common::{check_args, Workspace, REL_TOL2};
 use super::SolveReport;
 use crate::gpu::GpuVector;
 use crate::plan::SpmvPlan;
@@ -95,7 +95,7 @@ pub fn bicgstab<T: Scalar>(
         })
     }
     // The start: r = b − A·x, r̂ = r, the tolerance, ρ = r̂·r, p = r.
-    w.reset(opts.tol);
+    w.reset(&[(REL_TOL2, opts.tol * opts.tol)]);
     let s = std::mem::size_of::<T>() as u64;
     let mut enc = gpu.device().create_command_encoder(&Default::default());
     gpu.record_copy(&mut enc, bb, 0, rb, 0, n as u64 * s)?;

@@ -6,7 +6,7 @@
 //! change nothing. shaders/solvers/ holds the kernels; `testing::reference::cg` is the same
 //! algorithm on the CPU.
 
-use super::common::{check_args, check_vector, Workspace};
+use super::common::{check_args, check_vector, Workspace, REL_TOL2};
 use super::SolveReport;
 use crate::gpu::GpuVector;
 use crate::plan::SpmvPlan;
@@ -109,7 +109,7 @@ pub fn cg<T: Scalar>(
         pz.dispatch(&mut pass, vg);
     };
     // The start: α = β = 0, the tolerance from b·b, r = b − A·x, z, r·z and r·r, p = z.
-    w.reset(opts.tol);
+    w.reset(&[(REL_TOL2, opts.tol * opts.tol)]);
     let s = std::mem::size_of::<T>() as u64;
     let mut enc = gpu.device().create_command_encoder(&Default::default());
     gpu.record_copy(&mut enc, bb, 0, &rb, 0, n as u64 * s)?;

@@ -10,9 +10,11 @@ use crate::{Error, Result, Scalar};
 use std::sync::Arc;
 
 /// Slots of the scalars buffer (mirrors shaders/solvers/reduce.wgsl).
-const REL_TOL2: usize = 4;
+pub(super) const TOL2: usize = 3;
+pub(super) const REL_TOL2: usize = 4;
 const BB: usize = 5;
-const SCALAR_SLOTS: usize = 8;
+pub(super) const DAMPING: usize = 7;
+const SCALAR_SLOTS: usize = 10;
 /// Workgroups of the dot products: at most this many partials, so one workgroup adds them.
 const DOT_GROUPS: u32 = 1024;
 /// Invocations per workgroup of the vector kernels.
@@ -83,10 +85,10 @@ pub(super) struct Workspace<T: Scalar> {
     pub gpu: Gpu,
     pub n: usize,
     pub scalars: wgpu::Buffer,
-    state: wgpu::Buffer,
+    pub state: wgpu::Buffer,
     history: wgpu::Buffer,
-    partials: crate::gpu::DeviceBuffer,
-    dot_params: crate::gpu::DeviceBuffer,
+    pub partials: crate::gpu::DeviceBuffer,
+    pub dot_params: crate::gpu::DeviceBuffer,
     reduce_params: crate::gpu::DeviceBuffer,
     pub len: crate::gpu::DeviceBuffer,
     /// Grids of the dot products and of the vector kernels.
@@ -206,10 +208,12 @@ impl<T: Scalar> Workspace<T> {
         )
     }
 
-    /// Zeroes the scalars and sets the tolerance, before the start is submitted.
-    pub(super) fn reset(&self, tol: f64) {
+    /// Zeroes the scalars but for `set` (slot, value), before the start is submitted.
+    pub(super) fn reset(&self, set: &[(usize, f64)]) {
         let mut slots = vec![T::from_f64(0.0); SCALAR_SLOTS];
-        slots[REL_TOL2] = T::from_f64(tol * tol);
+        for &(slot, v) in set {
+            slots[slot] = T::from_f64(v);
+        }
         self.gpu
             .queue()
             .write_buffer(&self.scalars, 0, bytemuck::cast_slice(&slots));
@@ -253,8 +257,33 @@ impl<T: Scalar> Workspace<T> {
         Ok((state[0] as usize, stop, submissions))
     }
 
-    /// The report of a solve that ran `iterations`: the residual history read back, and
-    /// `‖b − A·x‖ / ‖b‖` computed in `scratch`.
+    /// The convergence measure of each iteration from the start (what the reductions kept).
+    pub(super) fn history(&self, iterations: usize) -> Result<Vec<f64>> {
+        let h: Vec<T> = self.gpu.read_buffer(&self.history, iterations + 1)?;
+        Ok(h.iter().map(|v| v.to_f64()).collect())
+    }
+
+    /// `a·b` and `c·d`, recorded after the work in `enc` and read back.
+    pub(super) fn dots(
+        &self,
+        mut enc: wgpu::CommandEncoder,
+        buffers: [&wgpu::Buffer; 4],
+    ) -> Result<(f64, f64)> {
+        let dots = self.dot(buffers, true)?;
+        let sums = self.reduce(0)?;
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            dots.dispatch(&mut pass, self.dot_grid);
+            sums.dispatch(&mut pass, [1, 1]);
+        }
+        let sums = self
+            .gpu
+            .read_buffer_after::<T>(Some(enc), &self.scalars, 2)?;
+        Ok((sums[0].to_f64(), sums[1].to_f64()))
+    }
+
+    /// The report of a Krylov solve that ran `iterations`: the residual history relative to
+    /// `‖b‖`, and `‖b − A·x‖ / ‖b‖` computed in `scratch`.
     pub(super) fn report(
         &self,
         plan: &SpmvPlan<T>,
@@ -263,7 +292,7 @@ impl<T: Scalar> Workspace<T> {
         start: std::time::Instant,
     ) -> Result<SolveReport> {
         let gpu = &self.gpu;
-        let rr: Vec<T> = gpu.read_buffer(&self.history, iterations + 1)?;
+        let rr = self.history(iterations)?;
         let bb = gpu.read_buffer::<T>(&self.scalars, SCALAR_SLOTS)?[BB].to_f64();
         let relative = |rr: f64| {
             if bb > 0.0 {
@@ -272,7 +301,7 @@ impl<T: Scalar> Workspace<T> {
                 rr.sqrt()
             }
         };
-        let residuals = rr.iter().map(|h| relative(h.to_f64())).collect();
+        let residuals = rr.iter().map(|&h| relative(h)).collect();
         let s = std::mem::size_of::<T>() as u64;
         let mut enc = gpu.device().create_command_encoder(&Default::default());
         gpu.record_copy(
@@ -284,16 +313,8 @@ impl<T: Scalar> Workspace<T> {
             self.n as u64 * s,
         )?;
         plan.record_axpby(&mut enc, T::from_f64(-1.0), x, T::from_f64(1.0), scratch)?;
-        let q = &scratch.buffer;
-        let dots = self.dot([q, q, &b.buffer, &b.buffer], true)?;
-        let sums = self.reduce(0)?;
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            dots.dispatch(&mut pass, self.dot_grid);
-            sums.dispatch(&mut pass, [1, 1]);
-        }
-        let sums = gpu.read_buffer_after::<T>(Some(enc), &self.scalars, 2)?;
-        let (rr, bb) = (sums[0].to_f64(), sums[1].to_f64());
+        let q = &scratch.buffer.clone();
+        let (rr, bb) = self.dots(enc, [q, q, &b.buffer, &b.buffer])?;
         Ok(SolveReport {
             stop,
             iterations,

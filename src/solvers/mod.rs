@@ -5,14 +5,18 @@
 //!
 //! - [`cg`]: conjugate gradient for symmetric positive definite matrices, optionally with a
 //!   Jacobi (diagonal) preconditioner ([`inverse_diagonal`]);
-//! - [`bicgstab`]: BiCGStab for non-symmetric systems.
+//! - [`bicgstab`]: BiCGStab for non-symmetric systems;
+//! - [`pagerank`]: PageRank by power iteration on a graph's adjacency matrix (through the
+//!   plan's plan of the transpose).
 
 mod bicgstab;
 mod cg;
 mod common;
+mod pagerank;
 
 pub use bicgstab::{bicgstab, BicgstabOptions};
 pub use cg::{cg, CgOptions};
+pub use pagerank::{pagerank, PageRankOptions};
 
 use crate::{CsrMatrix, Error, Result, Scalar};
 
@@ -36,11 +40,12 @@ pub struct SolveReport {
     pub stop: Stop,
     /// Iterations run (each one product with A).
     pub iterations: usize,
-    /// `‖r_i‖ / ‖b‖` of the recurrence's residual after each iteration `i` (index 0: the start;
-    /// `‖r_i‖` itself where b = 0).
+    /// The convergence measure after each iteration `i` (index 0: the start): for CG and
+    /// BiCGStab `‖r_i‖ / ‖b‖` of the recurrence's residual (`‖r_i‖` where b = 0), for PageRank
+    /// the L1 change of the ranks.
     pub residuals: Vec<f64>,
-    /// `‖b − A·x‖ / ‖b‖` of the `x` returned, computed once the solve stopped (0 where b = 0 and
-    /// x = 0).
+    /// Recomputed from the result once the solve stopped: for CG and BiCGStab `‖b − A·x‖ / ‖b‖`
+    /// (`‖b − A·x‖` where b = 0), for PageRank `|Σ r − 1|`.
     pub true_residual: f64,
     /// Submissions to the GPU, each followed by one read back of 8 bytes.
     pub submissions: usize,

@@ -168,7 +168,7 @@ pub fn check<T: Scalar>(
     }
 }
 
-/// What [`cg`] or [`bicgstab`] computed: the last iterate, `‖r_i‖ / ‖b‖` after each iteration (index 0 is the
+/// What [`cg`], [`bicgstab`] or [`pagerank`] computed: the last iterate, `‖r_i‖ / ‖b‖` after each iteration (index 0 is the
 /// start) and why it stopped.
 #[derive(Clone, Debug)]
 pub struct CgResult {
@@ -339,4 +339,63 @@ pub fn bicgstab<T: Scalar>(
         }
     }
     Ok(CgResult { x, residuals, stop })
+}
+
+/// PageRank by power iteration in f64 on the CPU, step for step the algorithm of
+/// [`crate::solvers::pagerank`]: G's entry (i, j) a link i → j of that weight, a node whose
+/// out-weights sum to 0 or less dangling, `v` the personalization (uniform where `None`), the
+/// L1 change of each iteration in `residuals` (index 0: 0).
+pub fn pagerank<T: Scalar>(
+    g: &CsrMatrix<T>,
+    damping: f64,
+    v: Option<&[f64]>,
+    tol: f64,
+    max_iter: usize,
+) -> Result<CgResult> {
+    use crate::solvers::Stop;
+    let n = g.nrows();
+    let v: Vec<f64> = match v {
+        Some(v) => v.to_vec(),
+        None => vec![1.0 / n.max(1) as f64; n],
+    };
+    let degree: Vec<f64> = (0..n)
+        .map(|i| g.row(i).1.iter().map(|w| w.to_f64()).sum())
+        .collect();
+    let mut r = v.clone();
+    let mut residuals = vec![0.0];
+    let mut stop = Stop::MaxIterations;
+    for _ in 0..max_iter {
+        let dangling: f64 = (0..n).filter(|&i| degree[i] <= 0.0).map(|i| r[i]).sum();
+        let mut y = vec![0.0; n];
+        for i in 0..n {
+            if degree[i] > 0.0 {
+                let w = r[i] / degree[i];
+                let (cols, vals) = g.row(i);
+                for (&j, &a) in cols.iter().zip(vals) {
+                    y[j as usize] += a.to_f64() * w;
+                }
+            }
+        }
+        let add = damping * dangling + 1.0 - damping;
+        let mut change = 0.0;
+        for i in 0..n {
+            let next = damping * y[i] + add * v[i];
+            change += (next - r[i]).abs();
+            r[i] = next;
+        }
+        residuals.push(change);
+        if !change.is_finite() {
+            stop = Stop::Breakdown;
+            break;
+        }
+        if change <= tol {
+            stop = Stop::Converged;
+            break;
+        }
+    }
+    Ok(CgResult {
+        x: r,
+        residuals,
+        stop,
+    })
 }

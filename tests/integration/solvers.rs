@@ -1,11 +1,14 @@
 //! Conjugate gradient on the GPU (`solvers::cg`): its residual history against the CPU twin
 //! (`testing::reference::cg`) step for step, f32 and f64, with and without Jacobi, on every
 //! method; the same bits run to run; the typed stops (not positive definite, NaN, the iteration
-//! limit, b = 0) and the bad calls; BiCGStab on a non-symmetric matrix against its twin too.
+//! limit, b = 0) and the bad calls; BiCGStab on a non-symmetric matrix and PageRank (through
+//! the transposed product, personalized or not) against their twins too.
 
 use crate::common;
 use common::*;
-use wgspmv::solvers::{bicgstab, cg, inverse_diagonal, BicgstabOptions, CgOptions, Stop};
+use wgspmv::solvers::{
+    bicgstab, cg, inverse_diagonal, pagerank, BicgstabOptions, CgOptions, PageRankOptions, Stop,
+};
 use wgspmv::testing::reference;
 use wgspmv::{CsrMatrix, Error, Gpu, GpuVector, Method, Scalar};
 
@@ -390,4 +393,149 @@ fn bicgstab_stops_are_typed_outcomes() {
     let mut gx = GpuVector::filled(&gpu, n, 0.0f32).unwrap();
     let rep = bicgstab(&splan, &gb, &mut gx, &BicgstabOptions::default()).unwrap();
     assert_ne!(rep.stop, Stop::Converged, "{rep:?}");
+}
+
+/// A directed graph of `n` nodes: irregular out-degrees, some dangling nodes, weights 1 or 2.
+fn graph(n: usize) -> CsrMatrix<f64> {
+    let mut t = Vec::new();
+    for i in 0..n {
+        if i % 9 == 4 {
+            continue; // dangling
+        }
+        let links = 1 + (i * 7) % 6;
+        for k in 0..links {
+            let j = (i * 31 + k * 17 + 3) % n;
+            t.push((i, j, 1.0 + ((i + k) % 2) as f64));
+        }
+    }
+    CsrMatrix::from_triplets(n, n, t).unwrap()
+}
+
+fn check_pagerank<T: Scalar>(gpu: &Gpu, g: &CsrMatrix<f64>, method: Method, label: &str) {
+    let gt = g.cast::<T>();
+    let f32 = std::mem::size_of::<T>() == 4;
+    let tol = if f32 { 1e-6 } else { 1e-12 };
+    let plan = gpu
+        .prepare_with(
+            &gt,
+            method,
+            &wgspmv::PlanOptions {
+                transposed: Some(Method::Auto),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    // A personalization that favours the first nodes.
+    let n = g.nrows();
+    let raw: Vec<f64> = (0..n).map(|i| if i < 10 { 3.0 } else { 1.0 }).collect();
+    let total: f64 = raw.iter().sum();
+    let v: Vec<f64> = raw.iter().map(|x| x / total).collect();
+    for personal in [false, true] {
+        let gv = GpuVector::from_slice(gpu, &v.iter().map(|&x| T::from_f64(x)).collect::<Vec<_>>())
+            .unwrap();
+        let opts = PageRankOptions {
+            tol,
+            check_every: 6,
+            personalization: personal.then_some(&gv),
+            ..Default::default()
+        };
+        let (ranks, rep) = pagerank(&plan, &opts).unwrap();
+        let cpu = reference::pagerank(&gt, 0.85, personal.then_some(&v[..]), tol, 1000).unwrap();
+        let label = format!("{label}, personalized {personal}");
+        assert_eq!(rep.stop, Stop::Converged, "{label}: {rep:?}");
+        let (gi, ci) = (rep.iterations as i64, cpu.residuals.len() as i64 - 1);
+        assert!((gi - ci).abs() <= 2, "{label}: {gi} iterations, CPU {ci}");
+        for (i, (gr, cr)) in rep.residuals.iter().zip(&cpu.residuals).enumerate().skip(1) {
+            if *cr < if f32 { 1e-4 } else { 1e-10 } {
+                break;
+            }
+            assert!(
+                (gr - cr).abs() <= 1e-3 * cr,
+                "{label}: iteration {i}: {gr:e} vs {cr:e}"
+            );
+        }
+        let r = ranks.read().unwrap();
+        let err = r
+            .iter()
+            .zip(&cpu.x)
+            .map(|(g, c)| (g.to_f64() - c).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            err <= if f32 { 1e-5 } else { 1e-11 },
+            "{label}: ranks off by {err:e}"
+        );
+        assert!(
+            rep.true_residual <= if f32 { 1e-4 } else { 1e-12 },
+            "{label}: Σr − 1 = {:e}",
+            rep.true_residual
+        );
+    }
+}
+
+#[test]
+fn pagerank_agrees_with_the_cpu() {
+    let g = graph(500);
+    for (dev, gpu) in gpus() {
+        check_pagerank::<f32>(&gpu, &g, Method::CsrScalar, &format!("f32 / {dev}"));
+        if has_f64(&gpu) {
+            check_pagerank::<f64>(&gpu, &g, Method::Auto, &format!("f64 / {dev}"));
+        }
+    }
+}
+
+#[test]
+fn pagerank_needs_the_transpose_and_good_options() {
+    let gpu = match gpu() {
+        Some(g) => g,
+        None => return,
+    };
+    let g = graph(50).cast::<f32>();
+    let plain = gpu.prepare(&g, Method::CsrScalar).unwrap();
+    let e = pagerank(&plain, &PageRankOptions::default());
+    assert!(matches!(e, Err(Error::Unsupported { .. })), "{e:?}");
+    let plan = gpu
+        .prepare_with(
+            &g,
+            Method::CsrScalar,
+            &wgspmv::PlanOptions {
+                transposed: Some(Method::CsrScalar),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let e = pagerank(
+        &plan,
+        &PageRankOptions {
+            damping: 1.5,
+            ..Default::default()
+        },
+    );
+    assert!(matches!(e, Err(Error::InvalidParameter { .. })), "{e:?}");
+    let short = GpuVector::filled(&gpu, 10, 0.1f32).unwrap();
+    let e = pagerank(
+        &plan,
+        &PageRankOptions {
+            personalization: Some(&short),
+            ..Default::default()
+        },
+    );
+    assert!(matches!(e, Err(Error::DimensionMismatch { .. })), "{e:?}");
+    // A graph with no links at all: every node dangling, the ranks stay v.
+    let empty = CsrMatrix::<f32>::zeros(20, 20).unwrap();
+    let eplan = gpu
+        .prepare_with(
+            &empty,
+            Method::CsrScalar,
+            &wgspmv::PlanOptions {
+                transposed: Some(Method::Auto),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let (r, rep) = pagerank(&eplan, &PageRankOptions::default()).unwrap();
+    assert!(rep.converged(), "{rep:?}");
+    assert!(r.read().unwrap().iter().all(|&x| (x - 0.05).abs() < 1e-6));
+    // The plan still ranks.
+    let (_, rep) = pagerank(&plan, &PageRankOptions::default()).unwrap();
+    assert!(rep.converged());
 }

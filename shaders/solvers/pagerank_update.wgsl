@@ -1,0 +1,58 @@
+#import shared/grid
+#import shared/scalar
+// PageRank: r' = d·y + c·v (y = Gᵀ·w, c = d·dangling + 1 − d from `reduce.wgsl`), written over
+// r, with the partial sums of |r' − r| laid out as dot.wgsl's (workgroup g sums its fixed range
+// in a fixed tree), for `reduce.wgsl` to add. Nothing is written once the solve stopped.
+
+struct DotParams {
+    n: u32,
+    span: u32,
+    groups: u32,
+    pad: u32,
+}
+
+const DOT_WG: u32 = 256u;
+const DAMPING: u32 = 7u;
+const ADD: u32 = 8u;
+const STOP: u32 = 1u;
+
+@group(0) @binding(0) var<storage, read> scalars: array<scalar>;
+@group(0) @binding(1) var<storage, read> state: array<u32>;
+@group(0) @binding(2) var<storage, read> y: array<scalar>;
+@group(0) @binding(3) var<storage, read> v: array<scalar>;
+@group(0) @binding(4) var<storage, read_write> r: array<scalar>;
+@group(0) @binding(5) var<storage, read_write> partials: array<scalar>;
+@group(0) @binding(6) var<uniform> params: DotParams;
+
+var<workgroup> sums: array<scalar, DOT_WG>;
+
+@compute @workgroup_size(DOT_WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let g = linear_group(wid, nwg);
+    let running = state[STOP] == 0u;
+    let d = scalars[DAMPING];
+    let c = scalars[ADD];
+    var s = scalar(0);
+    if (g < params.groups && running) {
+        let end = min((g + 1u) * params.span, params.n);
+        for (var i = g * params.span + lid; i < end; i += DOT_WG) {
+            let next = d * y[i] + c * v[i];
+            s += abs(next - r[i]);
+            r[i] = next;
+        }
+    }
+    sums[lid] = s;
+    workgroupBarrier();
+    for (var half = DOT_WG / 2u; half > 0u; half /= 2u) {
+        if (lid < half) {
+            sums[lid] += sums[lid + half];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u && g < params.groups) {
+        partials[g] = sums[0];
+        partials[params.groups + g] = scalar(0);
+    }
+}
