@@ -658,6 +658,49 @@ fn solve_writes_x_and_fails_when_it_does_not_converge() {
 }
 
 #[test]
+fn pagerank_writes_ranks_that_sum_to_one() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let dir = scratch("pagerank");
+    // A ring of 6 with a chord, and node 6 dangling.
+    let g: CsrMatrix<f64> = CsrMatrix::from_triplets(
+        6,
+        6,
+        vec![
+            (0, 1, 1.0),
+            (1, 2, 1.0),
+            (2, 3, 1.0),
+            (3, 4, 1.0),
+            (4, 0, 1.0),
+            (4, 5, 1.0),
+            (2, 0, 1.0),
+        ],
+    )
+    .unwrap();
+    let (gp, rp) = (dir.join("g.mtx"), dir.join("r.mtx"));
+    io::write_matrix_market(&gp, &g).unwrap();
+    let args = [
+        "pagerank",
+        "--matrix",
+        gp.to_str().unwrap(),
+        "--tol",
+        "1e-7",
+        "--output",
+        rp.to_str().unwrap(),
+    ];
+    let o = wgspmv(&args, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: Vec<f64> = io::read_vector(&rp).unwrap();
+    let want = reference::pagerank(&g, 0.85, None, 1e-7, 1000).unwrap().x;
+    assert!((r.iter().sum::<f64>() - 1.0).abs() < 1e-5, "{r:?}");
+    for (a, b) in r.iter().zip(&want) {
+        assert!((a - b).abs() < 1e-5, "{r:?} vs {want:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn multiply_many_vectors_writes_y_of_k_columns() {
     if common::gpu().is_none() {
         return;

@@ -4,6 +4,7 @@
 //!     wgspmv multiply --matrix A.mtx --method auto --output y.mtx
 //!     wgspmv bench --suite --scale 1 --csv ours.csv
 //!     wgspmv solve --matrix A.mtx --solver cg --output x.mtx
+//!     wgspmv pagerank --matrix G.mtx --output r.mtx
 //!     wgspmv calibrate --out profile.txt
 
 mod args;
@@ -11,6 +12,7 @@ mod bench;
 mod calibrate;
 mod info;
 mod multiply;
+mod pagerank;
 mod plot;
 mod solve;
 
@@ -42,6 +44,9 @@ enum Command {
     /// Solve A·x = b by CG or BiCGStab on the GPU (b: ones unless given); exits with status 1
     /// when it does not converge.
     Solve(solve::Args),
+    /// The PageRank of a graph (entry (i, j) of its matrix: a link i → j) on the GPU; exits
+    /// with status 1 when it does not converge.
+    Pagerank(pagerank::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +66,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::main(a),
         Command::Calibrate(a) => calibrate::main(a),
         Command::Solve(a) => return solve::main(a),
+        Command::Pagerank(a) => return pagerank::main(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
