@@ -4,7 +4,8 @@
 //!     cargo run --release --example pagerank -- G.mtx [DAMPING]
 //!
 //! G's entry (i, j) is a link i → j (any Matrix Market graph, e.g. from ../shared/matrices/);
-//! without a file, a generated graph of 200 000 nodes with power-law out-degrees.
+//! without a file, a generated graph with power-law out-degrees and about 2 million links
+//! (`PAGERANK_LINKS=n` for another size; `-` in place of the file keeps the generated graph).
 
 use std::time::Instant;
 use wgspmv::solvers::{pagerank, PageRankOptions};
@@ -13,9 +14,15 @@ use wgspmv::{CsrMatrix, Gpu, Method, PlanOptions};
 
 fn main() -> wgspmv::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let g: CsrMatrix<f64> = match args.first() {
+    let size: usize = std::env::var("PAGERANK_LINKS").map_or(2_000_000, |v| v.parse().expect("a count"));
+    let g: CsrMatrix<f64> = match args.first().filter(|a| a.as_str() != "-") {
         Some(path) => wgspmv::matrix::io::read_matrix_market(path)?,
-        None => wgspmv::testing::SuiteClass::PowerLaw.generate(2_000_000, 5),
+        // The suite's pattern as links of weight 1 (its values may be negative; PageRank
+        // needs non-negative weights).
+        None => {
+            let a = wgspmv::testing::SuiteClass::PowerLaw.generate(size, 5);
+            a.with_values(vec![1.0; a.nnz()])?
+        }
     };
     let damping: f64 = args.get(1).map_or(0.85, |d| d.parse().expect("a damping factor"));
     let gpu = Gpu::new()?;
