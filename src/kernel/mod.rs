@@ -487,6 +487,16 @@ pub const REDUCE: Kernel = Kernel {
     derive: None,
 };
 
+/// Conjugate gradient: x and r updated by α (and z, with a Jacobi preconditioner), and the
+/// partials of r·z and r·r, in one pass.
+pub const CG_STEP: Kernel = Kernel {
+    name: "cg_step",
+    file: "solvers/cg_step",
+    heights: &[],
+    overrides: &[("JACOBI", &[0, 1])],
+    derive: None,
+};
+
 /// Conjugate gradient: x and r updated by α (and z, with a Jacobi preconditioner).
 pub const CG_UPDATE_XR: Kernel = Kernel {
     name: "cg_update_xr",
@@ -567,6 +577,7 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     TRANSPOSE_FINISH,
     DOT,
     REDUCE,
+    CG_STEP,
     CG_UPDATE_XR,
     CG_UPDATE_P,
     BICGSTAB_P,

@@ -1,8 +1,8 @@
 //! Conjugate gradient on the GPU. Per iteration: `q = A·p` (the plan's product), then one
-//! compute pass: `p·q` (partials, then one workgroup that also computes α), `x += α·p`,
-//! `r -= α·q` (and `z = r / diag` with Jacobi), `r·z` and `r·r` in one pass (their reduction
-//! computes β, counts the iteration, keeps `r·r` and stops the solve at the tolerance), and
-//! `p = z + β·p`. Once a stop is set, α and β are 0 and the iterations left in the submission
+//! compute pass: `p·q` (partials, then one workgroup that also computes α); `x += α·p`,
+//! `r -= α·q` (and `z = r / diag` with Jacobi) with the partials of `r·z` and `r·r` in the same
+//! pass (`cg_step.wgsl`; their reduction computes β, counts the iteration, keeps `r·r` and
+//! stops the solve at the tolerance); and `p = z + β·p`. Once a stop is set, α and β are 0 and the iterations left in the submission
 //! change nothing. shaders/solvers/ holds the kernels; `testing::reference::cg` is the same
 //! algorithm on the CPU.
 
@@ -77,12 +77,11 @@ pub fn cg<T: Scalar>(
     let scalars = &w.scalars.clone();
     let pq = w.dot([pb, qb, pb, qb], false)?;
     let alpha = w.reduce(1)?;
-    let xr = w.bound(
-        crate::kernel::CG_UPDATE_XR,
+    let step = w.bound(
+        crate::kernel::CG_STEP,
         jacobi,
-        &[scalars, pb, qb, inv_diag, xb, &rb, z_out, &w.len],
+        &[scalars, pb, qb, inv_diag, xb, &rb, z_out, &w.partials, &w.dot_params],
     )?;
-    let rz = w.dot([&rb, z, &rb, &rb], true)?;
     let beta = w.reduce(2)?;
     let pz = w.bound(
         crate::kernel::CG_UPDATE_P,
@@ -103,8 +102,7 @@ pub fn cg<T: Scalar>(
             pq.dispatch(&mut pass, dg);
             alpha.dispatch(&mut pass, [1, 1]);
         }
-        xr.dispatch(&mut pass, vg);
-        rz.dispatch(&mut pass, dg);
+        step.dispatch(&mut pass, dg);
         if start { &begin } else { &beta }.dispatch(&mut pass, [1, 1]);
         pz.dispatch(&mut pass, vg);
     };
