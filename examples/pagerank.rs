@@ -14,7 +14,8 @@ use wgspmv::{CsrMatrix, Gpu, Method, PlanOptions};
 
 fn main() -> wgspmv::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let size: usize = std::env::var("PAGERANK_LINKS").map_or(2_000_000, |v| v.parse().expect("a count"));
+    let size: usize =
+        std::env::var("PAGERANK_LINKS").map_or(2_000_000, |v| v.parse().expect("a count"));
     let g: CsrMatrix<f64> = match args.first().filter(|a| a.as_str() != "-") {
         Some(path) => wgspmv::matrix::io::read_matrix_market(path)?,
         // The suite's pattern as links of weight 1 (its values may be negative; PageRank
@@ -24,7 +25,9 @@ fn main() -> wgspmv::Result<()> {
             a.with_values(vec![1.0; a.nnz()])?
         }
     };
-    let damping: f64 = args.get(1).map_or(0.85, |d| d.parse().expect("a damping factor"));
+    let damping: f64 = args
+        .get(1)
+        .map_or(0.85, |d| d.parse().expect("a damping factor"));
     let gpu = Gpu::new()?;
     println!("adapter: {}", gpu.info().name);
     println!("graph: {} nodes, {} links", g.nrows(), g.nnz());
@@ -44,7 +47,13 @@ fn main() -> wgspmv::Result<()> {
         ..Default::default()
     };
     // A first run compiles the kernels; the second is timed.
-    pagerank(&plan, &PageRankOptions { max_iter: 2, ..opts.clone() })?;
+    pagerank(
+        &plan,
+        &PageRankOptions {
+            max_iter: 2,
+            ..opts.clone()
+        },
+    )?;
     let (ranks, rep) = pagerank(&plan, &opts)?;
     let ms = rep.time.as_secs_f64() * 1e3;
     println!(

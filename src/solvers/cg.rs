@@ -80,7 +80,17 @@ pub fn cg<T: Scalar>(
     let step = w.bound(
         crate::kernel::CG_STEP,
         jacobi,
-        &[scalars, pb, qb, inv_diag, xb, &rb, z_out, &w.partials, &w.dot_params],
+        &[
+            scalars,
+            pb,
+            qb,
+            inv_diag,
+            xb,
+            &rb,
+            z_out,
+            &w.partials,
+            &w.dot_params,
+        ],
     )?;
     let beta = w.reduce(2)?;
     let pz = w.bound(
