@@ -3,7 +3,7 @@
 //! (2-D) or 7-point (3-D) Laplacian of a grid it generates, or any SPD Matrix Market file; the
 //! right-hand side is ones.
 //!
-//!     cargo run --release --example poisson                   # 2-D, 512 × 512 grid
+//!     cargo run --release --example poisson                   # 2-D, 256 × 256 grid
 //!     cargo run --release --example poisson -- --3d 96 --jacobi
 //!     cargo run --release --example poisson -- --matrix A.mtx --f64
 //!     cargo run --release --example poisson -- --3d 160 --iters 500   # time 500 iterations
@@ -64,7 +64,7 @@ fn main() -> wgspmv::Result<()> {
         let k: usize = k.parse().expect("--3d takes a grid size");
         (laplacian(k, 3)?, format!("3-D Laplacian, {k}^3 grid"))
     } else {
-        let k: usize = value("--2d").map_or(512, |k| k.parse().expect("--2d takes a grid size"));
+        let k: usize = value("--2d").map_or(256, |k| k.parse().expect("--2d takes a grid size"));
         (laplacian(k, 2)?, format!("2-D Laplacian, {k}^2 grid"))
     };
     let gpu = Gpu::new()?;
