@@ -3,6 +3,7 @@
 // One workgroup adds up `dot.wgsl`'s partials in a fixed order, then one invocation turns the
 // sums into a solver's scalars, so that nothing is read back between iterations:
 // MODE 0: scalars[0], scalars[1] = the two dots (a plain dot product);
+// MODE 5: scalars[groups.y] = the first dot (a dot product into α or β of `Coefficients`);
 // MODE 1 (CG, after p·Ap): α = rz / p·Ap, or α = 0 and a stop where p·Ap is not positive;
 // MODE 2 (CG, after r·z and r·r): β = rz' / rz, rz = rz', the iteration counted and its r·r
 //   kept in `history`, a stop where r·r reached the tolerance;
@@ -71,6 +72,10 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     if (MODE == 0u) {
         scalars[0] = dots.x;
         scalars[1] = dots.y;
+        return;
+    }
+    if (MODE == 5u) {
+        scalars[groups.y] = dots.x;
         return;
     }
     if (MODE == 4u) {

@@ -65,6 +65,15 @@ impl<T: Scalar> Coefficients<T> {
     }
 }
 
+/// One of the two values of [`Coefficients`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coefficient {
+    /// α, the first.
+    Alpha,
+    /// β, the second.
+    Beta,
+}
+
 impl<T> std::fmt::Debug for Coefficients<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Coefficients").finish_non_exhaustive()

@@ -15,7 +15,7 @@ pub(crate) use warm::WarmUp;
 pub use buffer::GpuVector;
 pub(crate) use buffer::RangeRead;
 pub(crate) use caller::check_not_aliased;
-pub use coefficients::Coefficients;
+pub use coefficients::{Coefficient, Coefficients};
 pub use dense::{GpuMatrix, Layout};
 pub(crate) use pool::Bind;
 pub(crate) use pool::DeviceBuffer;

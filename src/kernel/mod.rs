@@ -483,7 +483,16 @@ pub const REDUCE: Kernel = Kernel {
     name: "reduce",
     file: "solvers/reduce",
     heights: &[],
-    overrides: &[("MODE", &[0, 1, 2, 3, 4, 6, 7, 8, 9, 10])],
+    overrides: &[("MODE", &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])],
+    derive: None,
+};
+
+/// y = α·x + β·y, α and β read from a buffer (`GpuVector::record_axpby_with`).
+pub const AXPBY: Kernel = Kernel {
+    name: "axpby",
+    file: "solvers/axpby",
+    heights: &[],
+    overrides: &[],
     derive: None,
 };
 
@@ -577,6 +586,7 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     TRANSPOSE_FINISH,
     DOT,
     REDUCE,
+    AXPBY,
     CG_STEP,
     CG_UPDATE_XR,
     CG_UPDATE_P,

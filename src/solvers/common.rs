@@ -94,6 +94,8 @@ pub(super) struct Workspace<T: Scalar> {
     /// Grids of the dot products and of the vector kernels.
     pub dot_grid: [u32; 2],
     pub vector_grid: [u32; 2],
+    /// Workgroups of the dot products (partials per dot).
+    groups: u32,
     max_iter: usize,
     _t: std::marker::PhantomData<T>,
 }
@@ -145,6 +147,7 @@ impl<T: Scalar> Workspace<T> {
             reduce_params: uniform("solver reduce params", [groups, 0, 0, 0]),
             len: uniform("solver length", [n32, 0, 0, 0]),
             dot_grid: gpu.grid(groups),
+            groups,
             vector_grid: gpu.grid(n32.div_ceil(WG)),
             max_iter,
             _t: std::marker::PhantomData,
@@ -205,6 +208,19 @@ impl<T: Scalar> Workspace<T> {
                 &self.history,
                 &self.reduce_params,
             ],
+        )
+    }
+
+    /// The reduction that writes the first dot into element `slot` of `target` (MODE 5).
+    pub(super) fn reduce_into(&self, target: &wgpu::Buffer, slot: u32) -> Result<Bound> {
+        let params = self.gpu.uniform_buffer(
+            "reduce-into params",
+            bytemuck::cast_slice(&[self.groups, slot, 0u32, 0]),
+        );
+        self.bound(
+            crate::kernel::REDUCE,
+            vec![("MODE", 5)],
+            &[&self.partials, target, &self.state, &self.history, &params],
         )
     }
 

@@ -7,12 +7,16 @@
 //!   Jacobi (diagonal) preconditioner ([`inverse_diagonal`]);
 //! - [`bicgstab`]: BiCGStab for non-symmetric systems;
 //! - [`pagerank`]: PageRank by power iteration on a graph's adjacency matrix (through the
-//!   plan's plan of the transpose).
+//!   plan's plan of the transpose);
+//! - on [`GpuVector`](crate::GpuVector): `dot` (deterministic), `record_dot` into α or β of a
+//!   [`Coefficients`](crate::Coefficients) buffer, `axpby` and `record_axpby_with` (α, β from
+//!   such a buffer): the same kernels, for an application's own iterations.
 
 mod bicgstab;
 mod cg;
 mod common;
 mod pagerank;
+mod vector;
 
 pub use bicgstab::{bicgstab, BicgstabOptions};
 pub use cg::{cg, CgOptions};

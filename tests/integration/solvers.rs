@@ -539,3 +539,76 @@ fn pagerank_needs_the_transpose_and_good_options() {
     let (_, rep) = pagerank(&plan, &PageRankOptions::default()).unwrap();
     assert!(rep.converged());
 }
+
+#[test]
+fn vector_operations_exact_deterministic_and_chained_on_the_gpu() {
+    use wgspmv::{Coefficient, Coefficients};
+    for (dev, gpu) in gpus() {
+        // Exact on small integers (every partial sum is an integer below 2^24).
+        let n = 100_003;
+        let a: Vec<f32> = (0..n).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+        let b: Vec<f32> = (0..n).map(|i| ((i * 3) % 5) as f32 - 2.0).collect();
+        let want: f64 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (*x as f64) * (*y as f64))
+            .sum();
+        let (ga, gb) = (
+            GpuVector::from_slice(&gpu, &a).unwrap(),
+            GpuVector::from_slice(&gpu, &b).unwrap(),
+        );
+        assert_eq!(ga.dot(&gb).unwrap() as f64, want, "{dev}");
+        // The same bits run to run on values that round.
+        let r: Vec<f32> = wgspmv::testing::suite::random_vector(n, 4)
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let gr = GpuVector::from_slice(&gpu, &r).unwrap();
+        let first = gr.dot(&ga).unwrap().to_bits();
+        for _ in 0..3 {
+            assert_eq!(gr.dot(&ga).unwrap().to_bits(), first, "{dev}");
+        }
+        // axpby with β = 0 ignores NaN in y; with β ≠ 0 it is exact on integers.
+        let mut gy = GpuVector::filled(&gpu, n, f32::NAN).unwrap();
+        gy.axpby(2.0, &ga, 0.0).unwrap();
+        let y = gy.read().unwrap();
+        assert!(y.iter().zip(&a).all(|(y, a)| *y == 2.0 * a), "{dev}");
+        gy.axpby(-1.0, &gb, 3.0).unwrap();
+        let y = gy.read().unwrap();
+        assert!(
+            y.iter()
+                .zip(&a)
+                .zip(&b)
+                .all(|((y, a), b)| *y == 6.0 * a - b),
+            "{dev}"
+        );
+        // A dot product written into α on the GPU, then read by an update: no read back.
+        let coeffs = Coefficients::new(&gpu, 0.0f32, 1.0).unwrap();
+        let small: Vec<f32> = (0..n).map(|i| if i < 3 { 1.0 } else { 0.0 }).collect();
+        let gs = GpuVector::from_slice(&gpu, &small).unwrap();
+        let mut enc = gpu.device().create_command_encoder(&Default::default());
+        gs.record_dot(&mut enc, &ga, &coeffs, Coefficient::Alpha)
+            .unwrap();
+        let mut gz = GpuVector::from_slice(&gpu, &b).unwrap();
+        gz.record_axpby_with(&mut enc, &coeffs, &ga).unwrap();
+        gpu.queue().submit([enc.finish()]);
+        let alpha: f32 = a[..3].iter().sum();
+        assert_eq!(coeffs.read().unwrap(), (alpha, 1.0), "{dev}");
+        let z = gz.read().unwrap();
+        assert!(
+            z.iter()
+                .zip(&a)
+                .zip(&b)
+                .all(|((z, a), b)| *z == alpha * a + b),
+            "{dev}"
+        );
+        // Bad operands.
+        let short = GpuVector::filled(&gpu, 5, 0.0f32).unwrap();
+        assert!(matches!(
+            ga.dot(&short),
+            Err(Error::DimensionMismatch { .. })
+        ));
+        let mut same = GpuVector::<f32>::from_buffer(&gpu, ga.buffer().clone(), n).unwrap();
+        assert!(same.axpby(1.0, &ga, 1.0).is_err());
+    }
+}

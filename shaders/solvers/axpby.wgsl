@@ -1,0 +1,28 @@
+#import shared/grid
+#import shared/scalar
+// y = α·x + β·y with α and β read from a buffer when the work runs (`Coefficients`); β = 0
+// leaves y unread (it may hold NaN), as the products do.
+
+const UPDATE_WG: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> coeffs: array<scalar>;
+@group(0) @binding(1) var<storage, read> x: array<scalar>;
+@group(0) @binding(2) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(3) var<uniform> len: vec4<u32>;
+
+@compute @workgroup_size(UPDATE_WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i = linear_group(wid, nwg) * UPDATE_WG + lid;
+    if (i >= len.x) {
+        return;
+    }
+    let alpha = coeffs[0];
+    let beta = coeffs[1];
+    if (beta == scalar(0)) {
+        y[i] = alpha * x[i];
+    } else {
+        y[i] = alpha * x[i] + beta * y[i];
+    }
+}
