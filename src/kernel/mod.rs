@@ -487,12 +487,13 @@ pub const REDUCE: Kernel = Kernel {
     derive: None,
 };
 
-/// y = α·x + β·y, α and β read from a buffer (`GpuVector::record_axpby_with`).
+/// Vector updates (y = α·x + β·y, y ⊙ x, α·y), α and β read from a buffer
+/// (`GpuVector::record_axpby_with` and its siblings).
 pub const AXPBY: Kernel = Kernel {
     name: "axpby",
     file: "solvers/axpby",
     heights: &[],
-    overrides: &[],
+    overrides: &[("OP", &[0, 1, 2])],
     derive: None,
 };
 

@@ -10,7 +10,8 @@
 //!   plan's plan of the transpose);
 //! - on [`GpuVector`](crate::GpuVector): `dot` (deterministic), `record_dot` into α or β of a
 //!   [`Coefficients`](crate::Coefficients) buffer, `axpby` and `record_axpby_with` (α, β from
-//!   such a buffer): the same kernels, for an application's own iterations.
+//!   such a buffer), `mul` (elementwise), `scale` and `record_scale_with`: the same kernels,
+//!   for an application's own iterations.
 
 mod bicgstab;
 mod cg;

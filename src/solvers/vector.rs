@@ -75,34 +75,99 @@ impl<T: Scalar> GpuVector<T> {
         coeffs: &Coefficients<T>,
         x: &GpuVector<T>,
     ) -> Result<()> {
-        self.check_pair(x, "x")?;
+        self.record_update(encoder, coeffs, Some(x), 0)
+    }
+
+    /// Records `self = self ⊙ x` (elementwise; a diagonal scaling) into `encoder`.
+    pub fn record_mul(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        x: &GpuVector<T>,
+    ) -> Result<()> {
+        let one = Coefficients::new(&self.gpu, T::from_f64(1.0), T::from_f64(0.0))?;
+        self.record_update(encoder, &one, Some(x), 1)
+    }
+
+    /// Records `self = α·self` into `encoder`, α read from `coeffs` when the work runs.
+    pub fn record_scale_with(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        coeffs: &Coefficients<T>,
+    ) -> Result<()> {
+        self.record_update(encoder, coeffs, None, 2)
+    }
+
+    /// `self = α·x + β·self` on the GPU (submitted; see
+    /// [`record_axpby_with`](Self::record_axpby_with)). `axpby(1, x, 0)` copies `x`.
+    pub fn axpby(&mut self, alpha: T, x: &GpuVector<T>, beta: T) -> Result<()> {
+        let coeffs = Coefficients::new(&self.gpu, alpha, beta)?;
+        self.submit_update(&coeffs, Some(x), 0)
+    }
+
+    /// `self = self ⊙ x` (elementwise) on the GPU, submitted.
+    pub fn mul(&mut self, x: &GpuVector<T>) -> Result<()> {
+        let one = Coefficients::new(&self.gpu, T::from_f64(1.0), T::from_f64(0.0))?;
+        self.submit_update(&one, Some(x), 1)
+    }
+
+    /// `self = α·self` on the GPU, submitted.
+    pub fn scale(&mut self, alpha: T) -> Result<()> {
+        let coeffs = Coefficients::new(&self.gpu, alpha, T::from_f64(0.0))?;
+        self.submit_update(&coeffs, None, 2)
+    }
+
+    /// `op` (see shaders/solvers/axpby.wgsl) recorded and submitted.
+    fn submit_update(
+        &mut self,
+        coeffs: &Coefficients<T>,
+        x: Option<&GpuVector<T>>,
+        op: u32,
+    ) -> Result<()> {
+        let gpu = self.gpu.clone();
+        let mut enc = gpu.device().create_command_encoder(&Default::default());
+        self.record_update(&mut enc, coeffs, x, op)?;
+        gpu.scoped("submitting an update", || {
+            gpu.submit([enc.finish()]);
+        })
+    }
+
+    /// Records update `op` of shaders/solvers/axpby.wgsl; without `x` (α·self) a placeholder
+    /// is bound in its place.
+    fn record_update(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        coeffs: &Coefficients<T>,
+        x: Option<&GpuVector<T>>,
+        op: u32,
+    ) -> Result<()> {
+        if let Some(x) = x {
+            self.check_pair(x, "x")?;
+            crate::gpu::check_not_aliased(&x.buffer, &self.buffer)?;
+        }
         if coeffs.gpu().inner.id != self.gpu.inner.id {
             return Err(Error::WrongDevice {
                 what: "coefficients",
             });
         }
-        crate::gpu::check_not_aliased(&x.buffer, &self.buffer)?;
         let _turn = self.gpu.gl_turn();
         let w = Workspace::<T>::new(&self.gpu, self.len(), 0)?;
+        let placeholder;
+        let xb = match x {
+            Some(x) => &x.buffer,
+            None => {
+                placeholder = self
+                    .gpu
+                    .storage_zeroed("no x", 16, wgpu::BufferUsages::empty())?;
+                &*placeholder
+            }
+        };
         let update = w.bound(
             crate::kernel::AXPBY,
-            vec![],
-            &[coeffs.buffer(), &x.buffer, &self.buffer, &w.len],
+            vec![("OP", op)],
+            &[coeffs.buffer(), xb, &self.buffer, &w.len],
         )?;
         let mut pass = encoder.begin_compute_pass(&Default::default());
         update.dispatch(&mut pass, w.vector_grid);
         Ok(())
-    }
-
-    /// `self = α·x + β·self` on the GPU (submitted; see
-    /// [`record_axpby_with`](Self::record_axpby_with)).
-    pub fn axpby(&mut self, alpha: T, x: &GpuVector<T>, beta: T) -> Result<()> {
-        let coeffs = Coefficients::new(&self.gpu, alpha, beta)?;
-        let gpu = self.gpu.clone();
-        let mut enc = gpu.device().create_command_encoder(&Default::default());
-        self.record_axpby_with(&mut enc, &coeffs, x)?;
-        gpu.scoped("submitting an update", || {
-            gpu.submit([enc.finish()]);
-        })
     }
 }

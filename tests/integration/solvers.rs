@@ -602,6 +602,30 @@ fn vector_operations_exact_deterministic_and_chained_on_the_gpu() {
                 .all(|((z, a), b)| *z == alpha * a + b),
             "{dev}"
         );
+        // Elementwise product and scaling, exact on integers; α·y from a GPU buffer.
+        let mut gm = GpuVector::from_slice(&gpu, &a).unwrap();
+        gm.mul(&gb).unwrap();
+        gm.scale(-3.0).unwrap();
+        let m = gm.read().unwrap();
+        assert!(
+            m.iter()
+                .zip(&a)
+                .zip(&b)
+                .all(|((m, a), b)| *m == -3.0 * a * b),
+            "{dev}"
+        );
+        let mut enc = gpu.device().create_command_encoder(&Default::default());
+        gm.record_scale_with(&mut enc, &coeffs).unwrap();
+        gm.record_mul(&mut enc, &gs).unwrap();
+        gpu.queue().submit([enc.finish()]);
+        let m2 = gm.read().unwrap();
+        assert!(
+            m2.iter()
+                .zip(&m)
+                .zip(&small)
+                .all(|((m2, m), s)| *m2 == alpha * m * s),
+            "{dev}"
+        );
         // Bad operands.
         let short = GpuVector::filled(&gpu, 5, 0.0f32).unwrap();
         assert!(matches!(
@@ -610,5 +634,9 @@ fn vector_operations_exact_deterministic_and_chained_on_the_gpu() {
         ));
         let mut same = GpuVector::<f32>::from_buffer(&gpu, ga.buffer().clone(), n).unwrap();
         assert!(same.axpby(1.0, &ga, 1.0).is_err());
+        assert!(matches!(
+            gm.mul(&short),
+            Err(Error::DimensionMismatch { .. })
+        ));
     }
 }
