@@ -62,6 +62,20 @@ fn check_cg<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<f64>, method: Method, jacobi: bo
     let rep = cg(&plan, &gb, &mut gx, &opts).unwrap();
     let zeros = vec![T::from_f64(0.0); a.nrows()];
     let cpu = reference::cg(&at, &b, &zeros, jacobi.then_some(&diag[..]), tol, 10_000).unwrap();
+    assert_eq!(rep.residuals.len(), rep.iterations + 1, "{label}");
+    agrees_with_twin(&rep, &cpu, &gx, tol, label);
+}
+
+/// Checks a GPU solve against its CPU twin: both converged, iteration counts within rounding,
+/// residual histories step for step while well above rounding, the true residual, and x.
+fn agrees_with_twin<T: Scalar>(
+    rep: &wgspmv::solvers::SolveReport,
+    cpu: &reference::CgResult,
+    gx: &GpuVector<T>,
+    tol: f64,
+    label: &str,
+) {
+    let f32 = std::mem::size_of::<T>() == 4;
     assert_eq!(rep.stop, Stop::Converged, "{label}: {rep:?}");
     assert_eq!(cpu.stop, Stop::Converged, "{label}");
     // Rounding moves the last iterations by one or two.
@@ -70,7 +84,6 @@ fn check_cg<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<f64>, method: Method, jacobi: bo
         (g - c).abs() <= 2 + g / 10,
         "{label}: {g} iterations, CPU {c}"
     );
-    assert_eq!(rep.residuals.len(), rep.iterations + 1, "{label}");
     let close = if f32 { 2e-2 } else { 1e-7 };
     for (i, (gr, cr)) in rep.residuals.iter().zip(&cpu.residuals).enumerate() {
         if *cr < if f32 { 1e-2 } else { 1e-6 } {
@@ -305,39 +318,7 @@ fn check_bicgstab<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<f64>, method: Method, labe
     let rep = bicgstab(&plan, &gb, &mut gx, &opts).unwrap();
     let zeros = vec![T::from_f64(0.0); a.nrows()];
     let cpu = reference::bicgstab(&at, &b, &zeros, tol, 10_000).unwrap();
-    assert_eq!(rep.stop, Stop::Converged, "{label}: {rep:?}");
-    assert_eq!(cpu.stop, Stop::Converged, "{label}");
-    let (g, c) = (rep.iterations as i64, cpu.residuals.len() as i64 - 1);
-    assert!(
-        (g - c).abs() <= 2 + g / 10,
-        "{label}: {g} iterations, CPU {c}"
-    );
-    let close = if f32 { 2e-2 } else { 1e-7 };
-    for (i, (gr, cr)) in rep.residuals.iter().zip(&cpu.residuals).enumerate() {
-        if *cr < if f32 { 1e-2 } else { 1e-6 } {
-            break;
-        }
-        assert!(
-            (gr - cr).abs() <= close * cr,
-            "{label}: iteration {i}: GPU {gr:e}, CPU {cr:e}"
-        );
-    }
-    assert!(
-        rep.true_residual <= 20.0 * tol,
-        "{label}: true residual {:e}",
-        rep.true_residual
-    );
-    let x = gx.read().unwrap();
-    let err = x
-        .iter()
-        .zip(&cpu.x)
-        .map(|(g, c)| (g.to_f64() - c).abs())
-        .fold(0.0, f64::max);
-    let scale = cpu.x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    assert!(
-        err <= if f32 { 1e-3 } else { 1e-8 } * scale,
-        "{label}: x off by {err:e}"
-    );
+    agrees_with_twin(&rep, &cpu, &gx, tol, label);
 }
 
 #[test]

@@ -36,22 +36,7 @@ pub struct Args {
 
 /// Runs `wgspmv pagerank`; fails (status 1) when it stops short of the tolerance.
 pub fn main(args: Args) -> ExitCode {
-    match run(&args) {
-        Ok(rep) if rep.converged() => ExitCode::SUCCESS,
-        Ok(rep) => {
-            eprintln!(
-                "error: not converged: {:?} after {} iterations (last change {:.3e})",
-                rep.stop,
-                rep.iterations,
-                rep.residuals.last().copied().unwrap_or(f64::NAN)
-            );
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::solve::exit_status(run(&args), "last change")
 }
 
 fn run(args: &Args) -> wgspmv::Result<SolveReport> {

@@ -44,11 +44,17 @@ pub struct Args {
 
 /// Runs `wgspmv solve`; fails (status 1) when the solve stops short of the tolerance.
 pub fn main(args: Args) -> ExitCode {
-    match run(&args) {
+    exit_status(run(&args), "‖r‖/‖b‖")
+}
+
+/// The exit status of a solver command: success once converged, else status 1 with the reason
+/// (the stop, the iterations and the last value of `measure`) or the error.
+pub fn exit_status(outcome: wgspmv::Result<SolveReport>, measure: &str) -> ExitCode {
+    match outcome {
         Ok(rep) if rep.converged() => ExitCode::SUCCESS,
         Ok(rep) => {
             eprintln!(
-                "error: not converged: {:?} after {} iterations (‖r‖/‖b‖ = {:.3e})",
+                "error: not converged: {:?} after {} iterations ({measure} = {:.3e})",
                 rep.stop,
                 rep.iterations,
                 rep.residuals.last().copied().unwrap_or(f64::NAN)
