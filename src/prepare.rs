@@ -25,11 +25,57 @@ impl Gpu {
         opts: &PlanOptions,
     ) -> Result<SpmvPlan<T>> {
         let _turn = self.gl_turn();
+        self.start_compiling_ahead();
         let compiled = self.compile_ns();
         let plan = self
             .prepare_host(a, method, opts)
             .and_then(|plan| self.with_transposed_of_host(plan, a, opts));
         self.finish_prepare(plan, compiled)
+    }
+
+    /// Compiles, on several threads, the kernels earlier processes' plans asked for on this
+    /// adapter (listed beside the pipeline cache, [`Gpu::use_pipeline_cache_dir`]), so that the
+    /// plans of this process find their pipelines ready; returns how many are. The first
+    /// `prepare` starts it in the background by itself; an application may call it sooner, on
+    /// a thread of its own, to have the kernels ready before its first plan. 0 without a cache
+    /// directory, and after the first call (or `prepare`).
+    pub fn compile_kernels_ahead(&self) -> usize {
+        self.compile_listed(self.take_listed_kernels())
+    }
+
+    /// Starts [`Gpu::compile_kernels_ahead`] on a thread of its own, once per device.
+    fn start_compiling_ahead(&self) {
+        let lines = self.take_listed_kernels();
+        if lines.is_empty() {
+            return;
+        }
+        let gpu = self.clone();
+        let started = std::thread::Builder::new()
+            .name("wgspmv-compile-ahead".into())
+            .spawn(move || gpu.compile_listed(lines));
+        if let Err(e) = started {
+            log::debug!("kernels not compiled ahead: {e}");
+        }
+    }
+
+    fn compile_listed(&self, lines: Vec<String>) -> usize {
+        if lines.is_empty() {
+            return 0;
+        }
+        let kernels = crate::methods::all_kernels();
+        let variants: Vec<crate::kernel::Variant> = lines
+            .iter()
+            .filter_map(|l| crate::kernel::Variant::from_line(l, &kernels))
+            .collect();
+        let started = std::time::Instant::now();
+        let ready = self.compile_ahead(&variants);
+        log::debug!(
+            "compiled ahead: {ready} of {} listed kernels in {:.1} ms",
+            lines.len(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        self.save_pipeline_cache_quietly();
+        ready
     }
 
     /// What every `prepare` does last: the plan's compile time, the pipeline cache saved.
@@ -89,6 +135,7 @@ impl Gpu {
         opts: &PlanOptions,
     ) -> Result<SpmvPlan<T>> {
         let _turn = self.gl_turn();
+        self.start_compiling_ahead();
         let compiled = self.compile_ns();
         let plan = self
             .prepare_gpu_csr_inner(a, method, opts, None)

@@ -191,8 +191,9 @@ pub(crate) struct GpuInner {
     pub info: GpuInfo,
     /// Set by the device-lost callback (only on devices we opened).
     lost: Arc<Mutex<Option<(String, String)>>>,
-    pipelines: Mutex<HashMap<crate::kernel::PipelineKey, Arc<wgpu::ComputePipeline>>>,
-    /// Time spent compiling pipelines, in ns: setup splits leave it out (once per device).
+    pipelines: Mutex<HashMap<crate::kernel::PipelineKey, Arc<Mutex<pipeline::Slot>>>>,
+    /// Time plans spent waiting for pipelines to compile, in ns: setup splits leave it out
+    /// (once per device).
     pub compile_ns: AtomicU64,
     /// Distinguishes devices so that a vector from one is never bound on another.
     pub id: u64,

@@ -7,15 +7,41 @@ use crate::kernel::{LaneMode, Variant};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-/// A wgpu pipeline cache every compile goes through, and the file it is kept in.
+/// A wgpu pipeline cache every compile goes through, the file it is kept in, and the list of
+/// kernels plans asked for, kept beside it for the next process to compile ahead.
 pub(crate) struct DiskCache {
     cache: wgpu::PipelineCache,
     /// `None` for an application's own cache, which the application saves.
     file: Option<PathBuf>,
-    /// Pipelines were compiled since the last save.
+    /// Pipelines were compiled, or new kernels asked for, since the last save.
     changed: AtomicBool,
+    /// The kernel list as the last process left it (lines of `PipelineKey::to_line`).
+    listed: Vec<String>,
+    /// Whether the listed kernels were handed out to compile ahead (once per device).
+    listed_taken: AtomicBool,
+    /// Kernels plans asked for in this process, in the order first asked.
+    asked: Mutex<Vec<String>>,
+}
+
+/// Lines a kernel list keeps: a few plans' worth of every method's kernels.
+const LISTED_MOST: usize = 256;
+
+/// One pipeline's place in the device's table. A caller that finds it being compiled (by a
+/// compile ahead, or another thread) waits for that compile rather than starting a second.
+#[derive(Default)]
+pub(crate) struct Slot {
+    pipeline: Option<Arc<wgpu::ComputePipeline>>,
+    /// A plan asked for it (not only a compile ahead): listed for the next process.
+    asked: bool,
+}
+
+/// Who wants a pipeline: a plan (its wait is its compile time) or a compile ahead.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    Plan,
+    Ahead,
 }
 
 impl Gpu {
@@ -45,6 +71,9 @@ impl Gpu {
         })?;
         let file = dir.join(format!("{key}_wgspmv-{}.bin", env!("CARGO_PKG_VERSION")));
         let data = std::fs::read(&file).ok();
+        let listed: Vec<String> = std::fs::read_to_string(file.with_extension("kernels"))
+            .map(|text| text.lines().take(LISTED_MOST).map(str::to_owned).collect())
+            .unwrap_or_default();
         let cache = self.scoped("loading the pipeline cache", || {
             // SAFETY: the data is what `PipelineCache::get_data` returned for a device of this
             // cache key (the file is named by it); wgpu and the driver validate its headers and
@@ -67,6 +96,9 @@ impl Gpu {
             cache,
             file: Some(file),
             changed: AtomicBool::new(false),
+            listed,
+            listed_taken: AtomicBool::new(false),
+            asked: Mutex::default(),
         }));
         Ok(true)
     }
@@ -78,6 +110,9 @@ impl Gpu {
             cache,
             file: None,
             changed: AtomicBool::new(false),
+            listed: Vec::new(),
+            listed_taken: AtomicBool::new(false),
+            asked: Mutex::default(),
         }));
     }
 
@@ -96,20 +131,64 @@ impl Gpu {
         let Some(data) = dc.cache.get_data() else {
             return Ok(());
         };
-        // Written aside, then renamed: a reader in another process never sees half a file.
-        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-        let io = |source| Error::Io {
-            path: file.clone(),
-            source,
-        };
-        std::fs::write(&tmp, &data).map_err(io)?;
-        std::fs::rename(&tmp, file).map_err(io)?;
+        // This process's kernels first (the order they were asked for, which is the order a
+        // compile ahead takes), then the earlier processes' others.
+        let mut lines = crate::lock(&dc.asked).clone();
+        lines.truncate(LISTED_MOST);
+        for l in &dc.listed {
+            if lines.len() < LISTED_MOST && !lines.contains(l) {
+                lines.push(l.clone());
+            }
+        }
+        write_aside(file, &data)?;
+        write_aside(&file.with_extension("kernels"), lines.join("\n").as_bytes())?;
         log::debug!(
-            "pipeline cache {} saved ({} bytes)",
+            "pipeline cache {} saved ({} bytes, {} kernels listed)",
             file.display(),
-            data.len()
+            data.len(),
+            lines.len()
         );
         Ok(())
+    }
+
+    /// The kernels earlier processes' plans asked for, as the list kept beside the pipeline
+    /// cache names them; empty without a cache directory, and after the first call.
+    pub(crate) fn take_listed_kernels(&self) -> Vec<String> {
+        match crate::lock(&self.inner.disk_cache).clone() {
+            Some(dc) if !dc.listed_taken.swap(true, Ordering::AcqRel) => dc.listed.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Compiles `variants` on several threads (the pipelines plans then find ready), and
+    /// returns how many are ready. A variant that fails to compile is left to the plan that
+    /// asks for it, which reports the error. One thread on GL, whose context serializes
+    /// compiles anyway.
+    pub(crate) fn compile_ahead(&self, variants: &[Variant]) -> usize {
+        let threads = if self.info().backend == wgpu::Backend::Gl {
+            1
+        } else {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .clamp(1, 8)
+        };
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let ready = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..threads.min(variants.len()) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(v) = variants.get(i) else { break };
+                    match self.pipeline_for(v, Caller::Ahead) {
+                        Ok(_) => {
+                            ready.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => log::debug!("compiling {} ahead: {e}", v.label()),
+                    }
+                });
+            }
+        });
+        ready.into_inner()
     }
 
     /// Saves the pipeline cache after a `prepare`; a failure costs the next process compile
@@ -122,12 +201,63 @@ impl Gpu {
 
     /// The compiled pipeline for a kernel variant, built once per device.
     pub(crate) fn pipeline(&self, variant: &Variant) -> Result<Arc<wgpu::ComputePipeline>> {
+        self.pipeline_for(variant, Caller::Plan)
+    }
+
+    fn pipeline_for(
+        &self,
+        variant: &Variant,
+        caller: Caller,
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
         let key = variant.key();
-        if let Some(p) = crate::lock(&self.inner.pipelines).get(&key) {
+        let slot = crate::lock(&self.inner.pipelines)
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let asked = std::time::Instant::now();
+        let (mut slot, waited) = match slot.try_lock() {
+            Ok(s) => (s, false),
+            Err(std::sync::TryLockError::Poisoned(p)) => (p.into_inner(), false),
+            Err(std::sync::TryLockError::WouldBlock) => (crate::lock(&slot), true),
+        };
+        // A plan's compile time is what it waited for its pipelines, compiled here or ahead.
+        let charge = |gpu: &Gpu| {
+            if caller == Caller::Plan {
+                let spent = asked.elapsed().as_nanos() as u64;
+                gpu.inner.compile_ns.fetch_add(spent, Ordering::Relaxed);
+            }
+        };
+        if caller == Caller::Plan && !slot.asked {
+            slot.asked = true;
+            self.list_asked(&key);
+        }
+        if let Some(p) = &slot.pipeline {
+            if waited {
+                charge(self);
+            }
             return Ok(p.clone());
         }
+        let p = Arc::new(self.compile(variant)?);
+        charge(self);
+        slot.pipeline = Some(p.clone());
+        Ok(p)
+    }
+
+    /// Adds a kernel a plan asked for to the list kept for the next process.
+    fn list_asked(&self, key: &crate::kernel::PipelineKey) {
+        let Some(dc) = crate::lock(&self.inner.disk_cache).clone() else {
+            return;
+        };
+        let line = key.to_line();
+        if !dc.listed.contains(&line) {
+            dc.changed.store(true, Ordering::Release);
+        }
+        crate::lock(&dc.asked).push(line);
+    }
+
+    /// Compiles a variant's pipeline (through the pipeline cache, where there is one).
+    fn compile(&self, variant: &Variant) -> Result<wgpu::ComputePipeline> {
         let label = variant.label();
-        let compiling = std::time::Instant::now();
         let mut source = variant.source();
         let constants: Vec<(&str, f64)> = variant
             .overrides
@@ -204,14 +334,22 @@ impl Gpu {
         if let Some(d) = &disk {
             d.changed.store(true, Ordering::Release);
         }
-        let spent = compiling.elapsed().as_nanos() as u64;
-        self.inner
-            .compile_ns
-            .fetch_add(spent, std::sync::atomic::Ordering::Relaxed);
-        let p = Arc::new(pipeline);
-        crate::lock(&self.inner.pipelines).insert(key, p.clone());
-        Ok(p)
+        Ok(pipeline)
     }
+}
+
+/// Writes `data` to `path` aside, then renames it: a reader in another process never sees half
+/// a file.
+fn write_aside(path: &Path, data: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    std::fs::write(&tmp, data).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
 }
 
 /// Bytes of workgroup memory a kernel declares once `constants` are applied (every

@@ -121,6 +121,31 @@ pub struct PipelineKey {
     pub overrides: Vec<(&'static str, u32)>,
 }
 
+impl PipelineKey {
+    /// The key as one line of the kernel list kept beside a pipeline cache:
+    /// `name scalar lanes height overrides`, `-` for an input the kernel does not take, e.g.
+    /// `cmrs f32 subgroup - WG_SIZE=256,LANES=32,HEIGHT=4,BUF_COLS=0,PACKED=1,CELLS=1280`.
+    pub(crate) fn to_line(&self) -> String {
+        let overrides: Vec<String> = self
+            .overrides
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!(
+            "{} {} {} {} {}",
+            self.kernel,
+            self.scalar,
+            self.lanes.map_or("-", LaneMode::name),
+            self.height.map_or("-".to_owned(), |h| h.to_string()),
+            if overrides.is_empty() {
+                "-".to_owned()
+            } else {
+                overrides.join(",")
+            }
+        )
+    }
+}
+
 impl Variant {
     /// A variant of `kernel`; inputs the kernel does not use are normalised away, so that equal
     /// sources share one key.
@@ -143,6 +168,72 @@ impl Variant {
             height: None,
             overrides,
         }
+    }
+
+    /// The variant a kernel-list line names ([`PipelineKey::to_line`]) among `kernels`, or
+    /// `None` where the line names nothing this crate can build: another version's kernel or
+    /// override, or a value the library never gives (so a list edited by hand compiles nothing
+    /// the library would not).
+    pub(crate) fn from_line(line: &str, kernels: &[Kernel]) -> Option<Variant> {
+        let mut fields = line.split(' ');
+        let (name, scalar, lanes, height, overrides) = (
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+        );
+        if fields.next().is_some() {
+            return None;
+        }
+        let kernel = *kernels.iter().find(|k| k.name == name)?;
+        let scalar = ["f32", "f64", "u32"].into_iter().find(|&s| s == scalar)?;
+        let lanes = match lanes {
+            "subgroup" => LaneMode::Subgroup,
+            _ => LaneMode::Workgroup,
+        };
+        let mut given: Vec<(&str, u32)> = Vec::new();
+        if overrides != "-" {
+            for pair in overrides.split(',') {
+                let (k, v) = pair.split_once('=')?;
+                given.push((k, v.parse().ok()?));
+            }
+        }
+        // The kernel's own overrides at values it lists; the rest must be what `derive` makes
+        // of them.
+        let mut set: OverrideSet = Vec::new();
+        for &(k, v) in &given {
+            if let Some(&(name, values)) = kernel.overrides.iter().find(|o| o.0 == k) {
+                if !values.contains(&v) {
+                    return None;
+                }
+                set.push((name, v));
+            }
+        }
+        let mut full = set.clone();
+        if let Some(derive) = kernel.derive {
+            if !derive(&mut full) {
+                return None;
+            }
+        }
+        if full.len() != given.len() {
+            return None;
+        }
+        let overrides = given
+            .iter()
+            .map(|&(k, v)| full.iter().find(|&&(n, w)| n == k && w == v).copied())
+            .collect::<Option<OverrideSet>>()?;
+        let mut variant = Variant::new(kernel, scalar, lanes, overrides);
+        if height != "-" {
+            let h: u32 = height.parse().ok()?;
+            if !kernel.heights.contains(&h) {
+                return None;
+            }
+            variant = variant.with_height(h);
+        } else if !kernel.heights.is_empty() {
+            return None;
+        }
+        (variant.key().to_line() == line).then_some(variant)
     }
 
     /// The same variant assembled for blocks `h` rows high.
@@ -601,6 +692,67 @@ pub const SHARED_KERNELS: &[Kernel] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every variant the library can produce of the shared kernels (and a kernel with derived
+    /// overrides and block heights) survives its kernel-list line; lines naming anything else
+    /// are refused.
+    #[test]
+    fn kernel_list_lines_round_trip_and_refuse_what_the_library_never_builds() {
+        let cmrs = crate::methods::all_kernels();
+        let mut checked = 0;
+        for k in &cmrs {
+            let heights: Vec<Option<u32>> = if k.heights.is_empty() {
+                vec![None]
+            } else {
+                k.heights.iter().map(|&h| Some(h)).collect()
+            };
+            for (scalar, lanes) in k.variants() {
+                for set in k.override_sets().into_iter().take(40) {
+                    for &h in &heights {
+                        let mut v = Variant::new(*k, scalar, lanes, set.clone());
+                        if let Some(h) = h {
+                            v = v.with_height(h);
+                        }
+                        let line = v.key().to_line();
+                        let back = Variant::from_line(&line, &cmrs)
+                            .unwrap_or_else(|| panic!("{line} not read back"));
+                        assert_eq!(back.key(), v.key(), "{line}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+        let good = Variant::new(COPY, "f32", LaneMode::Workgroup, vec![("WG_SIZE", 256)])
+            .key()
+            .to_line();
+        assert_eq!(good, "copy u32 - - WG_SIZE=256");
+        for bad in [
+            "copy u32 - - WG_SIZE=100",
+            "copy u32 - - WG_SIZE=256,EXTRA=1",
+            "copy u32 - 4 WG_SIZE=256",
+            "copy f16 - - WG_SIZE=256",
+            "copy u32 - - WG_SIZE=256 more",
+            "copy u32 -",
+            "nothing u32 - - -",
+            "",
+        ] {
+            assert!(Variant::from_line(bad, &cmrs).is_none(), "{bad}");
+        }
+        // A derived override must be what the kernel derives.
+        let cmrs_line = cmrs
+            .iter()
+            .find(|k| k.name == "cmrs")
+            .map(|k| {
+                Variant::new(*k, "f32", LaneMode::Workgroup, k.override_sets()[0].clone())
+                    .key()
+                    .to_line()
+            })
+            .unwrap();
+        let (head, cells) = cmrs_line.rsplit_once("CELLS=").unwrap();
+        let wrong = format!("{head}CELLS={}", cells.parse::<u32>().unwrap() + 1);
+        assert!(Variant::from_line(&wrong, &cmrs).is_none(), "{wrong}");
+    }
 
     #[test]
     fn every_import_names_a_file() {
