@@ -4,7 +4,7 @@
 //! `methods::prepare_concrete` / `methods::prepare_gpu_concrete`.
 
 use crate::gpu::Gpu;
-use crate::matrix::{transpose_on_gpu, Checked, UploadedCsr};
+use crate::matrix::{transpose_on_gpu, Checked, SharedUpload, UploadedCsr};
 use crate::methods::{prepare_concrete, prepare_gpu_checked, prepare_gpu_concrete};
 use crate::plan::{Candidate, Choice, SpmvPlan};
 use crate::select::{AutoChoice, Basis};
@@ -27,6 +27,8 @@ impl Gpu {
         let _turn = self.gl_turn();
         self.start_compiling_ahead();
         let compiled = self.compile_ns();
+        // A plan of Aᵀ made on the GPU reads A from the upload the plan's own build made.
+        let _shared = opts.transposed.map(|_| SharedUpload::of(self, a));
         let plan = self
             .prepare_host(a, method, opts)
             .and_then(|plan| self.with_transposed_of_host(plan, a, opts));
@@ -233,7 +235,7 @@ impl Gpu {
         };
         if !on_host && a.nnz() > 0 {
             let start = std::time::Instant::now();
-            if let Some(up) = UploadedCsr::new(self, a)? {
+            if let Some(up) = UploadedCsr::shared(self, a)? {
                 let upload_ms = start.elapsed().as_secs_f64() * 1e3;
                 return self.transposed_from_gpu_csr(plan, &up.view(), opts, upload_ms);
             }

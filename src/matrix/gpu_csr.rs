@@ -5,6 +5,7 @@
 use crate::gpu::recorder::Recorder;
 use crate::gpu::Gpu;
 use crate::{CsrMatrix, Error, Result, Scalar};
+use std::rc::Rc;
 
 /// A CSR matrix in the caller's GPU buffers: `row_ptr` (`nrows + 1` u32), `col_idx` (`nnz` u32)
 /// and `values` (`nnz` scalars), each from offset 0, on the same device as the [`Gpu`] it is
@@ -110,6 +111,31 @@ impl UploadedCsr {
         }))
     }
 
+    /// `a` uploaded: the upload [`SharedUpload`] keeps on this thread for `a` (made at the
+    /// first call, then the same one), or a fresh one where none is kept for it.
+    pub(crate) fn shared<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Result<Option<Rc<Self>>> {
+        let key = UploadKey::of(gpu, a);
+        let kept = SHARED_UPLOAD.with_borrow(|s| match s {
+            Some((k, up)) if *k == key => Some(up.clone()),
+            _ => None,
+        });
+        match kept {
+            Some(Some(up)) => Ok(Some(up)),
+            Some(None) => {
+                let up = Self::new(gpu, a)?.map(Rc::new);
+                SHARED_UPLOAD.with_borrow_mut(|s| {
+                    if let Some((k, slot)) = s {
+                        if *k == key {
+                            *slot = up.clone();
+                        }
+                    }
+                });
+                Ok(up)
+            }
+            None => Ok(Self::new(gpu, a)?.map(Rc::new)),
+        }
+    }
+
     /// The arrays as a matrix given on the GPU.
     pub(crate) fn view(&self) -> GpuCsr<'_> {
         let (nrows, ncols, nnz) = self.shape;
@@ -121,6 +147,58 @@ impl UploadedCsr {
             col_idx: &self.col_idx,
             values: &self.values,
         }
+    }
+}
+
+/// Which host CSR an upload is of: the device, and the arrays' addresses, lengths and value
+/// type (while the matrix is borrowed for a `prepare`, no other matrix has them).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct UploadKey {
+    device: u64,
+    arrays: [(usize, usize); 3],
+    scalar: std::any::TypeId,
+}
+
+impl UploadKey {
+    fn of<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Self {
+        Self {
+            device: gpu.inner.id,
+            arrays: [
+                (a.row_ptr().as_ptr() as usize, a.row_ptr().len()),
+                (a.col_idx().as_ptr() as usize, a.col_idx().len()),
+                (a.values().as_ptr() as usize, a.values().len()),
+            ],
+            scalar: std::any::TypeId::of::<T>(),
+        }
+    }
+}
+
+thread_local! {
+    /// The upload a [`SharedUpload`] keeps: its matrix's key, and the upload once made.
+    static SHARED_UPLOAD: std::cell::RefCell<Option<(UploadKey, Option<Rc<UploadedCsr>>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// While it lives, the builds on this thread that upload `a` as it is share one upload
+/// ([`UploadedCsr::shared`]): a plan and its plan of Aᵀ read A's arrays from the GPU once.
+/// Dropped, the upload goes (back to the buffer pool once no build holds it).
+pub(crate) struct SharedUpload {
+    previous: Option<(UploadKey, Option<Rc<UploadedCsr>>)>,
+}
+
+impl SharedUpload {
+    pub(crate) fn of<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>) -> Self {
+        let key = UploadKey::of(gpu, a);
+        Self {
+            previous: SHARED_UPLOAD.with_borrow_mut(|s| s.replace((key, None))),
+        }
+    }
+}
+
+impl Drop for SharedUpload {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        SHARED_UPLOAD.with_borrow_mut(|s| *s = previous);
     }
 }
 

@@ -13,5 +13,5 @@ pub use csr::{CsrMatrix, RowStats};
 pub use fingerprint::fingerprint;
 pub(crate) use fingerprint::{fingerprint_gpu, fnv, FNV0};
 pub use gpu_csr::GpuCsr;
-pub(crate) use gpu_csr::{csr_bytes, Checked, UploadedCsr};
+pub(crate) use gpu_csr::{csr_bytes, Checked, SharedUpload, UploadedCsr};
 pub(crate) use transpose::transpose_on_gpu;

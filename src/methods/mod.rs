@@ -183,11 +183,11 @@ pub(crate) fn build_through_gpu<T: Scalar>(
         return Ok(None);
     }
     let start = std::time::Instant::now();
-    let Some(up) = crate::matrix::UploadedCsr::new(gpu, a)? else {
+    let Some(up) = crate::matrix::UploadedCsr::shared(gpu, a)? else {
         return Ok(None);
     };
-    // The uploads are dropped once the plan is built, so that the next upload reuses their
-    // memory: the plan copies them.
+    // The uploads are dropped once the plan is built (or, shared with a plan of Aᵀ, once the
+    // `prepare` ends), so that the next upload reuses their memory: the plan copies them.
     let opts = &PlanOptions {
         caller_buffers: CallerBuffers::Copy,
         ..opts.clone()
