@@ -1,18 +1,11 @@
 #import shared/grid
 #import shared/scalar
+#import solvers/partials
 // CG, after α, in one pass: x += α·p, r -= α·q (q = A·p), with JACOBI z = r / diag(A), and the
-// partial sums of r·z and r·r laid out as dot.wgsl's (workgroup g takes its fixed range, summed
-// in a fixed tree), for reduce.wgsl's β. One pass over r where an update and a dot product took
-// two. α = 0 (stopped, or the start): x and r stay as they are, whatever p and q hold.
+// partial sums of r·z and r·r as partials.wgsl lays them out, for reduce.wgsl's β. One pass over
+// r where an update and a dot product took two. α = 0 (stopped, or the start): x and r stay as
+// they are, whatever p and q hold.
 
-struct DotParams {
-    n: u32,
-    span: u32,
-    groups: u32,
-    pad: u32,
-}
-
-const DOT_WG: u32 = 256u;
 const ALPHA: u32 = 1u;
 override JACOBI: u32 = 0u;
 
@@ -26,8 +19,6 @@ override JACOBI: u32 = 0u;
 @group(0) @binding(7) var<storage, read_write> partials: array<scalar>;
 @group(0) @binding(8) var<uniform> params: DotParams;
 
-var<workgroup> sums: array<vec2<scalar>, DOT_WG>;
-
 @compute @workgroup_size(DOT_WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
@@ -36,7 +27,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let alpha = scalars[ALPHA];
     var s = vec2<scalar>(scalar(0), scalar(0));
     if (g < params.groups) {
-        let end = min((g + 1u) * params.span, params.n);
+        let end = span_end(g);
         for (var i = g * params.span + lid; i < end; i += DOT_WG) {
             var ri = r[i];
             if (alpha != scalar(0)) {
@@ -52,16 +43,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             s += vec2<scalar>(ri * zi, ri * ri);
         }
     }
-    sums[lid] = s;
-    workgroupBarrier();
-    for (var half = DOT_WG / 2u; half > 0u; half /= 2u) {
-        if (lid < half) {
-            sums[lid] += sums[lid + half];
-        }
-        workgroupBarrier();
-    }
-    if (lid == 0u && g < params.groups) {
-        partials[g] = sums[0].x;
-        partials[params.groups + g] = sums[0].y;
-    }
+    write_partials(g, lid, s);
 }

@@ -1,17 +1,10 @@
 #import shared/grid
 #import shared/scalar
+#import solvers/partials
 // PageRank: r' = d·y + c·v (y = Gᵀ·w, c = d·dangling + 1 − d from `reduce.wgsl`), written over
-// r, with the partial sums of |r' − r| laid out as dot.wgsl's (workgroup g sums its fixed range
-// in a fixed tree), for `reduce.wgsl` to add. Nothing is written once the solve stopped.
+// r, with the partial sums of |r' − r| as partials.wgsl lays them out, for `reduce.wgsl` to add.
+// Nothing is written once the solve stopped.
 
-struct DotParams {
-    n: u32,
-    span: u32,
-    groups: u32,
-    pad: u32,
-}
-
-const DOT_WG: u32 = 256u;
 const DAMPING: u32 = 7u;
 const ADD: u32 = 8u;
 const STOP: u32 = 1u;
@@ -24,8 +17,6 @@ const STOP: u32 = 1u;
 @group(0) @binding(5) var<storage, read_write> partials: array<scalar>;
 @group(0) @binding(6) var<uniform> params: DotParams;
 
-var<workgroup> sums: array<scalar, DOT_WG>;
-
 @compute @workgroup_size(DOT_WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
@@ -34,25 +25,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let running = state[STOP] == 0u;
     let d = scalars[DAMPING];
     let c = scalars[ADD];
-    var s = scalar(0);
+    var s = vec2<scalar>(scalar(0), scalar(0));
     if (g < params.groups && running) {
-        let end = min((g + 1u) * params.span, params.n);
+        let end = span_end(g);
         for (var i = g * params.span + lid; i < end; i += DOT_WG) {
             let next = d * y[i] + c * v[i];
-            s += abs(next - r[i]);
+            s.x += abs(next - r[i]);
             r[i] = next;
         }
     }
-    sums[lid] = s;
-    workgroupBarrier();
-    for (var half = DOT_WG / 2u; half > 0u; half /= 2u) {
-        if (lid < half) {
-            sums[lid] += sums[lid + half];
-        }
-        workgroupBarrier();
-    }
-    if (lid == 0u && g < params.groups) {
-        partials[g] = sums[0];
-        partials[params.groups + g] = scalar(0);
-    }
+    write_partials(g, lid, s);
 }

@@ -1,7 +1,7 @@
 #import shared/scalar
 #import shared/scalar_bits_{scalar}
-// One workgroup adds up `dot.wgsl`'s partials in a fixed order, then one invocation turns the
-// sums into a solver's scalars, so that nothing is read back between iterations:
+// One workgroup adds up the partials (partials.wgsl) in a fixed order, then one invocation turns
+// the sums into a solver's scalars, so that nothing is read back between iterations:
 // MODE 0: scalars[0], scalars[1] = the two dots (a plain dot product);
 // MODE 5: scalars[groups.y] = the first dot (a dot product into α or β of `Coefficients`);
 // MODE 1 (CG, after p·Ap): α = rz / p·Ap, or α = 0 and a stop where p·Ap is not positive;
