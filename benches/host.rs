@@ -3,7 +3,9 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
-use wgspmv::{matrix::io, testing::reference, testing::SuiteClass, CsrMatrix};
+use wgspmv::internals::bccoo::{format::BccooMatrix, smallest_footprints};
+use wgspmv::internals::cmrs::format::{CmrsLayout, CmrsMatrix};
+use wgspmv::{matrix::io, reference, testing::SuiteClass, CsrMatrix};
 
 fn host(c: &mut Criterion) {
     let mut g = c.benchmark_group("host");
@@ -40,16 +42,16 @@ fn host(c: &mut Criterion) {
             &(),
             |b, _| b.iter(|| reference::spmv_par(&a, &x).unwrap()),
         );
-        let layout = wgspmv::methods::cmrs::CmrsLayout {
+        let layout = CmrsLayout {
             height: 8,
             ..Default::default()
         };
         g.bench_with_input(
             BenchmarkId::new("csr_to_cmrs_h8", class.name()),
             &(),
-            |b, _| b.iter(|| wgspmv::methods::cmrs::CmrsMatrix::from_csr(&a, &layout).unwrap()),
+            |b, _| b.iter(|| CmrsMatrix::from_csr(&a, &layout).unwrap()),
         );
-        let cmrs = wgspmv::methods::cmrs::CmrsMatrix::from_csr(&a, &layout).unwrap();
+        let cmrs = CmrsMatrix::from_csr(&a, &layout).unwrap();
         g.bench_with_input(
             BenchmarkId::new("cmrs_h8_to_csr", class.name()),
             &(),
@@ -59,12 +61,12 @@ fn host(c: &mut Criterion) {
         g.bench_with_input(
             BenchmarkId::new("csr_to_bccoo_1x1", class.name()),
             &(),
-            |b, _| b.iter(|| wgspmv::methods::bccoo::BccooMatrix::from_csr(&a, &bccoo).unwrap()),
+            |b, _| b.iter(|| BccooMatrix::from_csr(&a, &bccoo).unwrap()),
         );
         g.bench_with_input(
             BenchmarkId::new("bccoo_block_footprints", class.name()),
             &(),
-            |b, _| b.iter(|| wgspmv::methods::bccoo::smallest_footprints(&a)),
+            |b, _| b.iter(|| smallest_footprints(&a)),
         );
         let path = std::env::temp_dir().join(format!("wgspmv-bench-{}.mtx", class.name()));
         g.bench_with_input(BenchmarkId::new("mtx_write", class.name()), &(), |b, _| {

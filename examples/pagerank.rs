@@ -8,8 +8,8 @@
 //! (`PAGERANK_LINKS=n` for another size; `-` in place of the file keeps the generated graph).
 
 use std::time::Instant;
+use wgspmv::reference;
 use wgspmv::solvers::{pagerank, PageRankOptions};
-use wgspmv::testing::reference;
 use wgspmv::{CsrMatrix, Gpu, Method, PlanOptions};
 
 fn main() -> wgspmv::Result<()> {

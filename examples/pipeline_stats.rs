@@ -15,7 +15,7 @@ use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFl
 use std::collections::BTreeMap;
 use std::ffi::c_char;
 use std::process::ExitCode;
-use wgspmv::shaders::{all_kernels, LaneMode};
+use wgspmv::internals::{all_kernels, kernel::LaneMode};
 
 #[derive(Parser)]
 #[command(

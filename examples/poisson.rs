@@ -12,8 +12,8 @@
 //! tolerance otherwise (default 1e-6, relative to ‖b‖).
 
 use std::time::Instant;
+use wgspmv::reference;
 use wgspmv::solvers::{cg, inverse_diagonal, CgOptions};
-use wgspmv::testing::reference;
 use wgspmv::{CsrMatrix, Gpu, GpuVector, Method, Scalar};
 
 /// The Laplacian of a k^dims grid (dims 2 or 3) with Dirichlet boundaries: 2·dims on the

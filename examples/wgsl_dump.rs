@@ -11,7 +11,7 @@ fn main() -> std::io::Result<()> {
     }));
     std::fs::create_dir_all(&dir)?;
     let mut n = 0;
-    for k in wgspmv::shaders::all_kernels() {
+    for k in wgspmv::internals::all_kernels() {
         // WebGPU has no f64.
         for (scalar, lanes) in k.variants().into_iter().filter(|&(s, _)| s != "f64") {
             let name = format!("{}-{}-{}", k.name, scalar, lanes.name());

@@ -89,25 +89,35 @@
 //! lavapipe (`apt-get install mesa-vulkan-drivers libvulkan1`) is a Vulkan adapter on the CPU;
 //! without it, Mesa's GL driver (llvmpipe) is found through the GL backend.
 //!
+//! # Where things are
+//!
+//! The types above are at the crate root. [`matrix::io`] reads and writes Matrix Market files;
+//! [`methods`] holds each method's options (gathered in [`PlanOptions`]) and its plans' reports;
+//! [`select`] is how `Method::Auto` chooses (the cost model, its profiles and
+//! [`select::choose`]); [`solvers`] runs CG, BiCGStab and PageRank on the GPU;
+//! [`reference`](mod@reference) is the CPU reference in f64 (SpMV, the accuracy check this
+//! crate's tests use, the solvers' twins) to check GPU results against on the host.
+//!
 //! # Features
 //!
 //! - `gzip` (default): read gzipped Matrix Market files.
 //! - `sprs`, `nalgebra-sparse`, `faer`: `TryFrom` conversions into [`CsrMatrix`] (and back for
 //!   the first two).
-//! - `testing`: the synthetic suite and the f64 CPU reference.
+//! - `testing`: the synthetic matrix suite the tests, examples and benchmarks use.
 //! - `cli`: the `wgspmv` command (`cargo install --path . --features cli`).
 
 #![warn(missing_docs)]
 
 pub mod error;
 pub mod gpu;
-pub mod kernel;
+mod kernel;
 pub mod matrix;
 mod method;
 pub mod methods;
 pub mod plan;
 mod prepare;
 mod profile;
+pub mod reference;
 pub mod scalar;
 pub mod select;
 pub mod solvers;
@@ -127,10 +137,108 @@ pub use scalar::Scalar;
 /// wgpu, re-exported so that an application can match the version this crate uses.
 pub use wgpu;
 
-/// The WGSL sources, for validation and inspection (no GPU needed).
-pub mod shaders {
-    pub use crate::kernel::{Kernel, LaneMode, Variant, LANE_WIDTHS, WORKGROUP_SIZES};
-    pub use crate::methods::all_kernels;
+#[doc(hidden)]
+pub mod internals {
+    //! For the `wgspmv` command, the tests, benchmarks and calibration: the kernels and their
+    //! WGSL, each method's host format and CPU twins, and the cost model's fitting, calibration
+    //! set, built-in profiles and remembered choices. Internal modules are re-exported whole;
+    //! the few items that public modules define are forwarded by a function or constant here.
+    //!
+    //! No stability promise: this follows the implementation and changes with it. Not needed to
+    //! use the library, and hidden from its documentation.
+
+    use crate::{CsrMatrix, GpuInfo, Method, Scalar};
+
+    /// The kernels: WGSL assembly, variants and pipeline keys, the shared kernels.
+    pub mod kernel {
+        pub use crate::kernel::*;
+    }
+
+    /// Every kernel the library can dispatch, each once.
+    pub fn all_kernels() -> Vec<kernel::Kernel> {
+        crate::methods::all_kernels()
+    }
+
+    /// Bytes one product must move at least (see [`crate::SpmvPlan::minimal_traffic_bytes`]).
+    pub fn minimal_traffic_bytes<T>(nrows: usize, ncols: usize, nnz: usize) -> u64 {
+        crate::plan::minimal_traffic_bytes::<T>(nrows, ncols, nnz)
+    }
+
+    /// `bccoo` and `bccoo-plus`.
+    pub mod bccoo {
+        use super::*;
+        /// The host build, the GPU build's twin.
+        pub mod format {
+            pub use crate::methods::bccoo::format::*;
+        }
+        /// The block size with the smallest footprint, and the four smallest.
+        pub fn smallest_footprints<T: Scalar>(a: &CsrMatrix<T>) -> Vec<(u32, u32)> {
+            crate::methods::bccoo::smallest_footprints(a)
+        }
+    }
+
+    /// `cmrs` and `cmrs-padded`.
+    pub mod cmrs {
+        use super::*;
+        /// The host format and the paper's traffic model.
+        pub mod format {
+            pub use crate::methods::cmrs::format::*;
+        }
+        /// Memory segment size λ of the traffic model.
+        pub const SEGMENT_BYTES: f64 = crate::methods::cmrs::SEGMENT_BYTES;
+        /// The default strip height for this adapter, mean row length and value size.
+        pub fn default_height(info: &GpuInfo, mean_row_len: f64, value_bytes: usize) -> u32 {
+            crate::methods::cmrs::default_height(info, mean_row_len, value_bytes)
+        }
+    }
+
+    /// `speculative`.
+    pub mod speculative {
+        /// The tile geometry, the CPU twin of the GPU stage and the check stage.
+        pub mod tiles {
+            pub use crate::methods::speculative::tiles::*;
+        }
+    }
+
+    /// `suraa`.
+    pub mod suraa {
+        /// The host setup, the GPU setup's twin.
+        pub mod setup {
+            pub use crate::methods::suraa::setup::*;
+        }
+        /// The GPU setup's results read back.
+        pub mod gpu_setup {
+            pub use crate::methods::suraa::gpu_setup::*;
+        }
+    }
+
+    /// The cost model behind `Method::Auto`.
+    pub mod select {
+        use super::*;
+        use crate::select::{Candidate, Features};
+        /// The synthetic set profiles are calibrated on.
+        pub mod calibration {
+            pub use crate::select::calibration::*;
+        }
+        /// Fitting a profile from measurements.
+        pub mod fit {
+            pub use crate::select::fit::*;
+        }
+        /// Timed choices remembered in the process and in files.
+        pub mod remember {
+            pub use crate::select::remember::*;
+        }
+        pub use crate::profile::{builtin_for, BUILTIN};
+        /// The model's candidates for `features`, best first (see `select::choose`).
+        pub fn predict(
+            profile: &crate::select::profile::Profile,
+            features: &Features,
+            expected_products: u64,
+            on_gpu: &dyn Fn(Method) -> bool,
+        ) -> Vec<Candidate> {
+            crate::select::predict(profile, features, expected_products, on_gpu)
+        }
+    }
 }
 
 /// Locks `m`, also after a thread panicked while holding it: every value behind this crate's

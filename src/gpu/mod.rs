@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Features `wgspmv` uses when the adapter has them; none is required.
-pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SUBGROUP
+pub(crate) const WANTED_FEATURES: wgpu::Features = wgpu::Features::SUBGROUP
     .union(wgpu::Features::SHADER_F64)
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
@@ -74,7 +74,7 @@ pub struct GpuInfo {
     pub subgroup_min_size: u32,
     /// The largest subgroup (SIMD width) the adapter may run a kernel with, in invocations.
     pub subgroup_max_size: u32,
-    /// Features enabled on the device (a subset of [`WANTED_FEATURES`] for devices we opened).
+    /// Features enabled on the device (a subset of [`Gpu::wanted_features`] for devices we opened).
     pub features: wgpu::Features,
     /// Limits the device was created with (for devices we opened, the adapter's own).
     pub limits: wgpu::Limits,

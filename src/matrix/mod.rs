@@ -10,8 +10,7 @@ mod transpose;
 
 pub(crate) use csr::{check_u32, try_filled, try_push, try_with_capacity};
 pub use csr::{CsrMatrix, RowStats};
-pub use fingerprint::fingerprint;
-pub(crate) use fingerprint::{fingerprint_gpu, fnv, FNV0};
+pub(crate) use fingerprint::{fingerprint, fingerprint_gpu, fnv, FNV0};
 pub use gpu_csr::GpuCsr;
 pub(crate) use gpu_csr::{csr_bytes, Checked, SharedUpload, UploadedCsr};
 pub(crate) use transpose::transpose_on_gpu;

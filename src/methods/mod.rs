@@ -1,18 +1,23 @@
-//! The SpMV methods and their registry. Each method is one folder (options, host format, plan,
-//! kernels) whose `prepare` returns an [`SpmvPlan`]; this file lists them once, in `registry!`,
-//! and resolves `Method::Auto`.
+//! The SpMV methods' parameters: those every method shares ([`PlanOptions`]) and, in each
+//! method's module, its own options and the report its plans give ([`SpmvPlan::bccoo`],
+//! [`SpmvPlan::speculation`], [`SpmvPlan::suraa`]).
+//!
+//! Inside the crate, each method is one folder (options, host format, plan, kernels) whose
+//! `prepare` returns an [`SpmvPlan`]; this file lists them once, in `registry!`, and resolves
+//! `Method::Auto`.
 
 pub mod bccoo;
 pub mod cmrs;
 pub(crate) mod common;
-pub mod csr;
+pub(crate) mod csr;
 pub(crate) mod passes;
 pub mod speculative;
 pub mod suraa;
 
 use crate::gpu::Gpu;
 use crate::kernel::Kernel;
-pub use crate::method::Method;
+pub use crate::kernel::LaneMode;
+pub(crate) use crate::method::Method;
 use crate::plan::SpmvPlan;
 use crate::{CsrMatrix, GpuCsr, Result, Scalar};
 
@@ -21,7 +26,7 @@ use crate::{CsrMatrix, GpuCsr, Result, Scalar};
 macro_rules! declare_dispatch {
     ($( $variant:ident = $name:literal => $module:ident, )*) => {
         /// Every kernel the library can dispatch, each once.
-        pub fn all_kernels() -> Vec<Kernel> {
+        pub(crate) fn all_kernels() -> Vec<Kernel> {
             let mut all: Vec<Kernel> = crate::kernel::SHARED_KERNELS.to_vec();
             all.extend_from_slice(passes::KERNELS);
             $(all.extend_from_slice($module::KERNELS);)*

@@ -809,7 +809,7 @@ impl<T> std::fmt::Debug for SpmvPlan<T> {
 }
 
 /// See [`SpmvPlan::minimal_traffic_bytes`].
-pub fn minimal_traffic_bytes<T>(nrows: usize, ncols: usize, nnz: usize) -> u64 {
+pub(crate) fn minimal_traffic_bytes<T>(nrows: usize, ncols: usize, nnz: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
     nnz as u64 * (s + 4) + (nrows as u64 + 1) * 4 + ncols as u64 * s + nrows as u64 * s
 }

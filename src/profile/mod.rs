@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub const NREG: usize = 12;
 
 /// Regressors of profiles written before `x_miss` (their first ones; the rest read as 0).
-pub const NREG_BEFORE_X_MISS: usize = 11;
+pub(crate) const NREG_BEFORE_X_MISS: usize = 11;
 
 /// Names of the regressors, as written in profile files.
 pub const REGRESSORS: [&str; NREG] = [
@@ -32,7 +32,7 @@ pub const REGRESSORS: [&str; NREG] = [
 ];
 
 /// The environment variable naming a profile file.
-pub const PROFILE_ENV: &str = "WGSPMV_PROFILE";
+pub(crate) const PROFILE_ENV: &str = "WGSPMV_PROFILE";
 
 /// How `Method::Auto` chooses.
 #[derive(Clone, Debug, Default)]
@@ -167,7 +167,7 @@ pub struct Profile {
     /// Size of the cache `x` should fit in (the `ln_x_cache` regressor), bytes.
     pub cache_bytes: f64,
     /// Share of `cache_bytes` that holds `x` for its gathers while the matrix streams through
-    /// (the `x_miss` regressor; fitted; [`X_CACHE_SHARE_BEFORE`] in files without the line).
+    /// (the `x_miss` regressor; fitted; 1 in files without the line).
     pub x_cache_share: f64,
     /// The calibration data's range of each regressor, `(min, max)`: the regressors are clamped
     /// to it before the model reads them. `None`: not clamped.
@@ -182,7 +182,7 @@ pub struct Profile {
 
 /// [`Profile::x_cache_share`] of profiles without the line (their `x_miss` weight is 0, so it
 /// changes nothing there).
-pub const X_CACHE_SHARE_BEFORE: f64 = 1.0;
+pub(crate) const X_CACHE_SHARE_BEFORE: f64 = 1.0;
 
 /// The bytes a profile's per-product model is per.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

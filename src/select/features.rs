@@ -5,6 +5,7 @@
 
 use crate::gpu::recorder::submit_pass;
 use crate::gpu::{Gpu, GpuInfo};
+pub(crate) use crate::profile::NREG;
 use crate::{CsrMatrix, GpuCsr, Method, Scalar};
 use rayon::prelude::*;
 
@@ -70,10 +71,10 @@ pub struct Features {
     pub max_len: usize,
     /// Fraction of rows with no entry.
     pub empty_frac: f64,
-    /// Share of the stored entries in rows longer than [`LONG_ROW_FACTOR`] × mean.
+    /// Share of the stored entries in rows longer than 32 × mean.
     pub long_share: f64,
-    /// Column locality: distinct [`LINE_BYTES`]-byte lines of `x` a sampled row touches, per
-    /// stored entry (near 1/(LINE_BYTES/scalar) for dense runs of columns, 1 for scattered ones).
+    /// Column locality: distinct 128-byte lines of `x` a sampled row touches, per stored entry
+    /// (near 1/(128/scalar bytes) for dense runs of columns, 1 for scattered ones).
     pub scatter: f64,
     /// Bytes of one value (4 or 8).
     pub scalar_bytes: usize,
@@ -232,7 +233,8 @@ impl Features {
         2.0 * rows * occupied * self.scalar_bytes as f64
     }
 
-    /// The model's regressors, in the order of [`REGRESSORS`]: dimensionless transforms of the
+    /// The model's regressors, in the order of
+    /// [`REGRESSORS`](crate::select::profile::REGRESSORS): dimensionless transforms of the
     /// features, each of order one, so that one ridge penalty suits them all.
     /// `x_cache_bytes`: the part of the cache that holds `x` (the profile's fitted share).
     pub fn regressors(&self, cache_bytes: f64, x_cache_bytes: f64) -> [f64; NREG] {
@@ -339,5 +341,3 @@ impl Features {
         Ok(Self::from_counts((nrows, ncols, nnz), sb, &c, gpu.info()))
     }
 }
-
-pub use crate::profile::{NREG, NREG_BEFORE_X_MISS, REGRESSORS};

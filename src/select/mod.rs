@@ -3,30 +3,29 @@
 //! `setup + expected_products × time per product`; optionally the model's best few candidates
 //! are built and timed on the device, and the timed choice is remembered per adapter and matrix.
 //!
-//! * [`features`]: what is read from the matrix (O(nrows) plus a fixed sample of rows).
-//! * [`profile`]: the model's form and its text file; built-in profiles in `src/select/profiles/`.
-//! * [`fit`]: fitting a profile from measurements; [`calibration`]: the synthetic set they are
-//!   taken on (`wgspmv calibrate --out profile.txt`).
-//! * [`remember`]: timed choices kept in the process and optionally in a file.
+//! * [`Features`]: what is read from the matrix (O(nrows) plus a fixed sample of rows).
+//! * [`profile`]: the model's form and its text file; built-in profiles in `src/profile/profiles/`.
+//! * [`choose`] the decision alone, [`prepare_auto`] the plan and the decision ([`AutoChoice`]).
+//! * Fitting a profile from measurements on a synthetic set: `wgspmv calibrate --out
+//!   profile.txt` (docs/auto.md).
+//! * Timed choices ([`AutoOptions::timed_budget_products`]) are kept in the process and
+//!   optionally in a file ([`AutoOptions::remember_file`]).
 //!
 //! The profile used: [`AutoOptions::profile`], else the file named by the environment variable
 //! `WGSPMV_PROFILE`, else the built-in profile matching the adapter (vendor or device type),
 //! else `generic`. See docs/auto.md.
 
-pub mod calibration;
-pub mod features;
-pub mod fit;
+pub(crate) mod calibration;
+pub(crate) mod features;
+pub(crate) mod fit;
 mod predict;
 pub mod profile;
-pub mod remember;
+pub(crate) mod remember;
 
-pub use crate::matrix::fingerprint;
-use crate::matrix::fingerprint_gpu;
-pub use crate::profile::{
-    profile_for, AutoOptions, Kernel, Match, MethodModel, Profile, Residual, Traffic, PROFILE_ENV,
-};
+use crate::matrix::{fingerprint, fingerprint_gpu};
+pub use crate::profile::AutoOptions;
+use crate::profile::{profile_for, Profile};
 pub use features::Features;
-pub use fit::Sample;
 
 use crate::{CsrMatrix, Error, Gpu, GpuVector, Method, PlanOptions, Result, Scalar, SpmvPlan};
 use std::collections::HashMap;
@@ -177,7 +176,7 @@ impl std::fmt::Display for AutoChoice {
 
 /// The model's candidates for `features`, best (least predicted total) first; `on_gpu` says
 /// which methods would build this matrix's format on the GPU (the setup's regime).
-pub fn predict(
+pub(crate) fn predict(
     profile: &Profile,
     features: &Features,
     expected_products: u64,

@@ -33,4 +33,6 @@
 //! residual lines), version 2 files (no `host_setup`) and version 3 files (minimal traffic)
 //! still parse.
 
-pub use crate::profile::*;
+pub use crate::profile::{
+    profile_for, Kernel, Match, MethodModel, Profile, Residual, Traffic, NREG, REGRESSORS,
+};

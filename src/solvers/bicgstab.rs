@@ -2,7 +2,7 @@
 //! `r̂·v` and α; `x += α·p`, `s = r − α·v` (in r); `t = A·s`; `t·s`, `t·t` and ω; `x += ω·s`,
 //! `r = s − ω·t`; `r̂·r` and `r·r` in one pass (the iteration counted, a stop at the tolerance,
 //! β = (ρ'/ρ)(α/ω)); `p = r + β·(p − ω·v)`. Breakdowns (ρ, r̂·v or ω of 0, NaN) are a
-//! [`Stop::Breakdown`](super::Stop::Breakdown). `testing::reference::bicgstab` is the same
+//! [`Stop::Breakdown`](super::Stop::Breakdown). `reference::bicgstab` is the same
 //! algorithm on the CPU.
 
 use super::common::{check_args, Workspace, REL_TOL2};

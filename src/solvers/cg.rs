@@ -3,7 +3,7 @@
 //! `r -= α·q` (and `z = r / diag` with Jacobi) with the partials of `r·z` and `r·r` in the same
 //! pass (`cg_step.wgsl`; their reduction computes β, counts the iteration, keeps `r·r` and
 //! stops the solve at the tolerance); and `p = z + β·p`. Once a stop is set, α and β are 0 and the iterations left in the submission
-//! change nothing. shaders/solvers/ holds the kernels; `testing::reference::cg` is the same
+//! change nothing. shaders/solvers/ holds the kernels; `reference::cg` is the same
 //! algorithm on the CPU.
 
 use super::common::{check_args, check_vector, Workspace, REL_TOL2};

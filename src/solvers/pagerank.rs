@@ -4,7 +4,7 @@
 //! `r' = d·Pᵀr + (d·Σ_dangling r + 1 − d)·v`: `w = r / D` (0 for dangling nodes), `y = Gᵀ·w` by
 //! the plan's plan of Gᵀ (`PlanOptions::transposed`), then `r'` with the L1 change `‖r' − r‖₁`
 //! summed in the same pass, which stops the iteration at the tolerance.
-//! `testing::reference::pagerank` is the same algorithm on the CPU.
+//! `reference::pagerank` is the same algorithm on the CPU.
 
 use super::common::{check_vector, Workspace, DAMPING, TOL2};
 use super::SolveReport;

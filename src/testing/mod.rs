@@ -1,7 +1,7 @@
-//! Test support (feature `testing`): the synthetic suite and the CPU reference every GPU result
-//! is checked against. The library itself never calls them.
+//! Test support (feature `testing`): the synthetic suite the tests, examples and benchmarks draw
+//! their matrices from. The library itself never calls it. The CPU reference every GPU result is
+//! checked against is [`crate::reference`], available without this feature.
 
-pub mod reference;
 pub mod suite;
 
 pub use suite::SuiteClass;

@@ -6,9 +6,11 @@
 use crate::common;
 
 use std::sync::Arc;
-use wgspmv::select::{
-    self, calibration, fit, Basis, Features, Kernel, Match, MethodModel, Profile, Residual, Traffic,
+use wgspmv::internals::select::{builtin_for, calibration, fit, remember, BUILTIN};
+use wgspmv::select::profile::{
+    Kernel, Match, MethodModel, Profile, Residual, Traffic, NREG, REGRESSORS,
 };
+use wgspmv::select::{self, Basis, Features};
 use wgspmv::{CsrMatrix, Error, Method, PlanOptions};
 
 fn structure(name: &str) -> calibration::Structure {
@@ -78,7 +80,7 @@ fn choice_is_stable_explained_and_the_argmin() {
 
 #[test]
 fn builtin_profiles_parse_and_round_trip() {
-    for (name, text) in select::profile::BUILTIN {
+    for (name, text) in BUILTIN {
         let p = Profile::parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(&p.name, name);
         assert_eq!(
@@ -90,23 +92,20 @@ fn builtin_profiles_parse_and_round_trip() {
         assert_eq!(p, again, "{name} does not round-trip");
     }
     // The generic profile is the fallback and assumes no vendor.
-    let generic = select::profile::builtin_for(0x1234, wgpu::DeviceType::DiscreteGpu);
+    let generic = builtin_for(0x1234, wgpu::DeviceType::DiscreteGpu);
     assert_eq!(generic.name, "generic");
     assert!(generic.matches.is_empty());
     assert_eq!(
-        select::profile::builtin_for(0x10de, wgpu::DeviceType::DiscreteGpu).name,
+        builtin_for(0x10de, wgpu::DeviceType::DiscreteGpu).name,
         "nvidia"
     );
-    assert_eq!(
-        select::profile::builtin_for(0x10005, wgpu::DeviceType::Cpu).name,
-        "cpu"
-    );
+    assert_eq!(builtin_for(0x10005, wgpu::DeviceType::Cpu).name, "cpu");
 }
 
 /// A profile with odd floats and every kind of line survives text and back exactly.
 #[test]
 fn profile_round_trips_through_text() {
-    let mut w = [0.0; select::features::NREG];
+    let mut w = [0.0; NREG];
     for (i, v) in w.iter_mut().enumerate() {
         *v = (i as f64 * 0.37 - 1.1) / 3.0;
     }
@@ -133,7 +132,7 @@ fn profile_round_trips_through_text() {
                         ln_ratio: -0.3,
                     },
                     Residual {
-                        at: [2.0 / 3.0; select::features::NREG],
+                        at: [2.0 / 3.0; NREG],
                         ln_ratio: 0.0,
                     },
                 ],
@@ -143,7 +142,7 @@ fn profile_round_trips_through_text() {
                 launch_ms: 0.0,
                 setup: [0.0; 3],
                 host_setup: None,
-                weights: [-0.0; select::features::NREG],
+                weights: [-0.0; NREG],
                 residuals: vec![],
             },
         ],
@@ -175,7 +174,7 @@ fn profile_round_trips_through_text() {
 
 #[test]
 fn bad_profiles_are_typed_errors() {
-    let good = select::profile::BUILTIN[0].1;
+    let good = BUILTIN[0].1;
     let method_line = good.lines().find(|l| l.starts_with("method ")).unwrap();
     let residual_line = good.lines().find(|l| l.starts_with("residual ")).unwrap();
     let kernel_line = good.lines().find(|l| l.starts_with("kernel ")).unwrap();
@@ -330,7 +329,7 @@ fn bad_profiles_are_typed_errors() {
     // profile that models no method Auto can build is still a valid profile of one method.
     let one = format!(
         "wgspmv-profile 1\nname one\ncache_bytes 1e6\nregressors {}\n{}\n", // version 1 reads
-        select::features::REGRESSORS.join(" "),
+        REGRESSORS.join(" "),
         method_line
     );
     assert_eq!(Profile::parse(&one).unwrap().methods.len(), 1);
@@ -339,7 +338,7 @@ fn bad_profiles_are_typed_errors() {
 /// The clamp to the calibration range and the kernel correction (no GPU).
 #[test]
 fn range_clamps_and_kernel_corrects() {
-    let nreg = select::features::NREG;
+    let nreg = NREG;
     let f = |nnz: usize| Features {
         nrows: nnz / 8,
         ncols: nnz / 8,
@@ -357,7 +356,7 @@ fn range_clamps_and_kernel_corrects() {
         subgroup_size: 0,
         shares_memory_with_host: false,
     };
-    let mut w = [0.0; select::features::NREG];
+    let mut w = [0.0; NREG];
     w[8] = 1.0; // ln_mnnz: ns per byte grows with size
     let near = f(1_000_000);
     let model = MethodModel {
@@ -383,10 +382,7 @@ fn range_clamps_and_kernel_corrects() {
     let far = f(64_000_000);
     assert_eq!(p.product_ms(&p.methods[0], &far), global(&far));
     // Clamped at 1M entries: ns per byte as at 1M, bytes as at 64M.
-    let (mut lo, mut hi) = (
-        [-100.0; select::features::NREG],
-        [100.0; select::features::NREG],
-    );
+    let (mut lo, mut hi) = ([-100.0; NREG], [100.0; NREG]);
     lo[8] = -3.0;
     hi[8] = 0.0;
     p.range = Some((lo, hi));
@@ -396,7 +392,7 @@ fn range_clamps_and_kernel_corrects() {
     // A residual at `near` pulls the prediction there to e / (1 + prior) and leaves `far` alone.
     let at = p.regressors(&near);
     p.methods[0].residuals.push(Residual { at, ln_ratio: 0.5 });
-    let mut scale = [1.0; select::features::NREG];
+    let mut scale = [1.0; NREG];
     scale[0] = 0.0;
     p.kernel = Some(Kernel {
         width: 0.5,
@@ -416,9 +412,9 @@ fn range_clamps_and_kernel_corrects() {
 
 /// Two methods: one with no setup and slower products, one with a long setup and fast products.
 fn two_method_profile() -> Arc<Profile> {
-    let mut fast = [0.0; select::features::NREG];
+    let mut fast = [0.0; NREG];
     fast[0] = (0.01f64).ln(); // 0.01 ns per byte
-    let mut slow = [0.0; select::features::NREG];
+    let mut slow = [0.0; NREG];
     slow[0] = (0.1f64).ln();
     Arc::new(Profile {
         name: "two".into(),
@@ -499,7 +495,7 @@ fn timed_choice_is_remembered_and_reused() {
     opts.auto.timed_budget_products = Some(6.0);
     opts.auto.timed_candidates = Some(2);
     opts.auto.remember_file = Some(file.clone());
-    select::remember::forget_all();
+    remember::forget_all();
     let first = select::choose(&gpu, &a, &opts).unwrap();
     assert_eq!(first.basis, Basis::Timed, "{first}");
     let timed: Vec<_> = first
@@ -526,7 +522,7 @@ fn timed_choice_is_remembered_and_reused() {
         .iter()
         .all(|c| c.measured_setup_ms.is_none()));
     // A new process (memory cleared) finds it in the file.
-    select::remember::forget_all();
+    remember::forget_all();
     let third = select::choose(&gpu, &a, &opts).unwrap();
     assert_eq!(third.basis, Basis::Remembered, "{third}");
     assert_eq!(third.method, first.method);
@@ -535,7 +531,7 @@ fn timed_choice_is_remembered_and_reused() {
     opts.auto.remember_file = None;
     assert_eq!(select::choose(&gpu, &b, &opts).unwrap().basis, Basis::Timed);
     // prepare_auto keeps the plan it timed, and Method::Auto goes through the same path.
-    select::remember::forget_all();
+    remember::forget_all();
     let (plan, choice) = select::prepare_auto(&gpu, &a, &opts).unwrap();
     assert_eq!(plan.method(), choice.method);
     std::fs::remove_dir_all(&dir).ok();
@@ -610,7 +606,7 @@ fn features_describe_structure() {
 fn fit_recovers_a_known_model() {
     // The shipped nvidia weights and setups, without launch times (the fit's launch grid is
     // fractions of the fastest sample, so a launch time is recovered only approximately).
-    let mut truth = (*select::profile::builtin_for(0x10de, wgpu::DeviceType::DiscreteGpu)).clone();
+    let mut truth = (*builtin_for(0x10de, wgpu::DeviceType::DiscreteGpu)).clone();
     for m in &mut truth.methods {
         m.launch_ms = 0.0;
     }
@@ -663,7 +659,7 @@ fn fit_recovers_a_known_model() {
                 f.long_share = ((i + 2 * j) % 5) as f64 / 10.0;
                 for m in &truth.methods {
                     let on_gpu = m.method != two_regimes || (i + j) % 2 == 0;
-                    samples.push(select::Sample {
+                    samples.push(fit::Sample {
                         matrix: format!("{}-{n}", s.name),
                         method: m.method,
                         features: f.clone(),
@@ -686,7 +682,7 @@ fn fit_recovers_a_known_model() {
     let fitted = p.model(two_regimes).unwrap();
     assert!(fitted.host_setup.is_some(), "{fitted:?}");
     // The profile text keeps both.
-    let reread = select::Profile::parse(&p.to_string()).unwrap();
+    let reread = Profile::parse(&p.to_string()).unwrap();
     assert_eq!(reread.model(two_regimes), Some(fitted));
     // The samples survive the CSV form.
     let csv: String = samples
@@ -753,12 +749,9 @@ fn method_traffic_and_x_miss() {
     assert_eq!(f.x_miss(8e6), 0.0);
     assert!((f.x_miss(2e6) - 0.75).abs() < 1e-12);
     let r = f.regressors(cache, 2e6);
-    assert!((r[select::features::NREG - 1] - 0.75).abs() < 1e-12);
+    assert!((r[NREG - 1] - 0.75).abs() < 1e-12);
     // Profiles written before `x_miss` read it with weight 0: the generic one is such a file.
-    let generic = select::profile::builtin_for(0x1234, wgpu::DeviceType::DiscreteGpu);
+    let generic = builtin_for(0x1234, wgpu::DeviceType::DiscreteGpu);
     assert_eq!(generic.traffic, Traffic::Minimal);
-    assert!(generic
-        .methods
-        .iter()
-        .all(|m| m.weights[select::features::NREG - 1] == 0.0));
+    assert!(generic.methods.iter().all(|m| m.weights[NREG - 1] == 0.0));
 }

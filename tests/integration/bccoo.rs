@@ -792,7 +792,7 @@ fn bccoo_plus_slices_follow_the_profiles_cache() {
         .unwrap()
         .cast::<f32>();
     let info = gpu.info();
-    let base = wgspmv::select::profile::builtin_for(info.vendor, info.device_type);
+    let base = wgspmv::internals::select::builtin_for(info.vendor, info.device_type);
     for (cache_kib, slices) in [(2048.0, 2), (512.0, 4), (64.0, 32)] {
         let mut p = (*base).clone();
         p.cache_bytes = cache_kib * 1024.0;

@@ -5,7 +5,7 @@
 use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use wgspmv::{matrix::io, testing::reference, CsrMatrix};
+use wgspmv::{matrix::io, reference, CsrMatrix};
 
 fn wgspmv(args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_wgspmv"));
@@ -438,7 +438,7 @@ fn multiply_prints_one_line_per_method_and_details_with_verbose() {
         .collect();
     // The table: exactly one line per method, in order, then auto's choice, and nothing else.
     assert_eq!(lines.len(), header + 1 + names.len() + 1, "{out}");
-    let traffic = wgspmv::plan::minimal_traffic_bytes::<f32>(67, 67, 294) as f64;
+    let traffic = wgspmv::internals::minimal_traffic_bytes::<f32>(67, 67, 294) as f64;
     for (i, name) in names.iter().enumerate() {
         let w = method_line(&out, name);
         assert_eq!(lines[header + 1 + i].split_whitespace().next(), Some(*name));

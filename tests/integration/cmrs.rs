@@ -224,7 +224,7 @@ fn bad_parameters_are_errors() {
 fn default_height_follows_model_and_occupancy() {
     let Some(gpu) = gpu() else { return };
     let info = gpu.info();
-    use wgspmv::methods::cmrs::default_height;
+    use wgspmv::internals::cmrs::default_height;
     // Short rows want tall strips, long rows short ones (eq. 5.1 with at most 10% waste).
     assert!(default_height(info, 1.0, 4) >= default_height(info, 30.0, 4));
     assert!(default_height(info, 300.0, 4) <= 2);

@@ -3,9 +3,7 @@
 #![allow(dead_code)]
 
 use std::sync::OnceLock;
-use wgspmv::{
-    testing::reference, CsrMatrix, Gpu, GpuOptions, GpuVector, Method, PlanOptions, Scalar,
-};
+use wgspmv::{reference, CsrMatrix, Gpu, GpuOptions, GpuVector, Method, PlanOptions, Scalar};
 
 fn open(disabled: wgpu::Features) -> Option<Gpu> {
     let opts = GpuOptions {

@@ -10,7 +10,7 @@ use wgspmv::matrix::io::{
     read_matrix_market, read_matrix_market_from, read_vector, write_matrix_market, write_vector,
 };
 use wgspmv::testing::suite::random_vector;
-use wgspmv::{testing::reference, testing::SuiteClass, CsrMatrix, Error, Result, Scalar};
+use wgspmv::{reference, testing::SuiteClass, CsrMatrix, Error, Result, Scalar};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -137,8 +137,8 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
         assert!(!from_host.report().built_on_gpu, "{label} / {m}");
         // The host plan is checked against the f64 reference elsewhere; check this one directly
         // too, so that a wrong host plan cannot hide a wrong GPU build.
-        let y_ref = wgspmv::testing::reference::spmv_par(a, &x).unwrap();
-        let c = wgspmv::testing::reference::check(1.0, a, &x, 0.0, None, &yg, &y_ref);
+        let y_ref = wgspmv::reference::spmv_par(a, &x).unwrap();
+        let c = wgspmv::reference::check(1.0, a, &x, 0.0, None, &yg, &y_ref);
         assert!(c.ok, "{label} / {m}: wrong: row {:?}", c.worst_row);
         // Methods built on the GPU read nothing back (an empty matrix is built on the host), the
         // long-row passes of the CSR kernels and of strips included.
@@ -1032,7 +1032,7 @@ fn strip_builds_past_one_grid_dimension_ignore_data_beyond_the_matrix() {
     let b = caller_buffers(&gpu, &padded, &cols, bytemuck::cast_slice(&vals));
     let desc = described(a.shape(), &b);
     let x: Vec<f32> = (0..ncols).map(|i| 0.5 + (i % 3) as f32).collect();
-    let expected = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+    let expected = wgspmv::reference::spmv_par(&a, &x).unwrap();
     for m in [Method::Cmrs, Method::CmrsPadded] {
         let opts = PlanOptions {
             cmrs: CmrsOptions {

@@ -31,11 +31,14 @@ fn edge_cases_all_methods() {
 fn workgroup_path_every_team_width_and_workgroup_size() {
     let Some(gpu) = gpu() else { return };
     let a = SuiteClass::PowerLaw.generate(8_000, 3).cast::<f32>();
-    for &wg in wgspmv::shaders::WORKGROUP_SIZES {
+    for &wg in wgspmv::internals::kernel::WORKGROUP_SIZES {
         if wg > gpu.info().limits.max_compute_invocations_per_workgroup {
             continue;
         }
-        for &lanes in wgspmv::shaders::LANE_WIDTHS.iter().filter(|&&l| l <= wg) {
+        for &lanes in wgspmv::internals::kernel::LANE_WIDTHS
+            .iter()
+            .filter(|&&l| l <= wg)
+        {
             let opts = PlanOptions {
                 lanes: LanePolicy::Workgroup,
                 workgroup_size: Some(wg),
@@ -172,10 +175,10 @@ fn record_into_callers_encoder_and_read_async() {
     gpu.queue().submit([enc.finish()]);
     let r1 = pollster::block_on(y1.read_async()).unwrap();
     let r2 = y2.read().unwrap();
-    let y_ref = wgspmv::testing::reference::spmv_seq(&a, &x).unwrap();
-    assert!(wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &r1, &y_ref).ok);
+    let y_ref = wgspmv::reference::spmv_seq(&a, &x).unwrap();
+    assert!(wgspmv::reference::check(1.0, &a, &x, 0.0, None, &r1, &y_ref).ok);
     let y_ref2: Vec<f64> = y_ref.iter().map(|v| 2.0 * v).collect();
-    assert!(wgspmv::testing::reference::check(2.0, &a, &x, 0.0, None, &r2, &y_ref2).ok);
+    assert!(wgspmv::reference::check(2.0, &a, &x, 0.0, None, &r2, &y_ref2).ok);
 }
 
 #[test]
@@ -226,13 +229,13 @@ fn vectors_wrap_application_buffers_and_copy_on_the_gpu() {
     let mut gz = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
     spec.submit(&gx, &mut gz).unwrap();
     let z = gz.read().unwrap();
-    let want = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
-    let check = wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &z, &want);
+    let want = wgspmv::reference::spmv_par(&a, &x).unwrap();
+    let check = wgspmv::reference::check(1.0, &a, &x, 0.0, None, &z, &want);
     assert!(check.ok, "submit: worst row {:?}", check.worst_row);
     let copy = gy.try_clone().unwrap();
-    let want = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+    let want = wgspmv::reference::spmv_par(&a, &x).unwrap();
     let y = copy.read().unwrap();
-    let check = wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &y, &want);
+    let check = wgspmv::reference::check(1.0, &a, &x, 0.0, None, &y, &want);
     assert!(check.ok, "worst row {:?}", check.worst_row);
     assert_eq!(y, gy.read().unwrap());
     // A buffer too small or without STORAGE is a typed error.
@@ -601,8 +604,8 @@ fn bccoo_updates_take_any_pattern_of_zeros() {
     let same = |p: &[f32], q: &[f32]| p.iter().zip(q).all(|(u, v)| u.to_bits() == v.to_bits());
     let check = |m: Method, what: &str, values: &[f32], y: &[f32]| {
         let a = a0.with_values(values.to_vec()).unwrap();
-        let y_ref = wgspmv::testing::reference::spmv_par(&a, &xs).unwrap();
-        let c = wgspmv::testing::reference::check(1.0, &a, &xs, 0.0, None, y, &y_ref);
+        let y_ref = wgspmv::reference::spmv_par(&a, &xs).unwrap();
+        let c = wgspmv::reference::check(1.0, &a, &xs, 0.0, None, y, &y_ref);
         assert!(
             c.ok,
             "{m}: {what}: row {:?}, {:?}",

@@ -7,7 +7,7 @@
 use crate::common;
 use common::*;
 use wgspmv::{
-    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar,
+    reference, testing::SuiteClass, CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar,
 };
 
 /// `a` with its values replaced by `f(entry index, row, column, value)`.

@@ -5,7 +5,7 @@
 
 use crate::common;
 use common::*;
-use wgspmv::{testing::reference, CsrMatrix, GpuVector, LanePolicy, Method, PlanOptions, Scalar};
+use wgspmv::{reference, CsrMatrix, GpuVector, LanePolicy, Method, PlanOptions, Scalar};
 
 /// 40 rows: row 3 holds `n` entries, row 17 `n / 2 + 1`, the others 0 to 4 (a few empty), all
 /// values and `x` small integers.

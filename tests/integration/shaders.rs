@@ -4,7 +4,8 @@
 
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
 use rayon::prelude::*;
-use wgspmv::shaders::{all_kernels, Kernel, LaneMode};
+use wgspmv::internals::all_kernels;
+use wgspmv::internals::kernel::{Kernel, LaneMode};
 
 fn validator() -> Validator {
     let mut v = Validator::new(

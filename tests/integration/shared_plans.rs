@@ -3,7 +3,7 @@
 
 use crate::common;
 use common::*;
-use wgspmv::{testing::reference, testing::SuiteClass, Error, GpuVector, Method, PlanOptions};
+use wgspmv::{reference, testing::SuiteClass, Error, GpuVector, Method, PlanOptions};
 
 #[test]
 fn threads_share_one_plan_of_every_method() {

@@ -1,15 +1,15 @@
 //! Conjugate gradient on the GPU (`solvers::cg`): its residual history against the CPU twin
-//! (`testing::reference::cg`) step for step, f32 and f64, with and without Jacobi, on every
+//! (`reference::cg`) step for step, f32 and f64, with and without Jacobi, on every
 //! method; the same bits run to run; the typed stops (not positive definite, NaN, the iteration
 //! limit, b = 0) and the bad calls; BiCGStab on a non-symmetric matrix and PageRank (through
 //! the transposed product, personalized or not) against their twins too.
 
 use crate::common;
 use common::*;
+use wgspmv::reference;
 use wgspmv::solvers::{
     bicgstab, cg, inverse_diagonal, pagerank, BicgstabOptions, CgOptions, PageRankOptions, Stop,
 };
-use wgspmv::testing::reference;
 use wgspmv::{CsrMatrix, Error, Gpu, GpuVector, Method, Scalar};
 
 /// The 5-point Laplacian of a k × k grid with a varying diagonal shift (SPD, not trivially

@@ -297,9 +297,9 @@ fn repeated_products_give_identical_results() {
             let mut y = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
             plan.run(&gx, &mut y).unwrap();
             let first = y.read().unwrap();
-            let want = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+            let want = wgspmv::reference::spmv_par(&a, &x).unwrap();
             assert!(
-                wgspmv::testing::reference::check(1.0, &a, &x, 0.0, None, &first, &want).ok,
+                wgspmv::reference::check(1.0, &a, &x, 0.0, None, &first, &want).ok,
                 "{how} / {dev}"
             );
             for i in 0..8 {

@@ -190,7 +190,7 @@ fn f64_many_vectors() {
         plan.run_spmm(&x, &mut y).unwrap();
         let got = y.read().unwrap();
         for (j, x) in xs.iter().enumerate() {
-            let want = wgspmv::testing::reference::spmv_seq(&a, x).unwrap();
+            let want = wgspmv::reference::spmv_seq(&a, x).unwrap();
             assert_eq!(&got[j * 250..(j + 1) * 250], &want[..], "{m}: column {j}");
         }
     }
@@ -279,9 +279,9 @@ fn auto_told_of_many_vectors_chooses_an_spmm_kernel() {
         plan.run_spmm(&gx, &mut gy).unwrap();
         let got = gy.read().unwrap();
         for (j, xj) in x.iter().enumerate() {
-            let want = wgspmv::testing::reference::spmv_par(&a, xj).unwrap();
+            let want = wgspmv::reference::spmv_par(&a, xj).unwrap();
             let col: Vec<f32> = (0..a.nrows()).map(|r| got[r * 8 + j]).collect();
-            let c = wgspmv::testing::reference::check(1.0, &a, xj, 0.0, None, &col, &want);
+            let c = wgspmv::reference::check(1.0, &a, xj, 0.0, None, &col, &want);
             assert!(c.ok, "{class:?} column {j}: {c:?}");
         }
     }

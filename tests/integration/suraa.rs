@@ -6,7 +6,8 @@
 use crate::common;
 
 use common::{check_method, gpus, has_f64};
-use wgspmv::methods::suraa::{setup, ScalarWrites, SetupOn, SuraaOptions};
+use wgspmv::internals::suraa::{gpu_setup, setup};
+use wgspmv::methods::suraa::{ScalarWrites, SetupOn, SuraaOptions};
 use wgspmv::{testing::SuiteClass, CsrMatrix, Error, LanePolicy, Method, PlanOptions};
 
 fn opts(setup: SetupOn) -> PlanOptions {
@@ -195,7 +196,7 @@ fn gpu_setup_matches_its_cpu_twin() {
                     .unwrap();
                 let r = plan.suraa().unwrap();
                 let twin = setup::setup(a.row_ptr(), a.col_idx(), &r.params);
-                let d = wgspmv::methods::suraa::gpu_setup::read_back(&plan).unwrap();
+                let d = gpu_setup::read_back(&plan).unwrap();
                 assert_eq!(d.perm, twin.perm, "{name} / {dev}: permutation");
                 assert_eq!(
                     d.dynamic_ptr, twin.dynamic_ptr,
@@ -213,7 +214,7 @@ fn gpu_setup_matches_its_cpu_twin() {
                 assert_eq!(d.vals, vals, "{name} / {dev}: rearranged values");
                 let sources = setup::sources_from_sorted(&twin.perm, &twin.row_ptr).unwrap();
                 assert_eq!(
-                    wgspmv::methods::suraa::gpu_setup::value_sources_of(&plan).unwrap(),
+                    gpu_setup::value_sources_of(&plan).unwrap(),
                     sources,
                     "{name} / {dev}: value-update map"
                 );

@@ -5,7 +5,7 @@
 
 use crate::common;
 use common::*;
-use wgspmv::testing::reference;
+use wgspmv::reference;
 use wgspmv::{CsrMatrix, Error, Gpu, GpuCsr, GpuVector, Method, PlanOptions, SpmvPlan};
 
 fn transposed(method: Method) -> PlanOptions {

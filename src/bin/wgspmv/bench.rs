@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use wgspmv::matrix::io::{self, ReadLimits};
 use wgspmv::methods::speculative::SpeculativeOptions;
 use wgspmv::{
-    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuMatrix, GpuVector, Layout, Method,
+    reference, testing::SuiteClass, CsrMatrix, Gpu, GpuMatrix, GpuVector, Layout, Method,
     PlanOptions, Scalar,
 };
 
@@ -556,7 +556,7 @@ fn run(args: &Args) -> wgspmv::Result<()> {
     println!("# copy_gbps_end: {copy_end:.0}");
     print_table(&rows, copy);
     if !reports.is_empty() {
-        println!("\nCMRS: predicted (eq. 5.2, λ = {} B) vs measured speedup over csr-vector; CSR->CMRS->CSR conversion in SpMV-equivalents; cmrs-padded's explicit zeros", wgspmv::methods::cmrs::SEGMENT_BYTES);
+        println!("\nCMRS: predicted (eq. 5.2, λ = {} B) vs measured speedup over csr-vector; CSR->CMRS->CSR conversion in SpMV-equivalents; cmrs-padded's explicit zeros", wgspmv::internals::cmrs::SEGMENT_BYTES);
         println!("{CMRS_HEADER}");
         for r in &reports {
             println!("{r}");
@@ -1001,7 +1001,8 @@ const CMRS_HEADER: &str = "matrix,mu,height,predicted_speedup,measured_speedup,t
 
 /// The CMRS figures issue 3 asks for, from the rows just measured (needs `cmrs` and `csr-vector`).
 fn cmrs_report<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, rows: &[Row]) -> Option<String> {
-    use wgspmv::methods::cmrs::{default_height, predicted_speedup, CmrsLayout, CmrsMatrix};
+    use wgspmv::internals::cmrs::default_height;
+    use wgspmv::internals::cmrs::format::{predicted_speedup, CmrsLayout, CmrsMatrix};
     let ms = |m: &str| rows.iter().find(|r| r.method == m).map(|r| r.ms);
     let (cmrs_ms, vector_ms) = (ms("cmrs")?, ms("csr-vector")?);
     let mu = a.row_stats().mean;
@@ -1038,7 +1039,7 @@ fn cmrs_report<T: Scalar>(gpu: &Gpu, name: &str, a: &CsrMatrix<T>, rows: &[Row])
             height as f64,
             mu,
             b as f64,
-            wgspmv::methods::cmrs::SEGMENT_BYTES
+            wgspmv::internals::cmrs::SEGMENT_BYTES
         ),
         vector_ms / cmrs_ms,
         to_cmrs / cmrs_ms,

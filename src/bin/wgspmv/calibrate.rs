@@ -14,7 +14,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-use wgspmv::select::{self, calibration, fit, Features, Match, Profile, Sample};
+use wgspmv::internals::select::{calibration, fit, fit::Sample, predict, remember};
+use wgspmv::select::{self, profile::Match, profile::Profile, Features};
 use wgspmv::testing::SuiteClass;
 use wgspmv::{CsrMatrix, Gpu, GpuVector, Method, PlanOptions, Scalar};
 
@@ -472,7 +473,7 @@ fn fastest<'a>(mine: &[&'a Sample]) -> &'a Sample {
 /// The sample of the method `profile` chooses for `e` products among one matrix's samples (its
 /// first choice that was measured).
 fn pick<'a>(profile: &Profile, mine: &[&'a Sample], e: u64) -> Option<&'a Sample> {
-    select::predict(profile, &mine[0].features, e, &|m| regime(mine, m))
+    predict(profile, &mine[0].features, e, &|m| regime(mine, m))
         .into_iter()
         .find_map(|c| mine.iter().copied().find(|s| s.method == c.method))
 }
@@ -639,7 +640,7 @@ fn check_one<T: Scalar>(
     o.auto.profile = Some(profile.clone());
     let model = select::choose(gpu, a, &o)?;
     o.auto.timed_budget_products = Some(200.0);
-    select::remember::forget_all();
+    remember::forget_all();
     let timed = select::choose(gpu, a, &o)?;
     o.auto.timed_budget_products = None;
     o.expected_products = Some(1);

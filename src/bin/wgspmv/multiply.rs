@@ -13,7 +13,7 @@ use wgspmv::matrix::io::{self, ReadLimits};
 use wgspmv::methods::bccoo::{BccooReport, Carry, ColumnCoding, Strategy};
 use wgspmv::methods::speculative::SpeculativeOptions;
 use wgspmv::{
-    testing::reference, testing::SuiteClass, CsrMatrix, Gpu, GpuMatrix, GpuVector, Layout, Method,
+    reference, testing::SuiteClass, CsrMatrix, Gpu, GpuMatrix, GpuVector, Layout, Method,
     PlanOptions, Report, Scalar, SpmvPlan, Timer,
 };
 
@@ -231,7 +231,7 @@ fn operator<T: Scalar>(holder: &SpmvPlan<T>, transposed: bool) -> wgspmv::Result
 /// over as many bytes as one product of `a` moves at least, but no fewer than 64 MiB (so that the
 /// copy runs from memory, not from a cache) nor more than 1 GiB. `None` when it could not run.
 fn copy_ceiling<T: Scalar>(args: &Args, gpu: &Gpu, a: &CsrMatrix<T>) -> Option<f64> {
-    let traffic = wgspmv::plan::minimal_traffic_bytes::<T>(a.nrows(), a.ncols(), a.nnz());
+    let traffic = wgspmv::internals::minimal_traffic_bytes::<T>(a.nrows(), a.ncols(), a.nnz());
     let bytes = traffic
         .clamp(64 << 20, 1 << 30)
         .min(gpu.info().max_binding_bytes());
@@ -870,7 +870,7 @@ mod tests {
         let a = CsrMatrix::from_triplets(5, 3, t).unwrap();
         let x = vec![f32::NAN, f32::INFINITY, 4.0];
         // Row 4 stores a zero times NaN.
-        let y_ref = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+        let y_ref = wgspmv::reference::spmv_par(&a, &x).unwrap();
         (a, x, y_ref)
     }
 
@@ -922,7 +922,7 @@ mod tests {
         let a = CsrMatrix::<f32>::from_triplets(2, 2, vec![(0, 0, 1.5), (1, 1, -2.0), (1, 0, 1.0)])
             .unwrap();
         let x = vec![2.0f32, 3.0];
-        let y_ref = wgspmv::testing::reference::spmv_par(&a, &x).unwrap();
+        let y_ref = wgspmv::reference::spmv_par(&a, &x).unwrap();
         let mut y = rounded(&y_ref);
         assert!(compare(&a, &x, &y, &y_ref).unwrap().ok);
         y[1] += 1e-3;

@@ -104,9 +104,9 @@ impl ColumnCoding {
 /// The shape of a BCCOO matrix: block size, tiles, slices and column coding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BccooLayout {
-    /// Rows per block (one of [`BLOCK_HEIGHTS`]).
+    /// Rows per block (1 to 4).
     pub block_height: u32,
-    /// Columns per block (one of [`BLOCK_WIDTHS`]).
+    /// Columns per block (1, 2 or 4).
     pub block_width: u32,
     /// Blocks per thread (the thread-level tile).
     pub tile: u32,
@@ -1062,7 +1062,7 @@ mod tests {
         let x: Vec<f64> = (0..a.ncols())
             .map(|i| 1.0 + (i % 13) as f64 * 0.1)
             .collect();
-        let y_ref = crate::testing::reference::spmv_seq(&a, &x).unwrap();
+        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
         let mut modes = std::collections::HashSet::new();
         for &h in BLOCK_HEIGHTS {
             for &w in BLOCK_WIDTHS {
@@ -1120,7 +1120,7 @@ mod tests {
         let x: Vec<f64> = (0..a.ncols())
             .map(|i| 0.5 + (i % 7) as f64 * 0.25)
             .collect();
-        let y_ref = crate::testing::reference::spmv_seq(&a, &x).unwrap();
+        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
         for (h, slices) in [(1, 1), (2, 1), (1, 4), (3, 8)] {
             let layout = BccooLayout {
                 block_height: h,
@@ -1168,7 +1168,7 @@ mod tests {
         assert!(m.row_map.is_empty());
         assert_eq!(m.result_rows, m.stacked_rows);
         let x: Vec<f64> = (0..200).map(|i| 1.0 + i as f64 * 0.01).collect();
-        let y_ref = crate::testing::reference::spmv_seq(&a, &x).unwrap();
+        let y_ref = crate::reference::spmv_seq(&a, &x).unwrap();
         for (a, b) in m.spmv_twin(&x).iter().zip(&y_ref) {
             assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0));
         }

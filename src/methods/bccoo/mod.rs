@@ -1,6 +1,6 @@
 //! `bccoo` and `bccoo-plus`: yaSpMV's bit-flag blocked COO with the matrix-based segmented sum
-//! (Yan et al., PPoPP'14). The host build is in [`format`](mod@format), the kernels in `shaders/bccoo/`,
-//! the auto-tuner in [`tune`].
+//! (Yan et al., PPoPP'14). The host build is in `format.rs`, the kernels in `shaders/bccoo/`, the
+//! auto-tuner ([`BccooOptions::tune`]) in `tune.rs`.
 //!
 //! One product is one main dispatch: thread tiles of blocks summed sequentially, a workgroup scan,
 //! rows written once (per invocation, or through a workgroup result cache and coalesced). Rows that
@@ -18,14 +18,16 @@
 //! - **two pass**: nobody waits; a second small kernel adds the carries. For adapters where
 //!   workgroups are not known to make progress while another spins (Metal, unknown drivers).
 
-pub mod format;
+pub(crate) mod format;
 pub(crate) mod gpu_build;
-pub mod tune;
+pub(crate) mod tune;
 
-pub use format::{BccooLayout, BccooMatrix, ColumnCoding, Footprint};
+pub(crate) use format::BccooMatrix;
+pub use format::{BccooLayout, ColumnCoding, Footprint};
+pub use tune::TuneReport;
 
-pub mod kernels;
-pub use kernels::KERNELS;
+pub(crate) mod kernels;
+pub(crate) use kernels::KERNELS;
 
 use crate::gpu::{DeviceBuffer, Gpu, GpuInfo};
 use crate::kernel::{LaneMode, Variant};
@@ -61,7 +63,7 @@ pub enum Strategy {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Carry {
     /// Single pass on adapters known to keep started workgroups running while another spins
-    /// ([`single_pass_is_safe`]: Vulkan and DX12 on NVIDIA, AMD and Intel GPUs); two passes
+    /// (Vulkan and DX12 on NVIDIA, AMD and Intel GPUs); two passes
     /// elsewhere (Metal, GL, CPU adapters, unknown drivers).
     #[default]
     Auto,
@@ -73,7 +75,7 @@ pub enum Carry {
 }
 
 /// Parameters of `bccoo` and `bccoo-plus`; `None` means "choose for this matrix and adapter"
-/// (see [`tune`] for choosing by timing).
+/// (see [`BccooOptions::tune`] for choosing by timing).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct BccooOptions {
     /// Block height (1..=4). Default: the size with the smallest footprint (halved where
@@ -81,7 +83,7 @@ pub struct BccooOptions {
     pub block_height: Option<u32>,
     /// Block width (1, 2 or 4). Default: as the height.
     pub block_width: Option<u32>,
-    /// Blocks per thread tile (one of [`kernels::BCCOO_TILES`]); default 16.
+    /// Blocks per thread tile (4, 8, 16, 24, 32, 40, 64, 96 or 128); default 16.
     pub tile: Option<u32>,
     /// Vertical slices (a power of two up to 32). BCCOO is the one-slice case of BCCOO+: `bccoo`
     /// defaults to 1, and its tuning searches 1..=32 as the paper's tuner chooses between the two
@@ -117,7 +119,7 @@ pub struct BccooOptions {
 }
 
 /// Default of [`BccooOptions::spin_limit`].
-pub const DEFAULT_SPIN_LIMIT: u32 = 1 << 20;
+pub(crate) const DEFAULT_SPIN_LIMIT: u32 = 1 << 20;
 
 /// Mirrors `struct Params` in shaders/bccoo/common.wgsl.
 #[repr(C)]
@@ -214,14 +216,14 @@ impl BccooReport {
 /// drivers, and not CPU adapters: there a spinning workgroup holds one of the few cores that the
 /// workgroup it waits on needs, and an OS that deschedules the latter turns the wait into a stall
 /// (single pass is still correct there, the last workgroup finishing such waits, and tested).
-pub fn single_pass_is_safe(info: &GpuInfo) -> bool {
+pub(crate) fn single_pass_is_safe(info: &GpuInfo) -> bool {
     let known_vendor = matches!(info.vendor, 0x10de | 0x1002 | 0x8086);
     let backend_ok = matches!(info.backend, wgpu::Backend::Vulkan | wgpu::Backend::Dx12);
     known_vendor && backend_ok && info.device_type != wgpu::DeviceType::Cpu
 }
 
 /// The block size with the smallest footprint, and the four smallest (the paper's pruning).
-pub fn smallest_footprints<T: Scalar>(a: &CsrMatrix<T>) -> Vec<(u32, u32)> {
+pub(crate) fn smallest_footprints<T: Scalar>(a: &CsrMatrix<T>) -> Vec<(u32, u32)> {
     smallest_of_counts(&block_counts(a, None), std::mem::size_of::<T>() as u64)
 }
 

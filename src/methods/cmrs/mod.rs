@@ -1,13 +1,13 @@
 //! `cmrs` and `cmrs-padded`: compressed multirow storage (Koza et al.). The format is built on
-//! the host ([`format`](mod@format)); the plan uploads it in strip chunks and runs one team per strip.
+//! the host (`format.rs`); the plan uploads it in strip chunks and runs one team per strip.
 
-pub mod format;
+pub(crate) mod format;
 pub(crate) mod gpu_build;
 
-pub use format::{predicted_speedup, traffic_ratio, CmrsLayout, CmrsMatrix, RowLayout};
+pub(crate) use format::{CmrsLayout, CmrsMatrix, RowLayout};
 
-pub mod kernels;
-pub use kernels::KERNELS;
+pub(crate) mod kernels;
+pub(crate) use kernels::KERNELS;
 
 use crate::gpu::{Gpu, GpuInfo};
 use crate::kernel::{LaneMode, Variant};
@@ -25,7 +25,9 @@ use std::sync::Arc;
 /// CMRS parameters; `None` means "choose for this adapter and matrix".
 #[derive(Clone, Debug, Default)]
 pub struct CmrsOptions {
-    /// Rows per strip, 1..=16. Default: [`default_height`] (`cmrs`), 16 (`cmrs-padded`).
+    /// Rows per strip, 1..=16. Default for `cmrs`: the smallest height at which the paper's traffic
+    /// model (eq. 5.1) wastes at most 10% of the bytes moved, capped by the workgroup memory one
+    /// invocation can use at full occupancy; 16 for `cmrs-padded`.
     pub height: Option<u32>,
     /// Buffer columns M of `cmrs-padded` (a power of two up to the team width; default 8).
     pub buffer_columns: Option<u32>,
@@ -36,7 +38,7 @@ pub struct CmrsOptions {
 }
 
 /// Memory segment size λ of the traffic model (the paper's value for 4-byte streams).
-pub const SEGMENT_BYTES: f64 = 128.0;
+pub(crate) const SEGMENT_BYTES: f64 = 128.0;
 
 /// Workgroup memory one resident invocation can use at full occupancy, by vendor: the paper's
 /// section 6.3 reasoning (strip height is capped by the shared memory per thread) applied to
@@ -57,7 +59,7 @@ fn workgroup_bytes_per_invocation(info: &GpuInfo) -> u64 {
 
 /// The default strip height: the smallest height at which the paper's traffic model (eq. 5.1)
 /// wastes at most 10% of the bytes moved, capped by the occupancy bound.
-pub fn default_height(info: &GpuInfo, mean_row_len: f64, value_bytes: usize) -> u32 {
+pub(crate) fn default_height(info: &GpuInfo, mean_row_len: f64, value_bytes: usize) -> u32 {
     let b = value_bytes as f64;
     let occupancy_cap =
         (workgroup_bytes_per_invocation(info) / value_bytes as u64).clamp(1, 16) as u32;

@@ -1,8 +1,8 @@
 //! The CSR baselines `csr-scalar` and `csr-vector`: plain CSR arrays, split into row chunks when
 //! one array would exceed the adapter's storage-binding limit.
 
-pub mod kernels;
-pub use kernels::KERNELS;
+pub(crate) mod kernels;
+pub(crate) use kernels::KERNELS;
 
 use crate::gpu::Gpu;
 use crate::kernel::{LaneMode, Variant};

@@ -7,15 +7,15 @@
 //! chips where CPU and GPU share memory: there the buffers are mapped in place, no copy), or on
 //! the GPU in a small second kernel (discrete GPUs, where the round trip costs more than the
 //! kernel, and plans recorded into a caller's encoder, where no round trip is possible). The
-//! geometry and the CPU twin of the GPU stage are in [`tiles`].
+//! geometry and the CPU twin of the GPU stage are in `tiles.rs`.
 
 pub(crate) mod gpu_build;
-pub mod tiles;
+pub(crate) mod tiles;
 
 pub use tiles::{Speculation, TileGeometry};
 
-pub mod kernels;
-pub use kernels::KERNELS;
+pub(crate) mod kernels;
+pub(crate) use kernels::KERNELS;
 
 use crate::gpu::{DeviceBuffer, Gpu, GpuVector, RangeRead};
 use crate::kernel::{LaneMode, Variant};
@@ -60,7 +60,7 @@ pub enum HostTransfer {
 }
 
 /// Largest W with products loaded per lane (`MAX_LANE_WORK` in shaders/speculative/speculative.wgsl).
-pub const MAX_LANE_WORK: u32 = 16;
+pub(crate) const MAX_LANE_WORK: u32 = 16;
 
 /// Parameters of `speculative`; `None` means "choose for this adapter".
 #[derive(Clone, Debug, Default)]
@@ -71,9 +71,10 @@ pub struct SpeculativeOptions {
     pub work_per_lane: Option<u32>,
     /// S: tiles per team (1 to 8, 10, 12 or 16). Default with products loaded per lane and
     /// precomputed tile rows: 4. With the paper's search
-    /// for tile rows, whose cost longer teams amortise: 4 when rows average under
-    /// [`SHORT_ROWS`] nonzeros, or when x exceeds [`LARGE_X_BYTES`] and the columns within rows
-    /// are scattered ([`scattered_columns`]), 16 otherwise. Staged, 7 (the paper's).
+    /// for tile rows, whose cost longer teams amortise: 4 when rows average under 8 nonzeros, or
+    /// when x exceeds 2 MiB and the columns within rows are scattered (most steps between
+    /// consecutive columns of a row skip more than 64 columns), 16 otherwise. Staged, 7 (the
+    /// paper's).
     pub tiles_per_team: Option<u32>,
     /// Stage each tile's products in workgroup memory after coalesced loads (the paper's way), or
     /// let each lane load its W consecutive nonzeros itself (the default for f32: almost no
@@ -86,7 +87,7 @@ pub struct SpeculativeOptions {
     /// they meet, so each segment of a dirty tile finds its row and the check stage only adds
     /// the synchronizer. `false` is the paper's speculation (dirty tiles go to the shadow and the
     /// check stage re-arranges them). Default: resolved when the check stage runs on the GPU,
-    /// at least [`RESOLVE_DIRTY_FRACTION`] of the tiles are dirty and the extra 8·W bytes per
+    /// at least a quarter of the tiles are dirty and the extra 8·W bytes per
     /// invocation fit; otherwise speculated.
     pub resolve_dirty_tiles: Option<bool>,
     /// Read each team's tile boundaries from an array of every tile's first row that the plan
@@ -111,15 +112,15 @@ struct FinishParams {
 }
 
 /// Below this many nonzeros per row on average, the default tiles per team is 4 rather than 16.
-pub const SHORT_ROWS: f64 = 8.0;
+pub(crate) const SHORT_ROWS: f64 = 8.0;
 
 /// With x larger than this and scattered columns, the default tiles per team is 4 rather than 16.
-pub const LARGE_X_BYTES: u64 = 2 << 20;
+pub(crate) const LARGE_X_BYTES: u64 = 2 << 20;
 
 /// Whether most steps between consecutive columns of a row skip more than 64 columns (256 bytes
 /// of an f32 x, beyond a couple of memory sectors), judged on about 64k nonzeros spread evenly
 /// over the matrix: gathers from x then rarely share a sector.
-pub fn scattered_columns<T: Scalar>(a: &CsrMatrix<T>) -> bool {
+pub(crate) fn scattered_columns<T: Scalar>(a: &CsrMatrix<T>) -> bool {
     const SAMPLE_ROWS: usize = 4096;
     const PER_ROW: usize = 16;
     let step = a.nrows().div_ceil(SAMPLE_ROWS).max(1);
@@ -137,7 +138,7 @@ pub fn scattered_columns<T: Scalar>(a: &CsrMatrix<T>) -> bool {
 /// With at least this fraction of tiles dirty, and the check stage on the GPU, dirty tiles are
 /// resolved in the GPU stage by default: resolving pays on mostly dirty matrices and costs on
 /// clean ones (docs/speculative.md).
-pub const RESOLVE_DIRTY_FRACTION: f64 = 0.25;
+pub(crate) const RESOLVE_DIRTY_FRACTION: f64 = 0.25;
 
 /// Bytes of one row of workgroup-memory banks (32 banks of 4 bytes): staged products get one
 /// padding cell per this many bytes (`PAD_RUN` in shaders/speculative/speculative.wgsl).

@@ -402,7 +402,8 @@ pub fn for_each_record<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{reference, suite};
+    use crate::reference;
+    use crate::testing::suite;
     use crate::CsrMatrix;
 
     fn twin_spmv(

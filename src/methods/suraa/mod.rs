@@ -4,22 +4,23 @@
 //! The matrix stays plain CSR on the GPU; the setup adds a permutation (sorted position →
 //! row) and a [`Schedule`]. Kernels read rows through the permutation and write `y` in the
 //! original order. WGSL cannot launch kernels from the GPU, so the paper's dynamic parallelism
-//! becomes a planning pass (workgroups per long row, [`setup::schedule`] or `shaders/suraa/plan.wgsl`)
+//! becomes a planning pass (workgroups per long row, `setup.rs` or `shaders/suraa/plan.wgsl`)
 //! whose output sizes an indirect dispatch; a second small dispatch adds each long row's
 //! per-workgroup partial sums in order (no float atomics).
 //!
-//! The setup runs on the GPU (a radix sort of the rows, then the plan, see [`gpu_setup`]) or on
-//! the host with rayon ([`setup`], also the GPU setup's CPU twin).
+//! The setup runs on the GPU (a radix sort of the rows, then the plan, see `gpu_setup.rs`) or on
+//! the host with rayon (`setup.rs`, also the GPU setup's CPU twin); [`SuraaOptions::setup`]
+//! chooses.
 
-pub mod gpu_setup;
-pub mod setup;
+pub(crate) mod gpu_setup;
+pub(crate) mod setup;
 
 use crate::matrix::Checked;
 use crate::GpuCsr;
 pub use setup::{Schedule, SetupParams};
 
-pub mod kernels;
-pub use kernels::KERNELS;
+pub(crate) mod kernels;
+pub(crate) use kernels::KERNELS;
 
 use crate::gpu::recorder::{submit_pass, SCAN_BLOCK};
 use crate::gpu::Bind;
@@ -131,7 +132,7 @@ pub struct SuraaReport {
 }
 
 /// Default of [`SuraaOptions::max_child`] (the paper's value for 23 of its 26 matrices).
-pub const DEFAULT_MAX_CHILD: u32 = 2048;
+pub(crate) const DEFAULT_MAX_CHILD: u32 = 2048;
 /// Below this many rows `SetupOn::Auto` sets up on the host.
 const HOST_SETUP_ROWS: usize = 4096;
 

@@ -1,4 +1,8 @@
-//! CPU reference SpMV, accumulating in f64, and the accuracy check every GPU result goes through.
+//! The CPU reference, in f64 with rayon, to check GPU results against on the host: SpMV
+//! ([`spmv_seq`], [`spmv_par`], [`spmv_axpby`]), the accuracy check every GPU result of this
+//! crate's tests goes through ([`check`]), and the solvers' twins ([`cg`], [`bicgstab`],
+//! [`pagerank`]), step for step the algorithms of [`crate::solvers`]. Always available (no
+//! feature); the library itself never calls it.
 
 use crate::{CsrMatrix, Error, Result, Scalar};
 use rayon::prelude::*;
