@@ -210,7 +210,14 @@ pub(crate) struct GpuInner {
     gl_turn: parking_lot::ReentrantMutex<()>,
     /// The bind group layout that checks which device a caller's buffer belongs to.
     probe_layout: std::sync::OnceLock<wgpu::BindGroupLayout>,
+    /// The small buffers vector operations share, by value type and length (kept by
+    /// `solvers`, which owns what they hold; nothing in them refers back to the device).
+    pub(crate) vector_scratch: Mutex<VectorScratch>,
 }
+
+/// See [`GpuInner::vector_scratch`].
+pub(crate) type VectorScratch =
+    HashMap<(std::any::TypeId, usize), Arc<dyn std::any::Any + Send + Sync>>;
 
 /// A GPU device and queue with what `wgspmv` knows about them. Cheap to clone (shared).
 #[derive(Clone)]
@@ -572,6 +579,7 @@ impl Gpu {
                 probe_layout: Default::default(),
                 gl_turn: Default::default(),
                 disk_cache: Mutex::default(),
+                vector_scratch: Mutex::default(),
             }),
         }
     }

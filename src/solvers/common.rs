@@ -80,9 +80,22 @@ impl Bound {
     }
 }
 
-/// A solve's buffers on the GPU besides its vectors.
+/// A solve's buffers on the GPU besides its vectors, and its device.
 pub(super) struct Workspace<T: Scalar> {
     pub gpu: Gpu,
+    buffers: Arc<Buffers<T>>,
+}
+
+impl<T: Scalar> std::ops::Deref for Workspace<T> {
+    type Target = Buffers<T>;
+    fn deref(&self) -> &Buffers<T> {
+        &self.buffers
+    }
+}
+
+/// A workspace's buffers (without its `Gpu`, so that the device may keep them: vector
+/// operations share one per value type and length, [`Workspace::for_vectors`]).
+pub(super) struct Buffers<T: Scalar> {
     pub n: usize,
     pub scalars: wgpu::Buffer,
     pub state: wgpu::Buffer,
@@ -90,6 +103,8 @@ pub(super) struct Workspace<T: Scalar> {
     pub partials: crate::gpu::DeviceBuffer,
     pub dot_params: crate::gpu::DeviceBuffer,
     reduce_params: crate::gpu::DeviceBuffer,
+    /// The parameters of a reduction into slot 0 or 1 (α or β of `Coefficients`).
+    into_params: [crate::gpu::DeviceBuffer; 2],
     pub len: crate::gpu::DeviceBuffer,
     /// Grids of the dot products and of the vector kernels.
     pub dot_grid: [u32; 2],
@@ -100,8 +115,47 @@ pub(super) struct Workspace<T: Scalar> {
     _t: std::marker::PhantomData<T>,
 }
 
+/// Kept vector-operation workspaces beyond which the device's set is emptied (each a few KiB;
+/// the ones in use live on).
+const KEPT_FOR_VECTORS: usize = 64;
+
 impl<T: Scalar> Workspace<T> {
     pub(super) fn new(gpu: &Gpu, n: usize, max_iter: usize) -> Result<Self> {
+        Ok(Self {
+            gpu: gpu.clone(),
+            buffers: Arc::new(Buffers::new(gpu, n, max_iter)?),
+        })
+    }
+
+    /// The workspace the vector operations on `n` elements of `T` share on `gpu`, made at the
+    /// first: recording one took 0.46 ms of the host on lavapipe, most of it these buffers.
+    /// Operations that share it run in submission order, each its own dot product and
+    /// reduction before the next writes the partials (wgpu orders the passes' writes), and a
+    /// read back copies its sums in the same submission.
+    pub(super) fn for_vectors(gpu: &Gpu, n: usize) -> Result<Self> {
+        let key = (std::any::TypeId::of::<T>(), n);
+        let kept = crate::lock(&gpu.inner.vector_scratch).get(&key).cloned();
+        let buffers = match kept.and_then(|b| b.downcast::<Buffers<T>>().ok()) {
+            Some(b) => b,
+            None => {
+                let b = Arc::new(Buffers::new(gpu, n, 0)?);
+                let mut kept = crate::lock(&gpu.inner.vector_scratch);
+                if kept.len() >= KEPT_FOR_VECTORS {
+                    kept.clear();
+                }
+                kept.insert(key, b.clone());
+                b
+            }
+        };
+        Ok(Self {
+            gpu: gpu.clone(),
+            buffers,
+        })
+    }
+}
+
+impl<T: Scalar> Buffers<T> {
+    fn new(gpu: &Gpu, n: usize, max_iter: usize) -> Result<Self> {
         let storage = |label: &str, bytes: u64| {
             gpu.scoped(&format!("allocating {label}"), || {
                 gpu.device().create_buffer(&wgpu::BufferDescriptor {
@@ -133,7 +187,6 @@ impl<T: Scalar> Workspace<T> {
         let uniform =
             |label: &str, words: [u32; 4]| gpu.uniform_buffer(label, bytemuck::cast_slice(&words));
         Ok(Self {
-            gpu: gpu.clone(),
             n,
             scalars: storage("solver scalars", SCALAR_SLOTS as u64 * s)?,
             state: storage("solver state", 8)?,
@@ -145,6 +198,7 @@ impl<T: Scalar> Workspace<T> {
             )?,
             dot_params: uniform("solver dot params", [n32, span, groups, 0]),
             reduce_params: uniform("solver reduce params", [groups, 0, 0, 0]),
+            into_params: [0, 1].map(|slot| uniform("reduce-into params", [groups, slot, 0, 0])),
             len: uniform("solver length", [n32, 0, 0, 0]),
             dot_grid: gpu.grid(groups),
             groups,
@@ -153,7 +207,9 @@ impl<T: Scalar> Workspace<T> {
             _t: std::marker::PhantomData,
         })
     }
+}
 
+impl<T: Scalar> Workspace<T> {
     /// `kernel` for `T` with `overrides`, bound to `buffers` (bindings 0, 1, ...).
     pub(super) fn bound(
         &self,
@@ -213,14 +269,21 @@ impl<T: Scalar> Workspace<T> {
 
     /// The reduction that writes the first dot into element `slot` of `target` (MODE 5).
     pub(super) fn reduce_into(&self, target: &wgpu::Buffer, slot: u32) -> Result<Bound> {
-        let params = self.gpu.uniform_buffer(
-            "reduce-into params",
-            bytemuck::cast_slice(&[self.groups, slot, 0u32, 0]),
-        );
+        let made;
+        let params = match self.into_params.get(slot as usize) {
+            Some(p) => p,
+            None => {
+                made = self.gpu.uniform_buffer(
+                    "reduce-into params",
+                    bytemuck::cast_slice(&[self.groups, slot, 0u32, 0]),
+                );
+                &made
+            }
+        };
         self.bound(
             crate::kernel::REDUCE,
             vec![("MODE", 5)],
-            &[&self.partials, target, &self.state, &self.history, &params],
+            &[&self.partials, target, &self.state, &self.history, params],
         )
     }
 

@@ -28,7 +28,7 @@ impl<T: Scalar> GpuVector<T> {
     pub fn dot(&self, other: &GpuVector<T>) -> Result<T> {
         self.check_pair(other, "other")?;
         let _turn = self.gpu.gl_turn();
-        let w = Workspace::<T>::new(&self.gpu, self.len(), 0)?;
+        let w = Workspace::<T>::for_vectors(&self.gpu, self.len())?;
         let enc = self
             .gpu
             .device()
@@ -53,7 +53,7 @@ impl<T: Scalar> GpuVector<T> {
             });
         }
         let _turn = self.gpu.gl_turn();
-        let w = Workspace::<T>::new(&self.gpu, self.len(), 0)?;
+        let w = Workspace::<T>::for_vectors(&self.gpu, self.len())?;
         let (a, b) = (&self.buffer, &other.buffer);
         let dot = w.dot([a, b, a, b], false)?;
         let slot = match which {
@@ -150,7 +150,7 @@ impl<T: Scalar> GpuVector<T> {
             });
         }
         let _turn = self.gpu.gl_turn();
-        let w = Workspace::<T>::new(&self.gpu, self.len(), 0)?;
+        let w = Workspace::<T>::for_vectors(&self.gpu, self.len())?;
         let placeholder;
         let xb = match x {
             Some(x) => &x.buffer,

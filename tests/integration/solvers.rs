@@ -621,3 +621,60 @@ fn vector_operations_exact_deterministic_and_chained_on_the_gpu() {
         ));
     }
 }
+
+/// Vector operations of one length share their working buffers on a device: dot products
+/// recorded one after another into one encoder (α, then β), and threads each taking dot
+/// products of their own vectors at once, all get their own exact sums.
+#[test]
+fn vector_operations_sharing_working_buffers_keep_their_own_results() {
+    use wgspmv::{Coefficient, Coefficients};
+    for (dev, gpu) in gpus() {
+        let n = 30_011;
+        let ints = |k: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i * (2 * k + 3)) % 13) as f32 - 6.0)
+                .collect()
+        };
+        let exact = |a: &[f32], b: &[f32]| -> f32 {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (*x as f64) * (*y as f64))
+                .sum::<f64>() as f32
+        };
+        let (a, b, c) = (ints(0), ints(1), ints(2));
+        let (ga, gb, gc) = (
+            GpuVector::from_slice(&gpu, &a).unwrap(),
+            GpuVector::from_slice(&gpu, &b).unwrap(),
+            GpuVector::from_slice(&gpu, &c).unwrap(),
+        );
+        let coeffs = Coefficients::new(&gpu, f32::NAN, f32::NAN).unwrap();
+        let mut enc = gpu.device().create_command_encoder(&Default::default());
+        ga.record_dot(&mut enc, &gb, &coeffs, Coefficient::Alpha)
+            .unwrap();
+        gb.record_dot(&mut enc, &gc, &coeffs, Coefficient::Beta)
+            .unwrap();
+        gpu.queue().submit([enc.finish()]);
+        assert_eq!(
+            coeffs.read().unwrap(),
+            (exact(&a, &b), exact(&b, &c)),
+            "{dev}"
+        );
+        let vectors: Vec<Vec<f32>> = (3..9).map(ints).collect();
+        std::thread::scope(|s| {
+            for (k, v) in vectors.iter().enumerate() {
+                let (gpu, a, ga) = (&gpu, &a, &ga);
+                s.spawn(move || {
+                    let gv = GpuVector::from_slice(gpu, v).unwrap();
+                    let want = exact(v, a);
+                    for round in 0..20 {
+                        assert_eq!(
+                            gv.dot(ga).unwrap(),
+                            want,
+                            "{dev}: thread {k}, round {round}"
+                        );
+                    }
+                });
+            }
+        });
+    }
+}
