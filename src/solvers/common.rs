@@ -56,13 +56,23 @@ pub(super) fn check_vector<T: Scalar>(
     v: &GpuVector<T>,
     what: &'static str,
 ) -> Result<()> {
-    if v.gpu.inner.id != plan.gpu().inner.id {
+    check_length_and_device(plan.gpu(), plan.nrows(), v, what)
+}
+
+/// Checks that `v` lives on `gpu` and holds `len` elements.
+pub(super) fn check_length_and_device<T: Scalar>(
+    gpu: &Gpu,
+    len: usize,
+    v: &GpuVector<T>,
+    what: &'static str,
+) -> Result<()> {
+    if v.gpu.inner.id != gpu.inner.id {
         return Err(Error::WrongDevice { what });
     }
-    if v.len() != plan.nrows() {
+    if v.len() != len {
         return Err(Error::DimensionMismatch {
             what,
-            expected: plan.nrows(),
+            expected: len,
             actual: v.len(),
         });
     }

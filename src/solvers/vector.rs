@@ -3,24 +3,14 @@
 //! buffer without a read back, and `y = α·x + β·y` with α and β from the host or from such a
 //! buffer, so that one operation's result feeds the next product or update on the GPU.
 
-use super::common::Workspace;
+use super::common::{check_length_and_device, Workspace};
 use crate::gpu::{Coefficient, Coefficients, GpuVector};
 use crate::{Error, Result, Scalar};
 
 impl<T: Scalar> GpuVector<T> {
     /// Checks that `other` matches this vector's length and device.
     fn check_pair(&self, other: &GpuVector<T>, what: &'static str) -> Result<()> {
-        if other.gpu.inner.id != self.gpu.inner.id {
-            return Err(Error::WrongDevice { what });
-        }
-        if other.len() != self.len() {
-            return Err(Error::DimensionMismatch {
-                what,
-                expected: self.len(),
-                actual: other.len(),
-            });
-        }
-        Ok(())
+        check_length_and_device(&self.gpu, self.len(), other, what)
     }
 
     /// `self · other`, summed in a fixed order on the GPU (the same bits every run and on
