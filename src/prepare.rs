@@ -177,9 +177,10 @@ impl Gpu {
         }
         // Auto chooses from features counted on the GPU; a timed choice builds its candidates
         // from the buffers and keeps the one it timed fastest.
-        if opts.auto.timed_budget_products.is_some() {
+        let mut c = crate::select::choose_gpu_csr::<T>(self, a, opts)?;
+        if let Some(how) = crate::select::timing(&c, opts)? {
             let (mut plan, c) =
-                crate::select::prepare_auto_gpu_csr::<T>(self, a, opts, &mut |m, o| {
+                crate::select::prepare_auto_gpu_csr::<T>(self, a, opts, c, how, &mut |m, o| {
                     let t = std::time::Instant::now();
                     let plan = prepare_gpu_checked::<T>(self, a, checked, m, o, t)?;
                     Ok((plan, t.elapsed().as_secs_f64() * 1e3))
@@ -191,7 +192,6 @@ impl Gpu {
         }
         // By the model alone it builds its choice from the buffers (falling down the list if a
         // build fails).
-        let mut c = crate::select::choose_gpu_csr::<T>(self, a, opts)?;
         let order: Vec<Method> = c.candidates.iter().map(|k| k.method).collect();
         let mut first_err = None;
         for m in order {
@@ -328,6 +328,7 @@ fn choice_report(c: &AutoChoice) -> Choice {
         profile: c.profile.clone(),
         timed: c.basis == Basis::Timed,
         remembered: c.basis == Basis::Remembered,
+        below_data: c.below_data,
     }
 }
 

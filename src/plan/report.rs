@@ -115,6 +115,9 @@ pub struct Choice {
     pub timed: bool,
     /// Whether the choice was remembered from an earlier one for the same matrix and adapter.
     pub remembered: bool,
+    /// Whether the matrix is smaller than every one the profile was fitted on (where a choice
+    /// for many products is timed, the model's being an extrapolation there).
+    pub below_data: bool,
 }
 
 /// One method `Auto` considered.

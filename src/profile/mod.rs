@@ -41,8 +41,12 @@ pub struct AutoOptions {
     pub profile: Option<Arc<Profile>>,
     /// Build the model's best few candidates and time them on the device, spending about this
     /// many products' time on the timing in all (at least 5 products per candidate); `None`:
-    /// the model alone decides.
+    /// the model decides, except on a matrix smaller than every one the profile was fitted on
+    /// (for at least `select::BELOW_DATA_MIN_PRODUCTS` products), where `csr-scalar`,
+    /// `csr-vector` and the model's best other method are timed for a few products each.
     pub timed_budget_products: Option<f64>,
+    /// Never time, not even below the profile's data: the model alone decides.
+    pub model_only: bool,
     /// How many candidates a timed choice builds, at most: the model's best of each family of
     /// methods, best first (default `DEFAULT_TIMED_CANDIDATES`, 4).
     pub timed_candidates: Option<usize>,

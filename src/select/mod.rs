@@ -8,8 +8,9 @@
 //! * [`choose`] the decision alone, [`prepare_auto`] the plan and the decision ([`AutoChoice`]).
 //! * Fitting a profile from measurements on a synthetic set: `wgspmv calibrate --out
 //!   profile.txt` (docs/auto.md).
-//! * Timed choices ([`AutoOptions::timed_budget_products`]) are kept in the process and
-//!   optionally in a file ([`AutoOptions::remember_file`]).
+//! * Timed choices ([`AutoOptions::timed_budget_products`], and by default on a matrix below
+//!   the profile's data, where the model extrapolates) are kept in the process and optionally
+//!   in a file ([`AutoOptions::remember_file`]).
 //!
 //! The profile used: [`AutoOptions::profile`], else the file named by the environment variable
 //! `WGSPMV_PROFILE`, else the built-in profile matching the adapter (vendor or device type),
@@ -41,6 +42,16 @@ pub const DEFAULT_TIMED_CANDIDATES: usize = 4;
 
 /// Samples per candidate in a timed choice (each candidate keeps its fastest).
 const TIMING_ROUNDS: u32 = 3;
+
+/// The fewest expected products for which a matrix below the profile's data is chosen for by
+/// timing: below, the setups decide (the model's least setup), and a timing would cost more
+/// than a wrong product time.
+pub const BELOW_DATA_MIN_PRODUCTS: u64 = 100;
+
+/// Products a choice below the profile's data spends timing, at most (a tenth of the expected
+/// products where that is less): products there take microseconds, so this is about a
+/// millisecond on a GPU.
+const BELOW_DATA_BUDGET: f64 = 60.0;
 
 /// How the chosen method was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +100,10 @@ pub struct AutoChoice {
     pub candidates: Vec<Candidate>,
     /// Wall time spent building and timing candidates (timed choice), ms; 0 otherwise.
     pub timing_ms: f64,
+    /// The matrix is smaller than every matrix the profile was fitted on
+    /// ([`Profile::below_data`]): the model extrapolates there, so a choice for at least
+    /// [`BELOW_DATA_MIN_PRODUCTS`] products is timed unless [`AutoOptions::model_only`].
+    pub below_data: bool,
 }
 
 impl AutoChoice {
@@ -115,6 +130,7 @@ impl AutoChoice {
             basis: Basis::Model,
             profile: profile.name.clone(),
             expected_products: expected,
+            below_data: profile.below_data(&features),
             features,
             candidates,
             timing_ms: 0.0,
@@ -276,6 +292,46 @@ fn timed_candidates(candidates: &[Candidate], k: usize) -> Vec<usize> {
     out
 }
 
+/// The candidates a timed choice with the caller's budget builds: [`timed_candidates`], with
+/// a `bccoo-plus` that would be tuned replaced by `bccoo` where that is tuned too (its search
+/// covers the slice counts `bccoo-plus` takes and one slice besides; docs/auto.md: short rows).
+fn caller_timed_candidates(choice: &AutoChoice, k: usize, opts: &PlanOptions) -> Vec<usize> {
+    let expected = choice.expected_products;
+    let mut timed = timed_candidates(&choice.candidates, k);
+    let plain = choice
+        .candidates
+        .iter()
+        .position(|c| c.method == Method::Bccoo);
+    let tuned = |c: &Candidate| candidate_options(c, expected, opts, true).bccoo.tune;
+    for i in timed.iter_mut() {
+        let c = &choice.candidates[*i];
+        if c.method == Method::BccooPlus {
+            if let Some(p) = plain.filter(|&p| tuned(c) && tuned(&choice.candidates[p])) {
+                *i = p;
+            }
+        }
+    }
+    timed
+}
+
+/// The candidates a choice below the profile's data times: `csr-scalar` and `csr-vector`
+/// (the model errs between them most there: one row per invocation against one per subgroup,
+/// where a product is bound by its longest row's latency), then the model's best candidate of
+/// another family, unless its predicted setup alone is more than twice the best total.
+fn below_data_candidates(candidates: &[Candidate]) -> Vec<usize> {
+    let best_total = candidates.first().map_or(f64::INFINITY, |c| c.total_ms);
+    let mut out: Vec<usize> = (0..candidates.len())
+        .filter(|&i| family(candidates[i].method) == family(Method::CsrScalar))
+        .collect();
+    if let Some(i) = (0..candidates.len()).find(|&i| {
+        family(candidates[i].method) != family(Method::CsrScalar)
+            && (i == 0 || candidates[i].setup_ms <= 2.0 * best_total)
+    }) {
+        out.push(i);
+    }
+    out
+}
+
 /// Builds one candidate; returns the plan and its setup time, ms.
 fn concrete<T: Scalar>(
     gpu: &Gpu,
@@ -325,8 +381,9 @@ pub(crate) fn choose_gpu_csr<T: Scalar>(
 pub(crate) type BuildCandidate<'a, T> =
     dyn FnMut(Method, &PlanOptions) -> Result<(SpmvPlan<T>, f64)> + 'a;
 
-/// The timed choice for a validated CSR matrix in GPU buffers ([`choose_gpu_csr`]'s candidates,
-/// built from the buffers by `build`, which returns a plan and its setup in ms, then timed):
+/// The timed choice (`how`, from [`timing`]) for a validated CSR matrix in GPU buffers
+/// (`choice`: [`choose_gpu_csr`]'s, whose candidates are built from the buffers by `build`,
+/// which returns a plan and its setup in ms, then timed):
 /// nothing of the matrix read back but its fingerprint's chunk hashes (8 bytes per 4096 words);
 /// `bccoo` tuned there by the guided search where the host's timed choice would tune it. The
 /// choice is remembered, and looked up, as a host CSR's of the same structure is.
@@ -334,10 +391,10 @@ pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
     gpu: &Gpu,
     a: &crate::GpuCsr,
     opts: &PlanOptions,
+    mut choice: AutoChoice,
+    how: Timing,
     build: &mut BuildCandidate<T>,
 ) -> Result<(SpmvPlan<T>, AutoChoice)> {
-    let budget = timed_budget(opts)?.expect("a timed choice has a budget");
-    let mut choice = choose_gpu_csr::<T>(gpu, a, opts)?;
     // Remembered under the same key as a host CSR of the same structure.
     let key = remember::Key {
         adapter: adapter_hash(gpu),
@@ -348,7 +405,12 @@ pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
     let file = opts.auto.remember_file.as_deref();
     if let Some(r) = remember::recall(&key, file) {
         if let Some(k) = choice.candidates.iter().position(|c| c.method == r.method) {
-            let o = candidate_options(&choice.candidates[k], choice.expected_products, opts, true);
+            let o = candidate_options(
+                &choice.candidates[k],
+                choice.expected_products,
+                opts,
+                matches!(how, Timing::Caller(_)),
+            );
             // (A remembered method that fails to build here is timed again with the rest.)
             if let Ok((plan, _)) = build(r.method, &o) {
                 choice.candidates[k].measured_product_ms = Some(r.product_ms);
@@ -358,7 +420,7 @@ pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
             }
         }
     }
-    let (i, plan) = time_candidates(gpu, &mut choice, opts, budget, (a.nrows, a.ncols), build)?;
+    let (i, plan) = time_candidates(gpu, &mut choice, opts, how, (a.nrows, a.ncols), build)?;
     remember::store(
         key,
         remember::Remembered {
@@ -370,20 +432,40 @@ pub(crate) fn prepare_auto_gpu_csr<T: Scalar>(
     Ok((plan, choice))
 }
 
-/// The timed choice's budget in products, `None` for a choice by the model alone.
-fn timed_budget(opts: &PlanOptions) -> Result<Option<f64>> {
+/// How a choice is timed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Timing {
+    /// The caller's budget: the model's best of each family, on a warmed-up GPU.
+    Caller(f64),
+    /// Below the profile's data: both CSR kernels and the model's best of the other families,
+    /// a few products each, without a warm-up (launches and latencies decide there, not clocks).
+    BelowData(f64),
+}
+
+/// Whether and how `choice` (the model's) is timed: with the caller's budget, below the
+/// profile's data for enough products (unless `model_only`), else not.
+pub(crate) fn timing(choice: &AutoChoice, opts: &PlanOptions) -> Result<Option<Timing>> {
     match opts.auto.timed_budget_products {
         Some(b) if !(b.is_finite() && b > 0.0) => Err(Error::InvalidParameter {
             name: "timed_budget_products",
             value: b.to_string(),
             reason: "a positive number of products".into(),
         }),
-        b => Ok(b),
+        Some(b) => Ok(Some(Timing::Caller(b))),
+        None if choice.below_data
+            && !opts.auto.model_only
+            && choice.expected_products >= BELOW_DATA_MIN_PRODUCTS =>
+        {
+            let budget = BELOW_DATA_BUDGET.min(choice.expected_products as f64 / 10.0);
+            Ok(Some(Timing::BelowData(budget)))
+        }
+        None => Ok(None),
     }
 }
 
-/// Chooses a method for `a` on `gpu` (see the module docs). With a timed budget the candidates
-/// are built and timed, then dropped; [`prepare_auto`] keeps the winner's plan instead.
+/// Chooses a method for `a` on `gpu` (see the module docs). With a timed budget, or below the
+/// profile's data ([`AutoChoice::below_data`]), the candidates are built and timed, then
+/// dropped; [`prepare_auto`] keeps the winner's plan instead.
 pub fn choose<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, opts: &PlanOptions) -> Result<AutoChoice> {
     let _turn = gpu.gl_turn();
     gpu.check_scalar::<T>()?;
@@ -457,7 +539,7 @@ fn decide<T: Scalar>(
         on_gpu.insert(m.method, gpu_build);
     }
     let mut choice = AutoChoice::by_model(&profile, features, expected, &|m| on_gpu[&m], opts);
-    let Some(budget) = timed_budget(opts)? else {
+    let Some(how) = timing(&choice, opts)? else {
         return Ok((choice, None));
     };
     let key = remember::Key {
@@ -479,7 +561,7 @@ fn decide<T: Scalar>(
         gpu,
         &mut choice,
         opts,
-        budget,
+        how,
         (a.nrows(), a.ncols()),
         &mut |m, o| concrete(gpu, a, m, o),
     )?;
@@ -494,47 +576,43 @@ fn decide<T: Scalar>(
     Ok((choice, keep_plan.then_some(plan)))
 }
 
-/// Builds the model's first candidates of distinct families (`build`: a plan and its setup, ms)
-/// and times them against one another on an `(nrows, ncols)` product, within `budget` products
-/// of the model's best; sets the choice to the least measured setup + expected products × time,
-/// and returns its index among the candidates and its plan. `bccoo` and `bccoo-plus` are tuned
-/// where the expected products repay it.
+/// Builds the candidates `how` times (`build`: a plan and its setup, ms) and times them
+/// against one another on an `(nrows, ncols)` product, within its budget of products of the
+/// model's best; sets the choice to the least measured setup + expected products × time, and
+/// returns its index among the candidates and its plan. With the caller's budget: the model's
+/// first candidates of distinct families, `bccoo` and `bccoo-plus` tuned where the expected
+/// products repay it; below the profile's data: `csr-scalar`, `csr-vector` and the model's
+/// best of another family, untuned.
 fn time_candidates<T: Scalar>(
     gpu: &Gpu,
     choice: &mut AutoChoice,
     opts: &PlanOptions,
-    budget: f64,
+    how: Timing,
     (nrows, ncols): (usize, usize),
     build: &mut BuildCandidate<T>,
 ) -> Result<(usize, SpmvPlan<T>)> {
     let expected = choice.expected_products;
     let timing_start = Instant::now();
-    let k = opts
-        .auto
-        .timed_candidates
-        .unwrap_or(DEFAULT_TIMED_CANDIDATES)
-        .max(1);
-    // Two untimed products each, then the rounds' samples.
-    let mut timed = timed_candidates(&choice.candidates, k);
-    // Where the family of blocks is tuned, it is tuned as `bccoo`, whose search covers the
-    // slice counts `bccoo-plus` takes and one slice besides (docs/auto.md: short rows).
-    let plain = choice
-        .candidates
-        .iter()
-        .position(|c| c.method == Method::Bccoo);
-    for i in timed.iter_mut() {
-        let c = &choice.candidates[*i];
-        if c.method != Method::BccooPlus {
-            continue;
+    let (budget, tuned, settle) = match how {
+        Timing::Caller(b) => (b, true, true),
+        Timing::BelowData(b) => (b, false, false),
+    };
+    let mut timed = match how {
+        Timing::Caller(_) => {
+            let k = opts
+                .auto
+                .timed_candidates
+                .unwrap_or(DEFAULT_TIMED_CANDIDATES)
+                .max(1);
+            caller_timed_candidates(choice, k, opts)
         }
-        if let Some(p) = plain {
-            let tuned = |c: &Candidate| candidate_options(c, expected, opts, true).bccoo.tune;
-            if tuned(c) && tuned(&choice.candidates[p]) {
-                *i = p;
-            }
-        }
+        Timing::BelowData(_) => below_data_candidates(&choice.candidates),
+    };
+    if timed.is_empty() {
+        timed.push(0);
     }
-    let per_candidate = budget / timed.len() as f64 - 2.0;
+    // (On a settled GPU two untimed products each come first.)
+    let per_candidate = budget / timed.len() as f64 - if settle { 2.0 } else { 0.0 };
     let reps = ((per_candidate / TIMING_ROUNDS as f64).floor() as u32).max(1);
     let x: Vec<T> = calibration::test_vector(ncols, 17)
         .into_iter()
@@ -549,9 +627,12 @@ fn time_candidates<T: Scalar>(
     let mut first_err = None;
     for i in timed {
         let c = &choice.candidates[i];
-        let o = candidate_options(c, expected, opts, true);
+        let o = candidate_options(c, expected, opts, tuned);
         match build(c.method, &o) {
             Ok((plan, setup)) => {
+                // Compiling a kernel is paid once per process (or never, with a pipeline
+                // cache), not per matrix: it would favour whichever method ran first.
+                let setup = (setup - plan.report().compile_ms).max(0.0);
                 choice.candidates[i].measured_setup_ms = Some(setup);
                 built.push((i, plan));
             }
@@ -565,7 +646,7 @@ fn time_candidates<T: Scalar>(
     // left idle while the host built a plan slows them all alike (GPU timestamps where the
     // adapter has them).
     let plans: Vec<&SpmvPlan<T>> = built.iter().map(|(_, p)| p).collect();
-    let ms = SpmvPlan::time_together(&plans, &gx, &mut gy, TIMING_ROUNDS, reps, true)?;
+    let ms = SpmvPlan::time_together(&plans, &gx, &mut gy, TIMING_ROUNDS, reps, settle)?;
     for ((i, _), ms) in built.iter().zip(ms) {
         choice.candidates[*i].measured_product_ms = Some(ms);
     }

@@ -6,6 +6,12 @@ use super::features::{Features, NREG};
 use crate::profile::{MethodModel, Profile, Traffic};
 use crate::Method;
 
+/// Index of `ln_mnnz` (the stored entries, ln of millions) among the regressors.
+const LN_MNNZ: usize = 8;
+
+/// The least matrix a profile without a data range (version 1) is taken as fitted on, entries.
+const DATA_MIN_NNZ: f64 = 1e6;
+
 impl MethodModel {
     /// Predicted time of one product by the global fit alone (regressors neither clamped nor
     /// corrected; [`Profile::product_ms`] is the profile's full prediction), ms, per byte of
@@ -38,6 +44,18 @@ impl Profile {
             }
         }
         r
+    }
+
+    /// Whether `f` is smaller (in stored entries) than every matrix this profile was fitted on:
+    /// there the model holds ns per byte at the data's edge while a product is bound by its
+    /// launches and latencies instead, and its choice is an extrapolation. A profile without a
+    /// range is taken as fitted from `DATA_MIN_NNZ` entries up.
+    pub fn below_data(&self, f: &Features) -> bool {
+        let least_nnz = match &self.range {
+            Some((lo, _)) => lo[LN_MNNZ].exp() * 1e6,
+            None => DATA_MIN_NNZ,
+        };
+        (f.nnz as f64) < least_nnz
     }
 
     /// Predicted time of one product of `m` (one of this profile's models) on `f`, ms: the

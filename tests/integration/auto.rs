@@ -40,10 +40,12 @@ fn choice_is_stable_explained_and_the_argmin() {
     for (name, a) in matrices() {
         let a = a.cast::<f32>();
         for e in [1u64, 1000, 1_000_000] {
-            let opts = PlanOptions {
+            let mut opts = PlanOptions {
                 expected_products: Some(e),
                 ..Default::default()
             };
+            // (The model's own choice: below its data a choice for many products is timed.)
+            opts.auto.model_only = true;
             let c1 = select::choose(&gpu, &a, &opts).unwrap();
             let c2 = select::choose(&gpu, &a, &opts).unwrap();
             assert_eq!(c1.method, c2.method, "{name}: choice not stable");
@@ -455,6 +457,7 @@ fn one_product_does_not_pay_for_a_conversion() {
         .cast::<f32>();
     let mut opts = PlanOptions::default();
     opts.auto.profile = Some(two_method_profile());
+    opts.auto.model_only = true;
     opts.expected_products = Some(1_000_000);
     let many = select::choose(&gpu, &a, &opts).unwrap();
     assert_eq!(many.method, Method::Bccoo, "{many}");
@@ -537,6 +540,70 @@ fn timed_choice_is_remembered_and_reused() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Below the profile's data, a choice for many products times both CSR kernels and the model's
+/// best other method, without a warm-up, and keeps the least measured total; for few products,
+/// or with `model_only`, the model decides; the timed choice is remembered.
+#[test]
+fn below_the_profiles_data_the_choice_is_timed() {
+    let Some(gpu) = common::gpu() else { return };
+    // (No other test prepares this matrix, so nothing is remembered for it; forgetting all
+    // would race the other tests' remembered choices.)
+    // About 60 entries in rows of 1-3 and one dense row: below every built-in profile's data.
+    let a = structure("dense-row")
+        .generate(60, 5)
+        .unwrap()
+        .cast::<f32>();
+    let opts = PlanOptions::default();
+    let c = select::choose(&gpu, &a, &opts).unwrap();
+    assert!(c.below_data, "{c}");
+    assert_eq!(c.basis, Basis::Timed, "{c}");
+    let timed: Vec<_> = c
+        .candidates
+        .iter()
+        .filter(|k| k.measured_product_ms.is_some())
+        .collect();
+    for m in [Method::CsrScalar, Method::CsrVector] {
+        assert!(timed.iter().any(|k| k.method == m), "{m} not timed\n{c}");
+    }
+    assert_eq!(timed.len(), 3, "{c}");
+    assert!(c.timing_ms > 0.0);
+    let cost = |k: &select::Candidate| {
+        k.measured_setup_ms.unwrap() + 1000.0 * k.measured_product_ms.unwrap()
+    };
+    let best = timed
+        .iter()
+        .min_by(|x, y| cost(x).total_cmp(&cost(y)))
+        .unwrap();
+    assert_eq!(c.method, best.method, "{c}");
+    // Remembered in the process.
+    let again = select::choose(&gpu, &a, &opts).unwrap();
+    assert_eq!(again.basis, Basis::Remembered, "{again}");
+    assert_eq!(again.method, c.method);
+    // Few products: the setups decide, by the model.
+    let few = PlanOptions {
+        expected_products: Some(select::BELOW_DATA_MIN_PRODUCTS - 1),
+        ..Default::default()
+    };
+    assert_eq!(select::choose(&gpu, &a, &few).unwrap().basis, Basis::Model);
+    let mut model = PlanOptions::default();
+    model.auto.model_only = true;
+    let m = select::choose(&gpu, &a, &model).unwrap();
+    assert!(m.below_data && m.basis == Basis::Model, "{m}");
+    // `prepare` builds the remembered choice, and its product is right.
+    let plan = gpu.prepare(&a, Method::Auto).unwrap();
+    let choice = plan.report().choice.clone().unwrap();
+    assert!(choice.below_data && choice.remembered, "{choice:?}");
+    assert_eq!(plan.method(), c.method);
+    common::check_method(&gpu, &a, Method::Auto, &opts, "below data / auto / f32");
+    // A large enough matrix is within the data: the model alone.
+    let big = structure("band-blocks")
+        .generate(1_000_000, 1)
+        .unwrap()
+        .cast::<f32>();
+    let b = select::choose(&gpu, &big, &opts).unwrap();
+    assert!(!b.below_data && b.basis == Basis::Model, "{b}");
+}
+
 #[test]
 fn auto_plans_are_correct() {
     let Some(gpu) = common::gpu() else { return };
@@ -575,9 +642,17 @@ fn auto_plans_are_correct() {
             .as_ref()
             .expect("Auto's report has its choice");
         assert_eq!(choice.candidates.len(), Method::ALL.len(), "{name}");
-        assert_eq!(choice.candidates[0].method, plan.method().name(), "{name}");
+        if !choice.timed && !choice.remembered {
+            assert_eq!(choice.candidates[0].method, plan.method().name(), "{name}");
+        }
         assert_eq!(choice.expected_products, 1000.0);
-        assert!(!choice.timed && !choice.remembered);
+        // By the model, unless the matrix is below the profile's data (then timed, or
+        // remembered from the timed choice above).
+        assert_eq!(
+            choice.timed || choice.remembered,
+            choice.below_data,
+            "{name}: {choice:?}"
+        );
     }
 }
 

@@ -1143,3 +1143,42 @@ fn guided_tuning_from_gpu_buffers_reads_nothing_back() {
         }
     });
 }
+
+/// `Auto` from GPU buffers on a matrix below the profile's data times its candidates as from a
+/// host CSR (both CSR kernels among them) and builds the winner from the buffers: the product
+/// of the same method built from the host CSR, bit for bit.
+#[test]
+fn auto_from_gpu_buffers_below_the_profiles_data_is_timed() {
+    let Some(gpu) = gpu() else { return };
+    // (No other test prepares this matrix: nothing is remembered for it.)
+    let a = SuiteClass::SingleDenseRow.generate(120, 4).cast::<f32>();
+    let b = caller_buffers(
+        &gpu,
+        a.row_ptr(),
+        a.col_idx(),
+        bytemuck::cast_slice(a.values()),
+    );
+    let plan = gpu
+        .prepare_gpu_csr::<f32>(
+            &described(a.shape(), &b),
+            Method::Auto,
+            &PlanOptions::default(),
+        )
+        .unwrap();
+    let choice = plan.report().choice.clone().unwrap();
+    assert!(choice.below_data && choice.timed, "{}", plan.report());
+    for m in ["csr-scalar", "csr-vector"] {
+        assert!(
+            choice
+                .candidates
+                .iter()
+                .any(|k| k.method == m && k.measured_product_ms.is_some()),
+            "{m} not timed: {}",
+            plan.report()
+        );
+    }
+    let host = gpu
+        .prepare_with(&a, plan.method(), &PlanOptions::default())
+        .unwrap();
+    assert_same_products(&gpu, "below data", &plan, &host);
+}

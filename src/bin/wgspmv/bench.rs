@@ -68,6 +68,10 @@ pub struct Args {
     /// candidates (bccoo tuned), spending about this many products on the timing.
     #[arg(long)]
     auto_timed: Option<f64>,
+    /// Also an `auto-model@N` row per `--auto-products` value: the cost model's choice alone
+    /// (`AutoOptions::model_only`: not timed even below the profile's data).
+    #[arg(long)]
+    auto_model: bool,
     /// The operation timed: `spmv` (y = Ax), `spmv-t` (y = Aᵀx, by the plan of Aᵀ for each
     /// method, `PlanOptions::transposed`; its setup columns are that plan's) or `spmm:K`
     /// (Y = AX for K vectors in a row-major `GpuMatrix`, timed by whole calls; GB/s count the
@@ -383,6 +387,18 @@ fn variants(args: &Args) -> wgspmv::Result<Vec<Variant>> {
                             ..base.clone()
                         },
                     });
+                    if args.auto_model {
+                        let mut opts = PlanOptions {
+                            expected_products: Some(e),
+                            ..base.clone()
+                        };
+                        opts.auto.model_only = true;
+                        variants.push(Variant {
+                            label: format!("auto-model@{e}"),
+                            method: m,
+                            opts,
+                        });
+                    }
                     if let Some(budget) = args.auto_timed {
                         let mut opts = PlanOptions {
                             expected_products: Some(e),

@@ -638,6 +638,7 @@ fn check_one<T: Scalar>(
     let fastest = meas.iter().min_by(|a, b| a.2.total_cmp(&b.2)).unwrap();
     let mut o = PlanOptions::default();
     o.auto.profile = Some(profile.clone());
+    o.auto.model_only = true;
     let model = select::choose(gpu, a, &o)?;
     o.auto.timed_budget_products = Some(200.0);
     remember::forget_all();

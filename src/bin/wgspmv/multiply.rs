@@ -640,6 +640,11 @@ fn auto_line(r: &Report, verbose: bool) -> Option<String> {
     let c = r.choice.as_ref()?;
     let how = if c.remembered {
         "remembered from an earlier timed choice for this matrix and adapter".to_owned()
+    } else if c.timed && c.below_data {
+        format!(
+            "the fastest of its best candidates timed on this adapter (the matrix is smaller than any the {} profile's cost model was fitted on), for setup plus {} products",
+            c.profile, c.expected_products
+        )
     } else if c.timed {
         format!(
             "the fastest of its best candidates timed on this adapter, for setup plus {} products",
