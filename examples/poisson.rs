@@ -7,6 +7,10 @@
 //!     cargo run --release --example poisson -- --3d 96 --jacobi
 //!     cargo run --release --example poisson -- --matrix A.mtx --f64
 //!     cargo run --release --example poisson -- --3d 160 --iters 500   # time 500 iterations
+//!     cargo run --release --example poisson -- --method csr-vector    # the product by one method
+//!
+//! `--gpu-only` leaves out the CPU's solve (minutes on a large matrix); `--floor` prints what an
+//! iteration cannot beat: the plan's product plus 12 passes over a vector at the copy bandwidth.
 //!
 //! `--iters N` runs exactly N iterations (no tolerance), for timing; `--tol T` sets the
 //! tolerance otherwise (default 1e-6, relative to ‖b‖).
@@ -96,7 +100,8 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
     let zeros = vec![T::from_f64(0.0); n];
 
     let t = Instant::now();
-    let plan = gpu.prepare(a, Method::Auto)?;
+    let method = value("--method").map_or(Ok(Method::Auto), |m| Method::from_name(&m))?;
+    let plan = gpu.prepare(a, method)?;
     let setup = t.elapsed().as_secs_f64() * 1e3;
     let inv_diag = inverse_diagonal(a)?;
     let diag = GpuVector::from_slice(gpu, &inv_diag)?;
@@ -133,6 +138,22 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
         rep.true_residual
     );
 
+    if args.iter().any(|a| a == "--floor") {
+        // What one iteration cannot beat: this plan's product plus about 12 passes over an
+        // n-vector (CG's dot products and updates) at the device's copy bandwidth.
+        let gp = GpuVector::filled(gpu, n, T::from_f64(1.0))?;
+        let mut gq = GpuVector::filled(gpu, n, T::from_f64(0.0))?;
+        let product = plan.time(&gp, &mut gq, 200)?.ms;
+        let gbps = gpu.copy_bandwidth(256 << 20, 20)?;
+        let passes = 12.0 * (n * std::mem::size_of::<T>()) as f64 / (gbps * 1e6);
+        println!(
+            "floor: product {product:.4} ms + 12 vector passes {passes:.4} ms (copy {gbps:.0} GB/s) = {:.4} ms per iteration",
+            product + passes
+        );
+    }
+    if args.iter().any(|a| a == "--gpu-only") {
+        return Ok(());
+    }
     let t = Instant::now();
     let cpu = reference::cg(
         a,

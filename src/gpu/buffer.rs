@@ -473,6 +473,57 @@ impl super::Gpu {
 
 type MapReceiver = futures::channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>;
 
+/// The first bytes of a buffer, copied after the work of a submission and mapped when it has
+/// run: the host records more work meanwhile ([`Gpu::read_later`], [`Gpu::finish_read`]).
+pub(crate) struct PendingRead {
+    staging: wgpu::Buffer,
+    rx: MapReceiver,
+    index: wgpu::SubmissionIndex,
+}
+
+impl super::Gpu {
+    /// Submits `before` with a copy of `buffer`'s first `len` elements of `P` recorded after
+    /// its work, and asks for the copy's mapping without waiting for it.
+    pub(crate) fn read_later<P: bytemuck::Pod>(
+        &self,
+        mut before: wgpu::CommandEncoder,
+        buffer: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<PendingRead> {
+        self.flush_clears();
+        let bytes = ((len.max(1) * std::mem::size_of::<P>()) as u64)
+            .next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+            .min(buffer.size());
+        let staging = self.scoped("allocating a readback buffer", || {
+            self.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgspmv readback"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        self.record_copy(&mut before, buffer, 0, &staging, 0, bytes)?;
+        let index = self.scoped("submitting work", || self.submit([before.finish()]))?;
+        let (tx, rx) = futures::channel::oneshot::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        Ok(PendingRead { staging, rx, index })
+    }
+
+    /// Waits for `read`'s submission (not for work submitted after it) and returns its first
+    /// `len` elements.
+    pub(crate) fn finish_read<P: bytemuck::Pod>(
+        &self,
+        read: PendingRead,
+        len: usize,
+    ) -> Result<Vec<P>> {
+        let PendingRead { staging, rx, index } = read;
+        let status = self.wait_for_submission(index, rx);
+        finish_read(staging, Some(status?), len)
+    }
+}
+
 fn start_read(gpu: &super::Gpu, buffer: &wgpu::Buffer) -> Result<(wgpu::Buffer, MapReceiver)> {
     gpu.check_usage(
         "vector",

@@ -675,6 +675,55 @@ impl Gpu {
         self.check_alive()
     }
 
+    /// Waits for submission `index` to have run (not for later ones), then for the map callback
+    /// `rx` of a buffer it wrote.
+    pub(crate) fn wait_for_submission<R>(
+        &self,
+        index: wgpu::SubmissionIndex,
+        mut rx: futures::channel::oneshot::Receiver<R>,
+    ) -> Result<R> {
+        {
+            let _turn = self.gl_turn();
+            self.check_alive()?;
+            loop {
+                match self.inner.device.poll(wgpu::PollType::Wait {
+                    submission_index: Some(index.clone()),
+                    timeout: Some(std::time::Duration::from_millis(5)),
+                }) {
+                    Err(wgpu::PollError::Timeout) => {
+                        self.check_alive()?;
+                        std::thread::yield_now();
+                    }
+                    other => {
+                        other.map_err(|e| Error::Wgpu {
+                            during: "waiting for the GPU".into(),
+                            message: e.to_string(),
+                        })?;
+                        break;
+                    }
+                }
+            }
+            self.check_alive()?;
+        }
+        let start = std::time::Instant::now();
+        loop {
+            match rx.try_recv() {
+                Ok(Some(r)) => return Ok(r),
+                Ok(None) if start.elapsed().as_secs() < 60 => {
+                    let _ = self.inner.device.poll(wgpu::PollType::Poll);
+                    std::thread::yield_now();
+                }
+                Ok(None) => {
+                    return Err(Error::Map(
+                        "a map callback did not run within 60 s of its submission".into(),
+                    ))
+                }
+                Err(_) => return Err(Error::Map("the map callback was dropped".into())),
+            }
+            self.check_alive()?;
+        }
+    }
+
     /// Waits for the GPU, then for a map callback to have run. Another thread polling the same
     /// device may be the one that runs it, a moment after our own wait returns.
     pub(crate) fn wait_for_callback<R>(

@@ -310,32 +310,40 @@ impl<T: Scalar> Workspace<T> {
 
     /// Submits `start` (an encoder holding the solve's start), then `check_every` iterations
     /// at a time (`iteration` records one) until the GPU has set a stop or `max_iter` are
-    /// recorded; each submission is followed by a read back of the stop state. Returns the
-    /// iterations run, why it stopped, and the submissions.
+    /// recorded; each submission ends with a copy of the stop state, read when it has run.
+    /// One submission is recorded and queued while the one before it runs (the GPU would
+    /// otherwise wait for the host to record every batch: on the H200, 160³ Laplacian, CG's
+    /// iteration was 0.24 ms where its passes take 0.11), so a stop is seen one submission late
+    /// and that submission's iterations do nothing. Returns the iterations run, why it
+    /// stopped, and the submissions.
     pub(super) fn iterate(
         &self,
         start: wgpu::CommandEncoder,
         check_every: usize,
         mut iteration: impl FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
     ) -> Result<(usize, Stop, usize)> {
-        let mut state = self
-            .gpu
-            .read_buffer_after::<u32>(Some(start), &self.state, 2)?;
+        let mut queued = std::collections::VecDeque::new();
+        queued.push_back(self.gpu.read_later::<u32>(start, &self.state, 2)?);
         let (mut submissions, mut recorded) = (1, 0);
-        while state[1] == 0 && recorded < self.max_iter {
-            let k = check_every.min(self.max_iter - recorded);
-            let mut enc = self
-                .gpu
-                .device()
-                .create_command_encoder(&Default::default());
-            for _ in 0..k {
-                iteration(&mut enc)?;
+        let mut state = vec![0u32; 2];
+        let mut stopped = false;
+        while let Some(oldest) = queued.pop_front() {
+            // Queue the next batch behind the one running, unless a stop was seen.
+            if !stopped && recorded < self.max_iter {
+                let k = check_every.min(self.max_iter - recorded);
+                let mut enc = self
+                    .gpu
+                    .device()
+                    .create_command_encoder(&Default::default());
+                for _ in 0..k {
+                    iteration(&mut enc)?;
+                }
+                recorded += k;
+                queued.push_back(self.gpu.read_later::<u32>(enc, &self.state, 2)?);
+                submissions += 1;
             }
-            recorded += k;
-            state = self
-                .gpu
-                .read_buffer_after::<u32>(Some(enc), &self.state, 2)?;
-            submissions += 1;
+            state = self.gpu.finish_read::<u32>(oldest, 2)?;
+            stopped |= state[1] != 0;
         }
         let stop = match state[1] {
             0 => Stop::MaxIterations,
