@@ -3,9 +3,10 @@
 // `Features::of` is the CPU twin, and both count the same integers).
 // PASS 0, one workgroup per 256 rows: the sum of squared row lengths (64 bits, two words), empty
 //   rows, entries in rows longer than LONG_CUT, and the longest row: five words per workgroup.
-// PASS 1, one invocation per sampled row (every STEP-th row): the lines of x its first
-//   SAMPLE_PER_ROW columns touch, and how many columns it read: two words per sample, after
-//   the workgroups' words. No loop runs longer than SAMPLE_PER_ROW or the tree reduction.
+// PASS 1, one invocation per sampled row (one in every STEP rows): the lines of x its first
+//   SAMPLE_PER_ROW columns touch that the row before's first SAMPLE_PER_ROW columns do not, and
+//   how many columns it read: two words per sample, after the workgroups' words. No loop runs
+//   longer than 2 × SAMPLE_PER_ROW or the tree reduction.
 
 struct FeatureParams {
     nrows: u32,
@@ -86,16 +87,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (i >= p.samples) {
         return;
     }
-    let r = i * p.step;
+    // Features::sampled_row: an offset within the run of STEP rows that spreads the samples
+    // over every residue of a line.
+    let r = min(i * p.step + (i * 0x9E3779B1u) % p.step, p.nrows - 1u);
     let b = row_ptr[r];
     let e = min(row_ptr[r + 1u], b + p.sample_per_row);
+    // The row before's leading columns (none before row 0): lines it touched are not new.
+    var q = 0u;
+    var before_end = 0u;
+    if (r > 0u) {
+        q = row_ptr[r - 1u];
+        before_end = min(b, q + p.sample_per_row);
+    }
     var lines = 0u;
     var last = 0xFFFFFFFFu;
     for (var j = b; j < e; j += 1u) {
         let line = col_idx[j] / p.per_line;
         if (line != last) {
-            lines += 1u;
             last = line;
+            while (q < before_end && col_idx[q] / p.per_line < line) {
+                q += 1u;
+            }
+            if (!(q < before_end && col_idx[q] / p.per_line == line)) {
+                lines += 1u;
+            }
         }
     }
     out[5u * p.groups + 2u * i] = lines;

@@ -37,6 +37,15 @@ pub(crate) fn sample_step(nrows: usize) -> usize {
     nrows.div_ceil(SAMPLE_ROWS).max(1)
 }
 
+/// The row sample `i` reads: one in the `i`-th run of `step` rows, at an offset that spreads
+/// the samples over every residue of a line (a step that is a multiple of the columns per line
+/// would otherwise put every sample of a band or stencil at a line's first column, where the
+/// row before ends a line). Mirrored in shaders/shared/csr_features.wgsl.
+pub(crate) fn sampled_row(i: usize, step: usize, nrows: usize) -> usize {
+    let jitter = (i as u32).wrapping_mul(0x9E37_79B1) % step as u32;
+    (i * step + jitter as usize).min(nrows - 1)
+}
+
 /// What the features are computed from: integers, so the host and the GPU agree exactly.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
@@ -48,7 +57,8 @@ pub(crate) struct Counts {
     pub empty: usize,
     /// Entries in rows longer than [`long_cut`].
     pub long_nnz: usize,
-    /// Lines of x the sampled rows' leading columns touch.
+    /// Lines of x the sampled rows' leading columns touch that the row before's leading
+    /// columns do not.
     pub lines: u64,
     /// Columns the sample read.
     pub seen: u64,
@@ -73,8 +83,10 @@ pub struct Features {
     pub empty_frac: f64,
     /// Share of the stored entries in rows longer than 32 × mean.
     pub long_share: f64,
-    /// Column locality: distinct 128-byte lines of `x` a sampled row touches, per stored entry
-    /// (near 1/(128/scalar bytes) for dense runs of columns, 1 for scattered ones).
+    /// Column locality: the 128-byte lines of `x` a sampled row touches that the row before
+    /// it did not, per stored entry (near 1/(128/scalar bytes) for dense runs of columns and
+    /// for bands and stencils, whose rows share their lines with the row before; 1 for
+    /// scattered columns).
     pub scatter: f64,
     /// Bytes of one value (4 or 8).
     pub scalar_bytes: usize,
@@ -114,18 +126,31 @@ impl Features {
         let per_line = (LINE_BYTES / sb as u64).max(1);
         let (mut lines, mut seen) = (0u64, 0u64);
         let cols = a.col_idx();
-        for r in (0..nrows).step_by(sample_step(nrows)) {
-            let (b, e) = (rp[r] as usize, rp[r + 1] as usize);
-            let e = e.min(b + SAMPLE_PER_ROW);
+        let leading = |r: usize| {
+            let b = rp[r] as usize;
+            b..(rp[r + 1] as usize).min(b + SAMPLE_PER_ROW)
+        };
+        let step = sample_step(nrows);
+        for i in 0..nrows.div_ceil(step) {
+            let r = sampled_row(i, step, nrows);
+            let row = leading(r);
+            // The row before's leading columns: a line it touched is in cache for this one.
+            let before = if r > 0 { leading(r - 1) } else { 0..0 };
+            let mut q = before.start;
             let mut last = u64::MAX;
-            for &c in &cols[b..e] {
+            for &c in &cols[row.clone()] {
                 let line = c as u64 / per_line;
                 if line != last {
-                    lines += 1;
                     last = line;
+                    while q < before.end && (cols[q] as u64 / per_line) < line {
+                        q += 1;
+                    }
+                    if !(q < before.end && cols[q] as u64 / per_line == line) {
+                        lines += 1;
+                    }
                 }
             }
-            seen += (e - b) as u64;
+            seen += row.len() as u64;
         }
         let counts = Counts {
             sum_sq,
@@ -158,10 +183,12 @@ impl Features {
         } else {
             (var / nrows as f64).sqrt() / mean
         };
+        // At least one line per line's worth of entries: contiguous columns still read every
+        // line once, shared with the row before or not.
         let scatter = if c.seen == 0 {
             1.0
         } else {
-            c.lines as f64 / c.seen as f64
+            (c.lines as f64 / c.seen as f64).max(sb as f64 / LINE_BYTES as f64)
         };
         Self {
             nrows,

@@ -664,11 +664,30 @@ fn features_describe_structure() {
     let f = Features::of(&perm, info);
     assert_eq!(f.mean, 1.0);
     assert_eq!(f.cv, 0.0);
-    assert_eq!(f.scatter, 1.0);
+    // (A row's line shares the row before's only by chance.)
+    assert!(f.scatter > 0.95, "{f:?}");
     assert_eq!(f.empty_frac, 0.0);
     let band = structure("band-blocks").generate(20000, 1).unwrap();
     let f = Features::of(&band.cast::<f32>(), info);
     assert!(f.scatter < 0.2, "contiguous columns touch few lines: {f:?}");
+    // A stencil's rows each touch a few lines far apart, but share them with the row before:
+    // its gathers hit the cache as a band's do. 512² grid: 128 rows per sample, a multiple of
+    // the 32 columns of a line (samples at a line's first column would see new lines only).
+    let k = 512usize;
+    let mut row_ptr = vec![0u32];
+    let mut cols = Vec::new();
+    for r in 0..k * k {
+        for c in [r.wrapping_sub(k), r.wrapping_sub(1), r, r + 1, r + k] {
+            if c < k * k {
+                cols.push(c as u32);
+            }
+        }
+        row_ptr.push(cols.len() as u32);
+    }
+    let vals = vec![1.0f32; cols.len()];
+    let stencil = CsrMatrix::try_new(k * k, k * k, row_ptr, cols, vals).unwrap();
+    let f = Features::of(&stencil, info);
+    assert!(f.scatter < 0.1, "a stencil's rows share their lines: {f:?}");
     let e = Features::of(&structure("empty70").generate(20000, 1).unwrap(), info);
     assert!((e.empty_frac - 0.7).abs() < 0.05, "{e:?}");
     let d = Features::of(&structure("dense-row").generate(20000, 1).unwrap(), info);
