@@ -478,7 +478,6 @@ type MapReceiver = futures::channel::oneshot::Receiver<Result<(), wgpu::BufferAs
 pub(crate) struct PendingRead {
     staging: wgpu::Buffer,
     rx: MapReceiver,
-    index: wgpu::SubmissionIndex,
 }
 
 impl super::Gpu {
@@ -503,23 +502,23 @@ impl super::Gpu {
             })
         })?;
         self.record_copy(&mut before, buffer, 0, &staging, 0, bytes)?;
-        let index = self.scoped("submitting work", || self.submit([before.finish()]))?;
+        self.scoped("submitting work", || self.submit([before.finish()]))?;
         let (tx, rx) = futures::channel::oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
         });
-        Ok(PendingRead { staging, rx, index })
+        Ok(PendingRead { staging, rx })
     }
 
-    /// Waits for `read`'s submission (not for work submitted after it) and returns its first
-    /// `len` elements.
+    /// Waits for `read`'s submission to have run (not for work submitted after it) and returns
+    /// its first `len` elements.
     pub(crate) fn finish_read<P: bytemuck::Pod>(
         &self,
         read: PendingRead,
         len: usize,
     ) -> Result<Vec<P>> {
-        let PendingRead { staging, rx, index } = read;
-        let status = self.wait_for_submission(index, rx);
+        let PendingRead { staging, rx } = read;
+        let status = self.wait_for_map(rx);
         finish_read(staging, Some(status?), len)
     }
 }
