@@ -105,10 +105,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let line = col_idx[j] / p.per_line;
         if (line != last) {
             last = line;
-            while (q < before_end && col_idx[q] / p.per_line < line) {
+            // (Loops with breaks rather than a `&&` guard before an index: see
+            // cmrs/build_padded.wgsl.)
+            loop {
+                if (q >= before_end) {
+                    break;
+                }
+                if (col_idx[q] / p.per_line >= line) {
+                    break;
+                }
                 q += 1u;
             }
-            if (!(q < before_end && col_idx[q] / p.per_line == line)) {
+            var shared_line = false;
+            if (q < before_end) {
+                shared_line = col_idx[q] / p.per_line == line;
+            }
+            if (!shared_line) {
                 lines += 1u;
             }
         }
