@@ -311,10 +311,9 @@ impl<T: Scalar> Workspace<T> {
     /// Submits `start` (an encoder holding the solve's start), then `check_every` iterations
     /// at a time (`iteration` records one) until the GPU has set a stop or `max_iter` are
     /// recorded; each submission ends with a copy of the stop state, read when it has run.
-    /// One submission is recorded and queued while the one before it runs (the GPU would
-    /// otherwise wait for the host to record every batch: on the H200, 160³ Laplacian, CG's
-    /// iteration was 0.24 ms where its passes take 0.11), so a stop is seen one submission late
-    /// and that submission's iterations do nothing. Returns the iterations run, why it
+    /// One submission is recorded and queued while the one before it runs (otherwise the GPU
+    /// idles while the host reads back and records; figures in docs/solvers.md), so a stop is
+    /// seen one submission late and that submission's iterations do nothing. Returns the iterations run, why it
     /// stopped, and the submissions.
     pub(super) fn iterate(
         &self,
