@@ -1,7 +1,7 @@
 #import shared/grid
 #import shared/scalar
 // BiCGStab, after ω: x += ω·s and r = s − ω·t, where r holds s (= r − α·v, made by
-// cg_update_xr). ω = 0 (t = 0, or stopped): x and r stay as they are, whatever t holds.
+// bicgstab_half_step). ω = 0 (t = 0, or stopped): x and r stay as they are, whatever t holds.
 
 const UPDATE_WG: u32 = 256u;
 

@@ -17,8 +17,9 @@
 //   else β = (ρ' / ρ)(α / ω) and ρ = ρ'.
 // PageRank (d the damping):
 // MODE 9 (after r·dangling): c = d·(r·dangling) + 1 − d, what each node gets besides its links;
-// MODE 10 (after pagerank_update's |r' − r|): the iteration counted and its change kept in
-//   `history`, a stop once the change is within the tolerance (tol2 holds tol itself).
+// MODE 10 (after pagerank_update's |r' − r| and r'·dangling): the iteration counted and its
+//   change kept in `history`, a stop once the change is within the tolerance (tol2 holds tol
+//   itself), and the next iteration's c as MODE 9 makes it.
 // Once stopped, α and β are 0, so the iterations still recorded change nothing.
 
 const REDUCE_WG: u32 = 256u;
@@ -106,6 +107,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         let iter = state[ITER] + 1u;
         state[ITER] = iter;
         history[iter] = change;
+        let d = scalars[DAMPING];
+        scalars[ADD] = d * dots.y + (scalar(1) - d);
         if (!is_finite(change)) {
             state[STOP] = BREAKDOWN;
         } else if (change <= scalars[TOL2]) {

@@ -598,12 +598,12 @@ pub const CG_STEP: Kernel = Kernel {
     derive: None,
 };
 
-/// Conjugate gradient: x and r updated by α (and z, with a Jacobi preconditioner).
-pub const CG_UPDATE_XR: Kernel = Kernel {
-    name: "cg_update_xr",
-    file: "solvers/cg_update_xr",
+/// BiCGStab's half step: x += α·p and r -= α·v.
+pub const BICGSTAB_HALF_STEP: Kernel = Kernel {
+    name: "bicgstab_half_step",
+    file: "solvers/bicgstab_half_step",
     heights: &[],
-    overrides: &[("JACOBI", &[0, 1])],
+    overrides: &[],
     derive: None,
 };
 
@@ -634,7 +634,8 @@ pub const BICGSTAB_UPDATE: Kernel = Kernel {
     derive: None,
 };
 
-/// PageRank: 1 / out-degree and the dangling nodes, from G·1.
+/// PageRank's start: 1 / out-degree (negative: dangling), the ranks, the first product's
+/// vector and the partials of the dangling nodes' rank, from G·1.
 pub const PAGERANK_PREPARE: Kernel = Kernel {
     name: "pagerank_prepare",
     file: "solvers/pagerank_prepare",
@@ -643,16 +644,8 @@ pub const PAGERANK_PREPARE: Kernel = Kernel {
     derive: None,
 };
 
-/// PageRank: the ranks divided by the out-degrees.
-pub const PAGERANK_SCALE: Kernel = Kernel {
-    name: "pagerank_scale",
-    file: "solvers/pagerank_scale",
-    heights: &[],
-    overrides: &[],
-    derive: None,
-};
-
-/// PageRank: the new ranks and the partial sums of their change.
+/// PageRank: the new ranks and the vector the next product multiplies, with the partial sums of
+/// the ranks' change and of the dangling nodes' rank.
 pub const PAGERANK_UPDATE: Kernel = Kernel {
     name: "pagerank_update",
     file: "solvers/pagerank_update",
@@ -680,12 +673,11 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     REDUCE,
     AXPBY,
     CG_STEP,
-    CG_UPDATE_XR,
     CG_UPDATE_P,
+    BICGSTAB_HALF_STEP,
     BICGSTAB_P,
     BICGSTAB_UPDATE,
     PAGERANK_PREPARE,
-    PAGERANK_SCALE,
     PAGERANK_UPDATE,
 ];
 

@@ -52,11 +52,6 @@ pub fn bicgstab<T: Scalar>(
     let p = GpuVector::filled(&gpu, n, zero)?;
     let mut v = GpuVector::filled(&gpu, n, zero)?;
     let mut t = GpuVector::filled(&gpu, n, zero)?;
-    let placeholder = |label| gpu.storage_zeroed(label, 16, wgpu::BufferUsages::empty());
-    let (no_z, no_diag) = (
-        placeholder("bicgstab no z")?,
-        placeholder("bicgstab no diagonal")?,
-    );
     let (rb, hb, pb, vb, tb) = (
         &r.buffer.clone(),
         &shadow.buffer,
@@ -68,9 +63,9 @@ pub fn bicgstab<T: Scalar>(
     let hv = w.dot([hb, vb, hb, vb], false)?;
     let alpha = w.reduce(6)?;
     let s_of = w.bound(
-        crate::kernel::CG_UPDATE_XR,
-        vec![("JACOBI", 0)],
-        &[scalars, pb, vb, &no_diag, xb, rb, &no_z, &w.len],
+        crate::kernel::BICGSTAB_HALF_STEP,
+        vec![],
+        &[scalars, pb, vb, xb, rb, &w.len],
     )?;
     let ts = w.dot([tb, rb, tb, tb], true)?;
     let omega = w.reduce(7)?;

@@ -1,9 +1,11 @@
 //! PageRank by power iteration on the GPU, on a graph's adjacency matrix as given: G's entry
 //! (i, j) is a link i → j of that weight. With P = D⁻¹G (D the weighted out-degrees, G·1,
 //! computed by the plan itself) each iteration is
-//! `r' = d·Pᵀr + (d·Σ_dangling r + 1 − d)·v`: `w = r / D` (0 for dangling nodes), `y = Gᵀ·w` by
-//! the plan's plan of Gᵀ (`PlanOptions::transposed`), then `r'` with the L1 change `‖r' − r‖₁`
-//! summed in the same pass, which stops the iteration at the tolerance.
+//! `r' = d·Pᵀr + (d·Σ_dangling r + 1 − d)·v`: `y = Gᵀ·w` by the plan's plan of Gᵀ
+//! (`PlanOptions::transposed`), where `w = r / D` (0 for dangling nodes), then one pass that
+//! writes `r'` and the next `w`, and sums the L1 change `‖r' − r‖₁` (which stops the iteration
+//! at the tolerance) and the dangling nodes' rank; one workgroup then adds those up. Three
+//! dispatches per iteration.
 //! `reference::pagerank` is the same algorithm on the CPU.
 
 use super::common::{check_vector, Workspace, DAMPING, TOL2};
@@ -83,7 +85,6 @@ pub fn pagerank<T: Scalar>(
     let ones = GpuVector::filled(&gpu, n, T::from_f64(1.0))?;
     let mut degree = GpuVector::filled(&gpu, n, zero)?;
     let inv_degree = GpuVector::filled(&gpu, n, zero)?;
-    let dangling = GpuVector::filled(&gpu, n, zero)?;
     let scaled = GpuVector::filled(&gpu, n, zero)?;
     let mut linked = GpuVector::filled(&gpu, n, zero)?;
     let own_v = match opts.personalization {
@@ -101,15 +102,21 @@ pub fn pagerank<T: Scalar>(
         &scaled.buffer,
         &linked.buffer.clone(),
     );
-    let (ib, db) = (&inv_degree.buffer, &dangling.buffer);
+    let ib = &inv_degree.buffer;
     let prepare = w.bound(
         crate::kernel::PAGERANK_PREPARE,
         vec![],
-        &[&degree.buffer.clone(), ib, db, &w.len],
+        &[
+            &degree.buffer.clone(),
+            vb,
+            ib,
+            rb,
+            sb,
+            &w.partials,
+            &w.dot_params,
+        ],
     )?;
-    let dangling_sum = w.dot([rb, db, rb, db], false)?;
     let add = w.reduce(9)?;
-    let scale = w.bound(crate::kernel::PAGERANK_SCALE, vec![], &[rb, ib, sb, &w.len])?;
     let update = w.bound(
         crate::kernel::PAGERANK_UPDATE,
         vec![],
@@ -118,33 +125,29 @@ pub fn pagerank<T: Scalar>(
             &w.state.clone(),
             yb,
             vb,
+            ib,
             rb,
+            sb,
             &w.partials,
             &w.dot_params,
         ],
     )?;
     let change = w.reduce(10)?;
-    let (dg, vg) = (w.dot_grid, w.vector_grid);
-    // The start: the out-degrees G·1, 1/degree and the dangling marks; r = v; the stop state
-    // cleared (a start with no rank to move is not yet converged: history[0] = 0).
+    let dg = w.dot_grid;
+    // The start: the out-degrees G·1, then 1/degree (negative: dangling), r = v, w = r / D and
+    // the dangling nodes' rank in one pass; the stop state cleared (a start with no rank to
+    // move is not yet converged: history[0] = 0).
     w.reset(&[(TOL2, opts.tol), (DAMPING, d)]);
     gpu.queue()
         .write_buffer(&w.state, 0, bytemuck::cast_slice(&[0u32, 0]));
-    let s = std::mem::size_of::<T>() as u64;
     let mut enc = gpu.device().create_command_encoder(&Default::default());
     plan.record(&mut enc, &ones, &mut degree)?;
-    gpu.record_copy(&mut enc, vb, 0, rb, 0, n as u64 * s)?;
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
-        prepare.dispatch(&mut pass, vg);
+        prepare.dispatch(&mut pass, dg);
+        add.dispatch(&mut pass, [1, 1]);
     }
     let outcome = w.iterate(enc, opts.check_every, |enc| {
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            dangling_sum.dispatch(&mut pass, dg);
-            add.dispatch(&mut pass, [1, 1]);
-            scale.dispatch(&mut pass, vg);
-        }
         transposed.record(enc, &scaled, &mut linked)?;
         let mut pass = enc.begin_compute_pass(&Default::default());
         update.dispatch(&mut pass, dg);
