@@ -10,7 +10,8 @@
 //!     cargo run --release --example poisson -- --method csr-vector    # the product by one method
 //!
 //! `--gpu-only` leaves out the CPU's solve (minutes on a large matrix); `--floor` prints what an
-//! iteration cannot beat: the plan's product plus 12 passes over a vector at the copy bandwidth.
+//! iteration cannot beat: the plan's product plus 12 passes over a vector at the copy bandwidth;
+//! `--profile` times each dispatch of an iteration in place.
 //!
 //! `--iters N` runs exactly N iterations (no tolerance), for timing; `--tol T` sets the
 //! tolerance otherwise (default 1e-6, relative to ‖b‖).
@@ -138,6 +139,26 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
         rep.true_residual
     );
 
+    if args.iter().any(|a| a == "--profile") {
+        // Each dispatch of an iteration timed in place, 100 iterations back to back.
+        let mut gx = GpuVector::from_slice(gpu, &zeros)?;
+        let short = CgOptions {
+            tol: 0.0,
+            max_iter: 2,
+            ..opts.clone()
+        };
+        if let Some(times) = wgspmv::solvers::cg_dispatch_times(&plan, &gb, &mut gx, &short, 100)? {
+            let total: f64 = times.iter().map(|t| t.1).sum();
+            let each: Vec<String> = times
+                .iter()
+                .map(|(what, ms)| format!("{what} {ms:.4}"))
+                .collect();
+            println!(
+                "dispatches (median ms, each in its own timed pass): {} = {total:.4}",
+                each.join(", ")
+            );
+        }
+    }
     if args.iter().any(|a| a == "--floor") {
         // What one iteration cannot beat: this plan's product plus about 12 passes over an
         // n-vector (CG's dot products and updates) at the device's copy bandwidth.

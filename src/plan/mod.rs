@@ -663,6 +663,23 @@ impl<T: Scalar> SpmvPlan<T> {
             .time_pass(repeats, |pass| Self::encode(&self.stages, pass, &groups))
     }
 
+    /// `y = A·x` as a recording into a compute pass (the plan's all-GPU stages), for timing a
+    /// product among other kernels in one pass sequence.
+    pub(crate) fn pass_product<'p>(
+        &'p self,
+        x: &GpuVector<T>,
+        y: &GpuVector<T>,
+    ) -> Result<impl FnMut(&mut wgpu::ComputePass<'_>) + 'p> {
+        self.check(x, y)?;
+        let ops = Operands {
+            x,
+            y,
+            coeffs: CoeffSource::Pair(T::from_f64(1.0), T::from_f64(0.0)),
+        };
+        let groups = self.bind(&self.stages, MAIN, &ops)?;
+        Ok(move |pass: &mut wgpu::ComputePass<'_>| Self::encode(&self.stages, pass, &groups))
+    }
+
     /// Times plans of the same shape against one another on the same vectors, ms per product
     /// in the order given ([`Gpu::time_round_robin`]: each keeps its fastest of `rounds`
     /// samples of at most `max_reps` products; `settle`: on a warmed-up GPU, else exactly

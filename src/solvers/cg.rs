@@ -48,6 +48,34 @@ pub fn cg<T: Scalar>(
     x: &mut GpuVector<T>,
     opts: &CgOptions<'_, T>,
 ) -> Result<SolveReport> {
+    solve(plan, b, x, opts, None).map(|(report, _)| report)
+}
+
+/// Where an iteration's GPU time goes: solves as [`cg`] does, then runs `rounds` more
+/// iterations with every dispatch in a pass of its own between two timestamps, back to back
+/// in one submission (the vectors as the solve left them, so use a `max_iter` that stops it
+/// short of convergence). Returns each dispatch's median ms in iteration order, `None` where
+/// the adapter has no timestamp queries. A diagnostic for `examples/poisson --profile`.
+#[doc(hidden)]
+pub fn cg_dispatch_times<T: Scalar>(
+    plan: &SpmvPlan<T>,
+    b: &GpuVector<T>,
+    x: &mut GpuVector<T>,
+    opts: &CgOptions<'_, T>,
+    rounds: u32,
+) -> Result<Option<Vec<(&'static str, f64)>>> {
+    solve(plan, b, x, opts, Some(rounds.max(1))).map(|(_, times)| times)
+}
+
+type DispatchTimes = Option<Vec<(&'static str, f64)>>;
+
+fn solve<T: Scalar>(
+    plan: &SpmvPlan<T>,
+    b: &GpuVector<T>,
+    x: &mut GpuVector<T>,
+    opts: &CgOptions<'_, T>,
+    profile: Option<u32>,
+) -> Result<(SolveReport, DispatchTimes)> {
     let start = std::time::Instant::now();
     check_args(plan, b, x, (opts.tol, opts.check_every))?;
     if let Some(d) = opts.jacobi {
@@ -128,5 +156,36 @@ pub fn cg<T: Scalar>(
         tail(enc, false);
         Ok(())
     })?;
-    w.report(plan, (b, x, &mut q), outcome, start)
+    let times = match profile {
+        Some(rounds) => {
+            let mut product = plan.pass_product(&p, &q)?;
+            let mut pq = |pass: &mut wgpu::ComputePass<'_>| pq.dispatch(pass, dg);
+            let mut alpha = |pass: &mut wgpu::ComputePass<'_>| alpha.dispatch(pass, [1, 1]);
+            let mut step = |pass: &mut wgpu::ComputePass<'_>| step.dispatch(pass, dg);
+            let mut beta = |pass: &mut wgpu::ComputePass<'_>| beta.dispatch(pass, [1, 1]);
+            let mut pz = |pass: &mut wgpu::ComputePass<'_>| pz.dispatch(pass, vg);
+            let mut records: [&mut dyn FnMut(&mut wgpu::ComputePass<'_>); 6] = [
+                &mut product,
+                &mut pq,
+                &mut alpha,
+                &mut step,
+                &mut beta,
+                &mut pz,
+            ];
+            let names = ["product", "p·q", "α", "x, r (r·z, r·r)", "β", "p"];
+            gpu.time_back_to_back(&mut records, 0, rounds, &[1; 6])?
+                .map(|per| {
+                    names
+                        .iter()
+                        .zip(per)
+                        .map(|(&name, mut ms)| {
+                            ms.sort_by(f64::total_cmp);
+                            (name, ms[ms.len() / 2])
+                        })
+                        .collect()
+                })
+        }
+        None => None,
+    };
+    Ok((w.report(plan, (b, x, &mut q), outcome, start)?, times))
 }

@@ -20,7 +20,7 @@ mod pagerank;
 mod vector;
 
 pub use bicgstab::{bicgstab, BicgstabOptions};
-pub use cg::{cg, CgOptions};
+pub use cg::{cg, cg_dispatch_times, CgOptions};
 pub use pagerank::{pagerank, PageRankOptions};
 
 use crate::{CsrMatrix, Error, Result, Scalar};
