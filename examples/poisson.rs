@@ -139,6 +139,26 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
         rep.true_residual
     );
 
+    if let Some(n) = iters.filter(|&n| n >= 8) {
+        // The start (vectors, r = b − A·x, the first submission) and the end (the true residual)
+        // cost the same for any count: the difference of two solves is the iteration's own time.
+        let quarter = n / 4;
+        let mut gx = GpuVector::from_slice(gpu, &zeros)?;
+        let few = cg(
+            &plan,
+            &gb,
+            &mut gx,
+            &CgOptions {
+                max_iter: quarter,
+                ..opts.clone()
+            },
+        )?;
+        let few_ms = few.time.as_secs_f64() * 1e3;
+        println!(
+            "per iteration beyond the start: {:.4} ms ({n} iterations {gpu_ms:.1} ms, {quarter} iterations {few_ms:.1} ms)",
+            (gpu_ms - few_ms) / (n - quarter) as f64
+        );
+    }
     if args.iter().any(|a| a == "--profile") {
         // Each dispatch of an iteration timed in place, 100 iterations back to back.
         let mut gx = GpuVector::from_slice(gpu, &zeros)?;

@@ -5,6 +5,11 @@ use crate::{Error, Result, Scalar};
 use std::marker::PhantomData;
 use std::ops::Range;
 
+/// Whether `value` is +0 (all bits zero: what a cleared buffer holds).
+fn is_positive_zero<T: Scalar>(value: T) -> bool {
+    bytemuck::bytes_of(&value).iter().all(|&b| b == 0)
+}
+
 /// A dense vector of `T` in GPU memory. Results stay here until the caller reads them.
 pub struct GpuVector<T> {
     pub(crate) buffer: wgpu::Buffer,
@@ -16,13 +21,19 @@ pub struct GpuVector<T> {
 impl<T: Scalar> GpuVector<T> {
     /// Uploads `data`.
     pub fn from_slice(gpu: &Gpu, data: &[T]) -> Result<Self> {
+        Self::new(gpu, data.len(), Some(data))
+    }
+
+    /// A vector of `len` elements holding `data`, or zeros where `data` is `None` (a new buffer,
+    /// which wgpu clears on the GPU: nothing crosses from the host).
+    fn new(gpu: &Gpu, len: usize, data: Option<&[T]>) -> Result<Self> {
         let _turn = gpu.gl_turn();
         gpu.check_scalar::<T>()?;
-        let bytes = std::mem::size_of_val(data) as u64;
+        let bytes = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
         let limit = gpu.info().max_binding_bytes();
         if bytes > limit {
             return Err(Error::TooLargeForAdapter {
-                what: format!("a vector of {} {}", data.len(), T::NAME),
+                what: format!("a vector of {len} {}", T::NAME),
                 bytes,
                 limit_name: "max_storage_buffer_binding_size",
                 limit,
@@ -38,16 +49,23 @@ impl<T: Scalar> GpuVector<T> {
         } else {
             wgpu::BufferUsages::empty()
         };
-        let buffer = gpu
-            .storage_buffer(
-                "wgspmv vector",
-                bytemuck::cast_slice(data),
-                wgpu::BufferUsages::COPY_SRC | map,
-            )?
-            .into_inner();
+        let extra = wgpu::BufferUsages::COPY_SRC | map;
+        let buffer = match data {
+            Some(data) => gpu
+                .storage_buffer("wgspmv vector", bytemuck::cast_slice(data), extra)?
+                .into_inner(),
+            None => gpu.scoped("allocating a vector", || {
+                gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wgspmv vector"),
+                    size: bytes.max(16).next_multiple_of(4),
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | extra,
+                    mapped_at_creation: false,
+                })
+            })?,
+        };
         Ok(Self {
             buffer,
-            len: data.len(),
+            len,
             gpu: gpu.clone(),
             _t: PhantomData,
         })
@@ -127,9 +145,13 @@ impl<T: Scalar> GpuVector<T> {
         })
     }
 
-    /// A vector of `len` copies of `value`.
+    /// A vector of `len` copies of `value` (zeros are made on the GPU, other values uploaded).
     pub fn filled(gpu: &Gpu, len: usize, value: T) -> Result<Self> {
-        Self::from_slice(gpu, &vec![value; len])
+        if is_positive_zero(value) {
+            Self::new(gpu, len, None)
+        } else {
+            Self::from_slice(gpu, &vec![value; len])
+        }
     }
 
     /// The number of elements.
@@ -170,9 +192,28 @@ impl<T: Scalar> GpuVector<T> {
         })
     }
 
-    /// Sets every element to `value` (e.g. NaN, to catch unwritten outputs in tests).
+    /// Sets every element to `value` (e.g. NaN, to catch unwritten outputs in tests); zeros are
+    /// written on the GPU, other values from the host.
     pub fn fill(&mut self, value: T) -> Result<()> {
-        self.write(&vec![value; self.len])
+        if !is_positive_zero(value) || self.len == 0 {
+            return self.write(&vec![value; self.len]);
+        }
+        let _turn = self.gpu.gl_turn();
+        self.gpu.check_usage(
+            "vector",
+            &self.buffer,
+            wgpu::BufferUsages::COPY_DST,
+            "clearing a vector",
+        )?;
+        let bytes = self.len as u64 * std::mem::size_of::<T>() as u64;
+        self.gpu.scoped("clearing a vector", || {
+            let mut enc = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
+            enc.clear_buffer(&self.buffer, 0, Some(bytes));
+            self.gpu.submit([enc.finish()]);
+        })
     }
 
     /// Reads the vector back, blocking until the GPU has finished the work that writes it.
