@@ -1,6 +1,6 @@
 #import shared/grid
 #import shared/scalar
-#import shared/partials
+#import solvers/partials
 // CG, after α, in one pass: x += α·p, r -= α·q (q = A·p), with JACOBI z = r / diag(A), and the
 // partial sums of r·z and r·r as partials.wgsl lays them out, for reduce.wgsl's β. One pass over
 // r where an update and a dot product took two. α = 0 (stopped, or the start): x and r stay as

@@ -1,6 +1,6 @@
 #import shared/grid
 #import shared/scalar
-#import shared/partials
+#import solvers/partials
 // Partial dot products a·b (and, with DOTS = 2, c·d in the same pass), laid out and summed as
 // partials.wgsl says.
 

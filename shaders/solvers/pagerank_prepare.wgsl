@@ -1,6 +1,6 @@
 #import shared/grid
 #import shared/scalar
-#import shared/partials
+#import solvers/partials
 // PageRank's start: from each node's weighted out-degree s (G·1), 1/s for the nodes with links
 // and -1 for the dangling ones (s ≤ 0 counts as none: a negative inverse degree marks them);
 // the ranks r = v, what the first product multiplies, w = r / s (0 for dangling nodes), and the

@@ -1,6 +1,6 @@
 #import shared/grid
 #import shared/scalar
-#import shared/partials
+#import solvers/partials
 // PageRank: r' = d·y + c·v (y = Gᵀ·w, c = d·dangling + 1 − d from `reduce.wgsl`), written over
 // r, and in the same pass what the next iteration multiplies, w = r' / out-degree, with the
 // partial sums of |r' − r| and of r'·dangling as partials.wgsl lays them out, for
