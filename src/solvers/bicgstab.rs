@@ -5,7 +5,7 @@
 //! [`Stop::Breakdown`](super::Stop::Breakdown). `reference::bicgstab` is the same
 //! algorithm on the CPU.
 
-use super::common::{check_args, Workspace, REL_TOL2};
+use super::common::{check_args, Scratch, Workspace, REL_TOL2};
 use super::SolveReport;
 use crate::gpu::GpuVector;
 use crate::plan::SpmvPlan;
@@ -46,12 +46,11 @@ pub fn bicgstab<T: Scalar>(
     let _turn = gpu.gl_turn();
     let n = plan.nrows();
     let w = Workspace::<T>::new(&gpu, n, opts.max_iter)?;
-    let zero = T::from_f64(0.0);
-    let mut r = GpuVector::filled(&gpu, n, zero)?;
-    let shadow = GpuVector::filled(&gpu, n, zero)?;
-    let p = GpuVector::filled(&gpu, n, zero)?;
-    let mut v = GpuVector::filled(&gpu, n, zero)?;
-    let mut t = GpuVector::filled(&gpu, n, zero)?;
+    let mut r = Scratch::<T>::zeroed(&gpu, n)?;
+    let shadow = Scratch::<T>::zeroed(&gpu, n)?;
+    let p = Scratch::<T>::zeroed(&gpu, n)?;
+    let mut v = Scratch::<T>::zeroed(&gpu, n)?;
+    let mut t = Scratch::<T>::zeroed(&gpu, n)?;
     let (rb, hb, pb, vb, tb) = (
         &r.buffer.clone(),
         &shadow.buffer,

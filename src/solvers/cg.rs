@@ -6,7 +6,7 @@
 //! change nothing. shaders/solvers/ holds the kernels; `reference::cg` is the same
 //! algorithm on the CPU.
 
-use super::common::{check_args, check_vector, Workspace, REL_TOL2};
+use super::common::{check_args, check_vector, Scratch, Workspace, REL_TOL2};
 use super::SolveReport;
 use crate::gpu::GpuVector;
 use crate::plan::SpmvPlan;
@@ -85,12 +85,11 @@ fn solve<T: Scalar>(
     let _turn = gpu.gl_turn();
     let n = plan.nrows();
     let w = Workspace::<T>::new(&gpu, n, opts.max_iter)?;
-    let zero = T::from_f64(0.0);
-    let mut r = GpuVector::filled(&gpu, n, zero)?;
-    let p = GpuVector::filled(&gpu, n, zero)?;
-    let mut q = GpuVector::filled(&gpu, n, zero)?;
+    let mut r = Scratch::<T>::zeroed(&gpu, n)?;
+    let p = Scratch::<T>::zeroed(&gpu, n)?;
+    let mut q = Scratch::<T>::zeroed(&gpu, n)?;
     let z_own = match opts.jacobi {
-        Some(_) => Some(GpuVector::filled(&gpu, n, zero)?),
+        Some(_) => Some(Scratch::<T>::zeroed(&gpu, n)?),
         None => None,
     };
     let placeholder = |label| gpu.storage_zeroed(label, 16, wgpu::BufferUsages::empty());

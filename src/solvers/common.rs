@@ -79,6 +79,47 @@ pub(super) fn check_length_and_device<T: Scalar>(
     Ok(())
 }
 
+/// A solver's working vector of `n` zeros, with the device buffer behind it: from the device's
+/// pool where a solve (or a plan) before it left one of its size, and back to the pool when the
+/// solve drops it (fresh device memory, and giving it back, cost milliseconds per 100 MB:
+/// docs/setup.md). Never handed to the caller.
+pub(super) struct Scratch<T> {
+    vector: GpuVector<T>,
+    _memory: Option<crate::gpu::DeviceBuffer>,
+}
+
+impl<T: Scalar> Scratch<T> {
+    pub(super) fn zeroed(gpu: &Gpu, n: usize) -> Result<Self> {
+        let bytes = n as u64 * std::mem::size_of::<T>() as u64;
+        // The pool's size classes round up by at most 1/8: near the binding limit, a vector
+        // of its own.
+        if bytes + bytes / 8 + 16 > gpu.info().max_binding_bytes() {
+            return Ok(Self {
+                vector: GpuVector::filled(gpu, n, T::from_f64(0.0))?,
+                _memory: None,
+            });
+        }
+        let memory = gpu.storage_zeroed("solver vector", bytes, wgpu::BufferUsages::COPY_SRC)?;
+        Ok(Self {
+            vector: GpuVector::from_buffer(gpu, (*memory).clone(), n)?,
+            _memory: Some(memory),
+        })
+    }
+}
+
+impl<T> std::ops::Deref for Scratch<T> {
+    type Target = GpuVector<T>;
+    fn deref(&self) -> &GpuVector<T> {
+        &self.vector
+    }
+}
+
+impl<T> std::ops::DerefMut for Scratch<T> {
+    fn deref_mut(&mut self) -> &mut GpuVector<T> {
+        &mut self.vector
+    }
+}
+
 /// A pipeline and the bind group of one dispatch.
 pub(super) struct Bound(Arc<wgpu::ComputePipeline>, wgpu::BindGroup);
 

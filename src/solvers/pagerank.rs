@@ -8,7 +8,7 @@
 //! dispatches per iteration.
 //! `reference::pagerank` is the same algorithm on the CPU.
 
-use super::common::{check_vector, Workspace, DAMPING, TOL2};
+use super::common::{check_vector, Scratch, Workspace, DAMPING, TOL2};
 use super::SolveReport;
 use crate::gpu::GpuVector;
 use crate::plan::SpmvPlan;
@@ -83,10 +83,10 @@ pub fn pagerank<T: Scalar>(
     let zero = T::from_f64(0.0);
     let uniform = T::from_f64(1.0 / n.max(1) as f64);
     let ones = GpuVector::filled(&gpu, n, T::from_f64(1.0))?;
-    let mut degree = GpuVector::filled(&gpu, n, zero)?;
-    let inv_degree = GpuVector::filled(&gpu, n, zero)?;
-    let scaled = GpuVector::filled(&gpu, n, zero)?;
-    let mut linked = GpuVector::filled(&gpu, n, zero)?;
+    let mut degree = Scratch::<T>::zeroed(&gpu, n)?;
+    let inv_degree = Scratch::<T>::zeroed(&gpu, n)?;
+    let scaled = Scratch::<T>::zeroed(&gpu, n)?;
+    let mut linked = Scratch::<T>::zeroed(&gpu, n)?;
     let own_v = match opts.personalization {
         Some(_) => None,
         None => Some(GpuVector::filled(&gpu, n, uniform)?),
