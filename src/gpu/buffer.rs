@@ -363,14 +363,7 @@ impl super::Gpu {
             at.push(offs);
         }
         let staging = if staging_len > 0 {
-            let staging = self.scoped("allocating a readback buffer", || {
-                self.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("wgspmv readback"),
-                    size: staging_len,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            })?;
+            let staging = self.readback_buffer(staging_len)?;
             let mut enc =
                 before.unwrap_or_else(|| self.device().create_command_encoder(&Default::default()));
             for (r, offs) in reqs.iter().zip(&at) {
@@ -534,14 +527,7 @@ impl super::Gpu {
         let bytes = ((len.max(1) * std::mem::size_of::<P>()) as u64)
             .next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
             .min(buffer.size());
-        let staging = self.scoped("allocating a readback buffer", || {
-            self.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("wgspmv readback"),
-                size: bytes,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        })?;
+        let staging = self.readback_buffer(bytes)?;
         self.record_copy(&mut before, buffer, 0, &staging, 0, bytes)?;
         self.scoped("submitting work", || self.submit([before.finish()]))?;
         let (tx, rx) = futures::channel::oneshot::channel();
@@ -549,6 +535,18 @@ impl super::Gpu {
             let _ = tx.send(r);
         });
         Ok(PendingRead { staging, rx })
+    }
+
+    /// A buffer of `size` bytes to copy GPU data into and map for reading.
+    fn readback_buffer(&self, size: u64) -> Result<wgpu::Buffer> {
+        self.scoped("allocating a readback buffer", || {
+            self.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgspmv readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })
     }
 
     /// Waits for `read`'s submission to have run (not for work submitted after it) and returns
@@ -572,14 +570,7 @@ fn start_read(gpu: &super::Gpu, buffer: &wgpu::Buffer) -> Result<(wgpu::Buffer, 
         "reading a vector back",
     )?;
     let size = buffer.size();
-    let staging = gpu.scoped("allocating a readback buffer", || {
-        gpu.device().create_buffer(&wgpu::BufferDescriptor {
-            label: Some("wgspmv readback"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        })
-    })?;
+    let staging = gpu.readback_buffer(size)?;
     gpu.scoped("submitting a read back", || -> Result<()> {
         let mut enc = gpu.device().create_command_encoder(&Default::default());
         gpu.record_copy(&mut enc, buffer, 0, &staging, 0, size)?;
