@@ -354,8 +354,8 @@ impl<T: Scalar> Workspace<T> {
     /// recorded; each submission ends with a copy of the stop state, read when it has run.
     /// One submission is recorded and queued while the one before it runs (otherwise the GPU
     /// idles while the host reads back and records; figures in docs/solvers.md), so a stop is
-    /// seen one submission late and that submission's iterations do nothing. Returns the iterations run, why it
-    /// stopped, and the submissions.
+    /// seen one submission late and that submission's iterations do nothing. Returns the
+    /// iterations run, why it stopped, and the submissions.
     pub(super) fn iterate(
         &self,
         start: wgpu::CommandEncoder,
