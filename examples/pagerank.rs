@@ -17,6 +17,7 @@ use wgspmv::solvers::{pagerank, PageRankOptions};
 use wgspmv::{CsrMatrix, Gpu, Method, PlanOptions};
 
 fn main() -> wgspmv::Result<()> {
+    env_logger::init();
     let all: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| all.iter().any(|a| a == name);
     let iters: Option<usize> = all

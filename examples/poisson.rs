@@ -52,6 +52,7 @@ fn laplacian(k: usize, dims: u32) -> wgspmv::Result<CsrMatrix<f64>> {
 }
 
 fn main() -> wgspmv::Result<()> {
+    env_logger::init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let value = |flag: &str| {
         args.iter()
@@ -114,7 +115,7 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
         ..Default::default()
     };
     // A first solve of a few iterations compiles the kernels; the second is timed.
-    let mut gx = GpuVector::from_slice(gpu, &zeros)?;
+    let mut gx = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
     cg(
         &plan,
         &gb,
@@ -124,7 +125,9 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
             ..opts.clone()
         },
     )?;
-    let mut gx = GpuVector::from_slice(gpu, &zeros)?;
+    let mut gx = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
+    // Work queued before (the plan's build, uploads) is not the solve's.
+    gpu.wait()?;
     let rep = cg(&plan, &gb, &mut gx, &opts)?;
     let gpu_ms = rep.time.as_secs_f64() * 1e3;
     println!(
@@ -143,7 +146,8 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
         // The start (vectors, r = b − A·x, the first submission) and the end (the true residual)
         // cost the same for any count: the difference of two solves is the iteration's own time.
         let quarter = n / 4;
-        let mut gx = GpuVector::from_slice(gpu, &zeros)?;
+        let mut gx = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
+        gpu.wait()?;
         let few = cg(
             &plan,
             &gb,
@@ -161,7 +165,7 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
     }
     if args.iter().any(|a| a == "--profile") {
         // Each dispatch of an iteration timed in place, 100 iterations back to back.
-        let mut gx = GpuVector::from_slice(gpu, &zeros)?;
+        let mut gx = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
         let short = CgOptions {
             tol: 0.0,
             max_iter: 2,
@@ -183,7 +187,7 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
         // What one iteration cannot beat: this plan's product plus about 12 passes over an
         // n-vector (CG's dot products and updates) at the device's copy bandwidth.
         let gp = GpuVector::filled(gpu, n, T::from_f64(1.0))?;
-        let mut gq = GpuVector::filled(gpu, n, T::from_f64(0.0))?;
+        let mut gq = GpuVector::filled(gpu, a.nrows(), T::from_f64(0.0))?;
         let product = plan.time(&gp, &mut gq, 200)?.ms;
         let gbps = gpu.copy_bandwidth(256 << 20, 20)?;
         let passes = 12.0 * (n * std::mem::size_of::<T>()) as f64 / (gbps * 1e6);

@@ -13,7 +13,7 @@ override DOTS: u32 = 1u;
 @group(0) @binding(4) var<storage, read_write> partials: array<scalar>;
 @group(0) @binding(5) var<uniform> params: DotParams;
 
-@compute @workgroup_size(DOT_WG)
+@compute @workgroup_size(SUM_WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -21,12 +21,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     var s = vec2<scalar>(scalar(0), scalar(0));
     if (g < params.groups) {
         let end = span_end(g);
-        for (var i = g * params.span + lid; i < end; i += DOT_WG) {
+        for (var i = g * params.span + lid; i < end; i += SUM_WG) {
             s.x += a[i] * b[i];
             if (DOTS == 2u) {
                 s.y += c[i] * d[i];
             }
         }
     }
-    write_partials(g, lid, s);
+    write_partials(g, lid, s, 0u);
 }

@@ -14,7 +14,7 @@
 @group(0) @binding(5) var<storage, read_write> partials: array<scalar>;
 @group(0) @binding(6) var<uniform> params: DotParams;
 
-@compute @workgroup_size(DOT_WG)
+@compute @workgroup_size(SUM_WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -22,7 +22,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     var s = vec2<scalar>(scalar(0), scalar(0));
     if (g < params.groups) {
         let end = span_end(g);
-        for (var i = g * params.span + lid; i < end; i += DOT_WG) {
+        for (var i = g * params.span + lid; i < end; i += SUM_WG) {
             let degree = out_degree[i];
             let vi = v[i];
             var inv = scalar(-1);
@@ -36,5 +36,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             w[i] = vi * max(inv, scalar(0));
         }
     }
-    write_partials(g, lid, s);
+    write_partials(g, lid, s, 0u);
 }

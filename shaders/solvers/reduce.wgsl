@@ -1,12 +1,11 @@
 #import shared/scalar
 #import shared/scalar_bits_{scalar}
-// One workgroup adds up the partials (partials.wgsl) in a fixed order, then one invocation turns
-// the sums into a solver's scalars, so that nothing is read back between iterations:
+#import solvers/sum_partials
+// One workgroup adds up the partials (partials.wgsl) in sum_partials.wgsl's fixed order, then
+// one invocation turns the sums into a solver's scalars, so that nothing is read back between
+// iterations (CG takes its sums in its own kernels: cg_step.wgsl, cg_update_p.wgsl):
 // MODE 0: scalars[0], scalars[1] = the two dots (a plain dot product);
 // MODE 5: scalars[groups.y] = the first dot (a dot product into α or β of `Coefficients`);
-// MODE 1 (CG, after p·Ap): α = rz / p·Ap, or α = 0 and a stop where p·Ap is not positive;
-// MODE 2 (CG, after r·z and r·r): β = rz' / rz, rz = rz', the iteration counted and its r·r
-//   kept in `history`, a stop where r·r reached the tolerance;
 // MODE 3 (a start, after r·z, or BiCGStab's r̂·r, and r·r): rz (ρ) = that dot, history[0] =
 //   r·r, a stop where r·r is within the tolerance;
 // MODE 4 (before the start, after b·b): bb and the tolerance tol2 = rel_tol² · b·b.
@@ -22,7 +21,6 @@
 //   itself), and the next iteration's c as MODE 9 makes it.
 // Once stopped, α and β are 0, so the iterations still recorded change nothing.
 
-const REDUCE_WG: u32 = 256u;
 override MODE: u32 = 0u;
 
 // `scalars` slots.
@@ -40,7 +38,6 @@ const ITER: u32 = 0u;
 const STOP: u32 = 1u;
 const RUNNING: u32 = 0u;
 const CONVERGED: u32 = 1u;
-const NOT_POSITIVE: u32 = 2u;
 const BREAKDOWN: u32 = 3u;
 
 @group(0) @binding(0) var<storage, read> partials: array<scalar>;
@@ -49,27 +46,13 @@ const BREAKDOWN: u32 = 3u;
 @group(0) @binding(3) var<storage, read_write> history: array<scalar>;
 @group(0) @binding(4) var<uniform> groups: vec4<u32>;
 
-var<workgroup> sums: array<vec2<scalar>, REDUCE_WG>;
-
-@compute @workgroup_size(REDUCE_WG)
+@compute @workgroup_size(SUM_WG)
 fn main(@builtin(local_invocation_index) lid: u32) {
-    let n = groups.x;
-    var s = vec2<scalar>(scalar(0), scalar(0));
-    for (var i = lid; i < n; i += REDUCE_WG) {
-        s += vec2<scalar>(partials[i], partials[n + i]);
-    }
-    sums[lid] = s;
-    workgroupBarrier();
-    for (var half = REDUCE_WG / 2u; half > 0u; half /= 2u) {
-        if (lid < half) {
-            sums[lid] += sums[lid + half];
-        }
-        workgroupBarrier();
-    }
+    // groups.z: where the partials start.
+    let dots = sum_partials(lid, groups.z, groups.x);
     if (lid != 0u) {
         return;
     }
-    let dots = sums[0];
     if (MODE == 0u) {
         scalars[0] = dots.x;
         scalars[1] = dots.y;
@@ -169,33 +152,5 @@ fn main(@builtin(local_invocation_index) lid: u32) {
             scalars[RZ] = rho;
         }
         return;
-    }
-    if (MODE == 1u) {
-        let pap = dots.x;
-        if (pap > scalar(0) && is_finite(pap)) {
-            scalars[ALPHA] = scalars[RZ] / pap;
-        } else {
-            scalars[ALPHA] = scalar(0);
-            scalars[BETA] = scalar(0);
-            state[STOP] = select(BREAKDOWN, NOT_POSITIVE, pap < scalar(0));
-        }
-        return;
-    }
-    // MODE 2.
-    let rz = dots.x;
-    let rr = dots.y;
-    let iter = state[ITER] + 1u;
-    state[ITER] = iter;
-    history[iter] = rr;
-    if (!is_finite(rr) || !is_finite(rz)) {
-        // NaN or ±Inf in the residual.
-        scalars[BETA] = scalar(0);
-        state[STOP] = BREAKDOWN;
-    } else if (rr <= scalars[TOL2]) {
-        scalars[BETA] = scalar(0);
-        state[STOP] = CONVERGED;
-    } else {
-        scalars[BETA] = rz / scalars[RZ];
-        scalars[RZ] = rz;
     }
 }

@@ -1,10 +1,11 @@
-//! Conjugate gradient on the GPU. Per iteration: `q = A·p` (the plan's product), then one
-//! compute pass: `p·q` (partials, then one workgroup that also computes α); `x += α·p`,
-//! `r -= α·q` (and `z = r / diag` with Jacobi) with the partials of `r·z` and `r·r` in the same
-//! pass (`cg_step.wgsl`; their reduction computes β, counts the iteration, keeps `r·r` and
-//! stops the solve at the tolerance); and `p = z + β·p`. Once a stop is set, α and β are 0 and the iterations left in the submission
-//! change nothing. shaders/solvers/ holds the kernels; `reference::cg` is the same
-//! algorithm on the CPU.
+//! Conjugate gradient on the GPU. Per iteration, four dispatches: `q = A·p` (the plan's
+//! product); the partials of `p·q`; `cg_step.wgsl`, whose every workgroup adds those up itself
+//! for α, then `x += α·p`, `r -= α·q` and the partials of `r·z` and `r·r`; and
+//! `cg_update_p.wgsl`, whose every workgroup adds those up for β (one of them counting the
+//! iteration, keeping `r·r` and stopping the solve at the tolerance), then `p = z + β·p`. With
+//! Jacobi, `z = r / diag` is computed where it is read, never stored. Once a stop is set, α
+//! and β are 0 and the iterations left in the submission change nothing. shaders/solvers/
+//! holds the kernels; `reference::cg` is the same algorithm on the CPU.
 
 use super::common::{check_args, check_vector, Scratch, Workspace, REL_TOL2};
 use super::SolveReport;
@@ -88,91 +89,88 @@ fn solve<T: Scalar>(
     let mut r = Scratch::<T>::zeroed(&gpu, n)?;
     let p = Scratch::<T>::zeroed(&gpu, n)?;
     let mut q = Scratch::<T>::zeroed(&gpu, n)?;
-    let z_own = match opts.jacobi {
-        Some(_) => Some(Scratch::<T>::zeroed(&gpu, n)?),
-        None => None,
-    };
-    let placeholder = |label| gpu.storage_zeroed(label, 16, wgpu::BufferUsages::empty());
-    let (no_z, no_diag) = (placeholder("cg no z")?, placeholder("cg no diagonal")?);
-    // Without a preconditioner z is r itself, and the kernels' z and 1/diag are placeholders.
-    let rb = r.buffer.clone();
-    let z = z_own.as_ref().map_or(&rb, |z| &z.buffer);
-    let z_out: &wgpu::Buffer = z_own.as_ref().map_or(&no_z, |z| &z.buffer);
+    let no_diag = gpu.storage_zeroed("cg no diagonal", 16, wgpu::BufferUsages::empty())?;
+    // Without a preconditioner z is r itself, and the kernels' 1/diag a placeholder.
     let inv_diag: &wgpu::Buffer = opts.jacobi.map_or(&no_diag, |d| &d.buffer);
-    let (pb, qb, xb, bb) = (&p.buffer, &q.buffer.clone(), &x.buffer.clone(), &b.buffer);
-    let jacobi = vec![("JACOBI", opts.jacobi.is_some() as u32)];
-    let scalars = &w.scalars.clone();
+    let (rb, pb, qb, xb, bb) = (
+        &r.buffer.clone(),
+        &p.buffer,
+        &q.buffer.clone(),
+        &x.buffer.clone(),
+        &b.buffer,
+    );
+    let (scalars, state, history, partials) = (&w.scalars, &w.state, &w.history, &w.partials);
+    let jacobi = ("JACOBI", opts.jacobi.is_some() as u32);
+    // An iteration's kernels read ρ from one of two slots and the next writes the other: a
+    // pair of each, by the parity of the iteration.
+    let params = [w.dot_params_with_parity(0), w.dot_params_with_parity(1)];
+    let step = |start: u32, params: &wgpu::Buffer| {
+        w.bound(
+            crate::kernel::CG_STEP,
+            vec![jacobi, ("START", start)],
+            &[scalars, state, pb, qb, inv_diag, xb, rb, partials, params],
+        )
+    };
+    let update_p = |start: u32, params: &wgpu::Buffer| {
+        w.bound(
+            crate::kernel::CG_UPDATE_P,
+            vec![jacobi, ("START", start)],
+            &[scalars, state, history, rb, inv_diag, pb, partials, params],
+        )
+    };
     let pq = w.dot([pb, qb, pb, qb], false)?;
-    let alpha = w.reduce(1)?;
-    let step = w.bound(
-        crate::kernel::CG_STEP,
-        jacobi,
-        &[
-            scalars,
-            pb,
-            qb,
-            inv_diag,
-            xb,
-            &rb,
-            z_out,
-            &w.partials,
-            &w.dot_params,
-        ],
-    )?;
-    let beta = w.reduce(2)?;
-    let pz = w.bound(
-        crate::kernel::CG_UPDATE_P,
-        vec![],
-        &[scalars, z, pb, &w.len],
-    )?;
-    let (bb_dot, tolerance, begin) = (w.dot([bb, bb, bb, bb], false)?, w.reduce(4)?, w.reduce(3)?);
-    let (dg, vg) = (w.dot_grid, w.vector_grid);
-    let tail = |enc: &mut wgpu::CommandEncoder, start: bool| {
+    let steps = [step(0, &params[0])?, step(0, &params[1])?];
+    let updates = [update_p(0, &params[0])?, update_p(0, &params[1])?];
+    let (bb_dot, tolerance) = (w.dot([bb, bb, bb, bb], false)?, w.reduce(4)?);
+    let (first_step, begin, first_p) = (
+        step(1, &params[0])?,
+        w.reduce_second(3)?,
+        update_p(1, &params[0])?,
+    );
+    let dg = w.dot_grid;
+    // The start: α = β = 0, the tolerance from b·b, r = b − A·x, r·z and r·r, p = z.
+    w.reset(&[(REL_TOL2, opts.tol * opts.tol)]);
+    let s = std::mem::size_of::<T>() as u64;
+    let mut enc = gpu.device().create_command_encoder(&Default::default());
+    gpu.record_copy(&mut enc, bb, 0, rb, 0, n as u64 * s)?;
+    plan.record_axpby(&mut enc, T::from_f64(-1.0), x, T::from_f64(1.0), &mut r)?;
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        bb_dot.dispatch(&mut pass, dg);
+        tolerance.dispatch(&mut pass, [1, 1]);
+        first_step.dispatch(&mut pass, dg);
+        begin.dispatch(&mut pass, [1, 1]);
+        first_p.dispatch(&mut pass, dg);
+    }
+    let mut parity = 0;
+    let outcome = w.iterate(enc, opts.check_every, |enc| {
+        plan.record(enc, &p, &mut q)?;
         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("cg"),
             timestamp_writes: None,
         });
-        if start {
-            bb_dot.dispatch(&mut pass, dg);
-            tolerance.dispatch(&mut pass, [1, 1]);
-        } else {
-            pq.dispatch(&mut pass, dg);
-            alpha.dispatch(&mut pass, [1, 1]);
-        }
-        step.dispatch(&mut pass, dg);
-        if start { &begin } else { &beta }.dispatch(&mut pass, [1, 1]);
-        pz.dispatch(&mut pass, vg);
-    };
-    // The start: α = β = 0, the tolerance from b·b, r = b − A·x, z, r·z and r·r, p = z.
-    w.reset(&[(REL_TOL2, opts.tol * opts.tol)]);
-    let s = std::mem::size_of::<T>() as u64;
-    let mut enc = gpu.device().create_command_encoder(&Default::default());
-    gpu.record_copy(&mut enc, bb, 0, &rb, 0, n as u64 * s)?;
-    plan.record_axpby(&mut enc, T::from_f64(-1.0), x, T::from_f64(1.0), &mut r)?;
-    tail(&mut enc, true);
-    let outcome = w.iterate(enc, opts.check_every, |enc| {
-        plan.record(enc, &p, &mut q)?;
-        tail(enc, false);
+        pq.dispatch(&mut pass, dg);
+        steps[parity].dispatch(&mut pass, dg);
+        updates[parity].dispatch(&mut pass, dg);
+        parity ^= 1;
         Ok(())
     })?;
     let times = match profile {
         Some(rounds) => {
+            // Timed back to back, iterations alternate parities as in the solve.
+            let parity = std::cell::Cell::new(parity);
             let mut product = plan.pass_product(&p, &q)?;
             let mut pq = |pass: &mut wgpu::ComputePass<'_>| pq.dispatch(pass, dg);
-            let mut alpha = |pass: &mut wgpu::ComputePass<'_>| alpha.dispatch(pass, [1, 1]);
-            let mut step = |pass: &mut wgpu::ComputePass<'_>| step.dispatch(pass, dg);
-            let mut beta = |pass: &mut wgpu::ComputePass<'_>| beta.dispatch(pass, [1, 1]);
-            let mut pz = |pass: &mut wgpu::ComputePass<'_>| pz.dispatch(pass, vg);
-            let mut records: [&mut dyn FnMut(&mut wgpu::ComputePass<'_>); 6] = [
-                &mut product,
-                &mut pq,
-                &mut alpha,
-                &mut step,
-                &mut beta,
-                &mut pz,
-            ];
-            let names = ["product", "p·q", "α", "x, r (r·z, r·r)", "β", "p"];
-            gpu.time_back_to_back(&mut records, 0, rounds, &[1; 6])?
+            let mut step =
+                |pass: &mut wgpu::ComputePass<'_>| steps[parity.get()].dispatch(pass, dg);
+            let mut update = |pass: &mut wgpu::ComputePass<'_>| {
+                updates[parity.get()].dispatch(pass, dg);
+                parity.set(parity.get() ^ 1);
+            };
+            let mut records: [&mut dyn FnMut(&mut wgpu::ComputePass<'_>); 4] =
+                [&mut product, &mut pq, &mut step, &mut update];
+            let names = ["product", "p·q", "α; x, r (r·z, r·r)", "β; p"];
+            gpu.time_back_to_back(&mut records, 0, rounds, &[1; 4])?
                 .map(|per| {
                     names
                         .iter()

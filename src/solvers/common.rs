@@ -14,7 +14,8 @@ pub(super) const TOL2: usize = 3;
 pub(super) const REL_TOL2: usize = 4;
 const BB: usize = 5;
 pub(super) const DAMPING: usize = 7;
-const SCALAR_SLOTS: usize = 10;
+/// Slots 9 and 10 are CG's (shaders/solvers/cg_step.wgsl).
+const SCALAR_SLOTS: usize = 11;
 /// Workgroups of the dot products: at most this many partials, so one workgroup adds them.
 const DOT_GROUPS: u32 = 1024;
 /// Invocations per workgroup of the vector kernels.
@@ -135,6 +136,8 @@ impl Bound {
 pub(super) struct Workspace<T: Scalar> {
     pub gpu: Gpu,
     buffers: Arc<Buffers<T>>,
+    /// When it was made (about when the solve began), for the debug log of the solve's phases.
+    made: std::time::Instant,
 }
 
 impl<T: Scalar> std::ops::Deref for Workspace<T> {
@@ -150,7 +153,9 @@ pub(super) struct Buffers<T: Scalar> {
     pub n: usize,
     pub scalars: wgpu::Buffer,
     pub state: wgpu::Buffer,
-    history: wgpu::Buffer,
+    pub history: wgpu::Buffer,
+    /// Two regions of `2 · groups` partials: a dot product's from 0, and from `2 · groups`
+    /// those of a kernel that reads the first region's sums as it writes its own (CG's step).
     pub partials: crate::gpu::DeviceBuffer,
     pub dot_params: crate::gpu::DeviceBuffer,
     reduce_params: crate::gpu::DeviceBuffer,
@@ -160,8 +165,9 @@ pub(super) struct Buffers<T: Scalar> {
     /// Grids of the dot products and of the vector kernels.
     pub dot_grid: [u32; 2],
     pub vector_grid: [u32; 2],
-    /// Workgroups of the dot products (partials per dot).
-    groups: u32,
+    /// Workgroups of the dot products (partials per dot), and the elements each takes.
+    pub groups: u32,
+    span: u32,
     max_iter: usize,
     _t: std::marker::PhantomData<T>,
 }
@@ -175,6 +181,7 @@ impl<T: Scalar> Workspace<T> {
         Ok(Self {
             gpu: gpu.clone(),
             buffers: Arc::new(Buffers::new(gpu, n, max_iter)?),
+            made: std::time::Instant::now(),
         })
     }
 
@@ -201,6 +208,7 @@ impl<T: Scalar> Workspace<T> {
         Ok(Self {
             gpu: gpu.clone(),
             buffers,
+            made: std::time::Instant::now(),
         })
     }
 }
@@ -244,7 +252,7 @@ impl<T: Scalar> Buffers<T> {
             history: storage("solver history", history_bytes)?,
             partials: gpu.storage_zeroed(
                 "solver partials",
-                2 * groups as u64 * s,
+                4 * groups as u64 * s,
                 wgpu::BufferUsages::empty(),
             )?,
             dot_params: uniform("solver dot params", [n32, span, groups, 0]),
@@ -253,6 +261,7 @@ impl<T: Scalar> Buffers<T> {
             len: uniform("solver length", [n32, 0, 0, 0]),
             dot_grid: gpu.grid(groups),
             groups,
+            span,
             vector_grid: gpu.grid(n32.div_ceil(WG)),
             max_iter,
             _t: std::marker::PhantomData,
@@ -305,6 +314,19 @@ impl<T: Scalar> Workspace<T> {
 
     /// The reduction of the partials in `mode` (see shaders/solvers/reduce.wgsl).
     pub(super) fn reduce(&self, mode: u32) -> Result<Bound> {
+        self.reduce_with(mode, &self.reduce_params)
+    }
+
+    /// The reduction in `mode` of the partials in their second region (from `2 · groups`).
+    pub(super) fn reduce_second(&self, mode: u32) -> Result<Bound> {
+        let params = self.gpu.uniform_buffer(
+            "reduce params, second region",
+            bytemuck::cast_slice(&[self.groups, 0, 2 * self.groups, 0]),
+        );
+        self.reduce_with(mode, &params)
+    }
+
+    fn reduce_with(&self, mode: u32, params: &wgpu::Buffer) -> Result<Bound> {
         self.bound(
             crate::kernel::REDUCE,
             vec![("MODE", mode)],
@@ -313,8 +335,16 @@ impl<T: Scalar> Workspace<T> {
                 &self.scalars,
                 &self.state,
                 &self.history,
-                &self.reduce_params,
+                params,
             ],
+        )
+    }
+
+    /// The dot products' parameters (partials.wgsl's `DotParams`) with CG's ρ slot `parity`.
+    pub(super) fn dot_params_with_parity(&self, parity: u32) -> crate::gpu::DeviceBuffer {
+        self.gpu.uniform_buffer(
+            "solver dot params",
+            bytemuck::cast_slice(&[self.n as u32, self.span, self.groups, parity]),
         )
     }
 
@@ -362,15 +392,19 @@ impl<T: Scalar> Workspace<T> {
         check_every: usize,
         mut iteration: impl FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
     ) -> Result<(usize, Stop, usize)> {
+        self.log_phase("start recorded");
         let mut queued = std::collections::VecDeque::new();
         queued.push_back(self.gpu.read_later::<u32>(start, &self.state, 2)?);
+        self.log_phase("start submitted");
         let (mut submissions, mut recorded) = (1, 0);
         let mut state = vec![0u32; 2];
         let mut stopped = false;
+        let mut recording = std::time::Duration::ZERO;
         while let Some(oldest) = queued.pop_front() {
             // Queue the next batch behind the one running, unless a stop was seen.
             if !stopped && recorded < self.max_iter {
                 let k = check_every.min(self.max_iter - recorded);
+                let t = std::time::Instant::now();
                 let mut enc = self
                     .gpu
                     .device()
@@ -378,13 +412,25 @@ impl<T: Scalar> Workspace<T> {
                 for _ in 0..k {
                     iteration(&mut enc)?;
                 }
+                recording += t.elapsed();
                 recorded += k;
                 queued.push_back(self.gpu.read_later::<u32>(enc, &self.state, 2)?);
                 submissions += 1;
             }
+            let first = submissions - queued.len() == 1;
+            if first {
+                self.log_phase("first iterations submitted");
+            }
             state = self.gpu.finish_read::<u32>(oldest, 2)?;
             stopped |= state[1] != 0;
+            if first {
+                self.log_phase("start run");
+            }
         }
+        self.log_phase(&format!(
+            "iterations run ({recorded} recorded in {:.3} ms of the host)",
+            recording.as_secs_f64() * 1e3
+        ));
         let stop = match state[1] {
             0 => Stop::MaxIterations,
             1 => Stop::Converged,
@@ -392,6 +438,14 @@ impl<T: Scalar> Workspace<T> {
             _ => Stop::Breakdown,
         };
         Ok((state[0] as usize, stop, submissions))
+    }
+
+    /// Logs (at debug level) how long after the workspace was made `what` happened.
+    fn log_phase(&self, what: &str) {
+        log::debug!(
+            "solve: {what} at {:.3} ms",
+            self.made.elapsed().as_secs_f64() * 1e3
+        );
     }
 
     /// The convergence measure of each iteration from the start (what the reductions kept).
@@ -431,6 +485,7 @@ impl<T: Scalar> Workspace<T> {
         let gpu = &self.gpu;
         let rr = self.history(iterations)?;
         let bb = gpu.read_buffer::<T>(&self.scalars, SCALAR_SLOTS)?[BB].to_f64();
+        self.log_phase("history read");
         let relative = |rr: f64| {
             if bb > 0.0 {
                 (rr / bb).sqrt()
@@ -452,6 +507,7 @@ impl<T: Scalar> Workspace<T> {
         plan.record_axpby(&mut enc, T::from_f64(-1.0), x, T::from_f64(1.0), scratch)?;
         let q = &scratch.buffer.clone();
         let (rr, bb) = self.dots(enc, [q, q, &b.buffer, &b.buffer])?;
+        self.log_phase("report made");
         Ok(SolveReport {
             stop,
             iterations,
