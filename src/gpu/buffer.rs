@@ -529,7 +529,15 @@ impl super::Gpu {
             .min(buffer.size());
         let staging = self.readback_buffer(bytes)?;
         self.record_copy(&mut before, buffer, 0, &staging, 0, bytes)?;
-        self.scoped("submitting work", || self.submit([before.finish()]))?;
+        let t = std::time::Instant::now();
+        let commands = before.finish();
+        let finished = t.elapsed();
+        self.scoped("submitting work", || self.submit([commands]))?;
+        log::trace!(
+            "read_later: finish {:.3} ms, submit {:.3} ms",
+            finished.as_secs_f64() * 1e3,
+            (t.elapsed() - finished).as_secs_f64() * 1e3
+        );
         let (tx, rx) = futures::channel::oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);

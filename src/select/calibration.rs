@@ -51,6 +51,14 @@ pub enum Columns {
         /// Width of the window, in columns.
         window: u32,
     },
+    /// A finite-difference stencil on a grid of `dims` dimensions (square, side
+    /// nrows^(1/dims)): each row its point and its neighbours along every dimension (fewer on
+    /// the grid's faces), so its columns come in 2·dims + 1 runs far apart, each streaming
+    /// through `x` in order. The row lengths are the stencil's.
+    Stencil {
+        /// Dimensions of the grid (2: 5 points, 3: 7 points).
+        dims: u32,
+    },
 }
 
 /// How many entries each row holds.
@@ -119,6 +127,14 @@ pub const STRUCTURES: &[Structure] = &[
         name: "band-thin",
         lengths: Lengths::Uniform { lo: 5, hi: 7 },
         columns: Columns::Band { block: 1 },
+        aspect: 1.0,
+    },
+    // A 3-D Laplacian's pattern: short uniform rows like band-thin, but three streams of `x`
+    // (±1, ±side, ±side²) where the thin band has one.
+    Structure {
+        name: "stencil-3d",
+        lengths: Lengths::Uniform { lo: 7, hi: 7 },
+        columns: Columns::Stencil { dims: 3 },
         aspect: 1.0,
     },
     Structure {
@@ -265,6 +281,12 @@ impl Structure {
             // A dense row of n entries plus ~2 per row: n·(2+1) ≈ target.
             let n = (target / (mean_len(self.lengths) + 1.0)).ceil() as usize;
             (n, n)
+        } else if let Columns::Stencil { dims } = self.columns {
+            let side = (target / (2 * dims + 1) as f64)
+                .powf(1.0 / dims as f64)
+                .round();
+            let n = (side.max(2.0) as usize).pow(dims);
+            (n, n)
         } else {
             let m = mean_len(self.lengths).max(1.0);
             let nrows = (target / m).ceil().max(16.0) as usize;
@@ -315,6 +337,20 @@ impl Structure {
                         let start =
                             ((diag - len as i64 / 2) / b * b).clamp(0, (ncols - len) as i64);
                         row.extend((start..start + len as i64).map(|c| c as u32));
+                    }
+                    Columns::Stencil { dims } => {
+                        let side = (nrows as f64).powf(1.0 / dims as f64).round() as usize;
+                        row.push(r as u32);
+                        for stride in (0..dims).map(|d| side.pow(d)) {
+                            let coord = (r / stride) % side;
+                            if coord > 0 {
+                                row.push((r - stride) as u32);
+                            }
+                            if coord + 1 < side {
+                                row.push((r + stride) as u32);
+                            }
+                        }
+                        row.sort_unstable();
                     }
                     Columns::Random | Columns::Local { .. } => {
                         let (lo, span) = match self.columns {

@@ -81,6 +81,11 @@ pub struct Args {
     /// earlier run whose setups the library has since changed).
     #[arg(long)]
     also_fit_products: Vec<PathBuf>,
+    /// Fit the product model on these samples too, every method's (measured at the current
+    /// kernels, so `--fresh-methods` does not apply), but not the setup model (e.g. samples
+    /// of another host, or another GPU of the profile's family, filling in a regime).
+    #[arg(long)]
+    also_fit_current_products: Vec<PathBuf>,
     /// Methods whose kernels or defaults changed since the --also-fit / --also-fit-products
     /// files were measured (comma-separated): their samples come from this run or --refit alone.
     #[arg(long, value_delimiter = ',', value_parser = crate::args::method_names())]
@@ -322,17 +327,22 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         let text = std::fs::read_to_string(p).map_err(io_err(p))?;
         samples.extend(fit::samples_from_csv(&text)?.into_iter().filter(earlier));
     }
+    let products_only = |s: fit::Sample| fit::Sample {
+        setup_ms: f64::NAN,
+        ..s
+    };
     for p in &args.also_fit_products {
         let text = std::fs::read_to_string(p).map_err(io_err(p))?;
         samples.extend(
             fit::samples_from_csv(&text)?
                 .into_iter()
                 .filter(earlier)
-                .map(|s| fit::Sample {
-                    setup_ms: f64::NAN,
-                    ..s
-                }),
+                .map(products_only),
         );
+    }
+    for p in &args.also_fit_current_products {
+        let text = std::fs::read_to_string(p).map_err(io_err(p))?;
+        samples.extend(fit::samples_from_csv(&text)?.into_iter().map(products_only));
     }
     // Which adapter the samples came from: the CSV's, or the one in hand.
     let (mut name, mut matches, mut cache) = match &gpu {
