@@ -304,6 +304,11 @@ impl Structure {
                 .collect(),
             _ => Vec::new(),
         };
+        // A stencil's grid side (nrows is side^dims).
+        let side = match self.columns {
+            Columns::Stencil { dims } => (nrows as f64).powf(1.0 / dims as f64).round() as usize,
+            _ => 0,
+        };
         let mut row: Vec<u32> = Vec::new();
         for r in 0..nrows {
             let len = match self.lengths {
@@ -339,7 +344,6 @@ impl Structure {
                         row.extend((start..start + len as i64).map(|c| c as u32));
                     }
                     Columns::Stencil { dims } => {
-                        let side = (nrows as f64).powf(1.0 / dims as f64).round() as usize;
                         row.push(r as u32);
                         for stride in (0..dims).map(|d| side.pow(d)) {
                             let coord = (r / stride) % side;

@@ -103,7 +103,8 @@ fn solve<T: Scalar>(
     let jacobi = ("JACOBI", opts.jacobi.is_some() as u32);
     // An iteration's kernels read ρ from one of two slots and the next writes the other: a
     // pair of each, by the parity of the iteration.
-    let params = [w.dot_params_with_parity(0), w.dot_params_with_parity(1)];
+    let odd = w.dot_params_with_parity(1);
+    let params: [&wgpu::Buffer; 2] = [&w.dot_params, &odd];
     let step = |start: u32, params: &wgpu::Buffer| {
         w.bound(
             crate::kernel::CG_STEP,
@@ -119,13 +120,13 @@ fn solve<T: Scalar>(
         )
     };
     let pq = w.dot([pb, qb, pb, qb], false)?;
-    let steps = [step(0, &params[0])?, step(0, &params[1])?];
-    let updates = [update_p(0, &params[0])?, update_p(0, &params[1])?];
+    let steps = [step(0, params[0])?, step(0, params[1])?];
+    let updates = [update_p(0, params[0])?, update_p(0, params[1])?];
     let (bb_dot, tolerance) = (w.dot([bb, bb, bb, bb], false)?, w.reduce(4)?);
     let (first_step, begin, first_p) = (
-        step(1, &params[0])?,
+        step(1, params[0])?,
         w.reduce_second(3)?,
-        update_p(1, &params[0])?,
+        update_p(1, params[0])?,
     );
     let dg = w.dot_grid;
     // The start: α = β = 0, the tolerance from b·b, r = b − A·x, r·z and r·r, p = z.

@@ -340,7 +340,8 @@ impl<T: Scalar> Workspace<T> {
         )
     }
 
-    /// The dot products' parameters (partials.wgsl's `DotParams`) with CG's ρ slot `parity`.
+    /// The dot products' parameters (span.wgsl's `DotParams`) with CG's ρ slot `parity`
+    /// (`dot_params` has parity 0).
     pub(super) fn dot_params_with_parity(&self, parity: u32) -> crate::gpu::DeviceBuffer {
         self.gpu.uniform_buffer(
             "solver dot params",
