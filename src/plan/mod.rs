@@ -479,6 +479,29 @@ impl<T: Scalar> SpmvPlan<T> {
         )
     }
 
+    /// Records `y = A·x` into a compute pass the caller has open (a solver's iterations share
+    /// one pass per submission: wgpu gives every pass command buffers of its own, and making
+    /// and finishing those was most of a solver's host time). Same checks as
+    /// [`record`](Self::record).
+    pub(crate) fn record_in_pass(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        x: &GpuVector<T>,
+        y: &mut GpuVector<T>,
+    ) -> Result<()> {
+        let _turn = self.gpu.gl_turn();
+        self.check(x, y)?;
+        self.keep_out_of_pool();
+        let ops = Operands {
+            x,
+            y,
+            coeffs: CoeffSource::Pair(T::from_f64(1.0), T::from_f64(0.0)),
+        };
+        let groups = self.bind(&self.stages, MAIN, &ops)?;
+        Self::encode(&self.stages, pass, &groups);
+        Ok(())
+    }
+
     fn record_operands(
         &self,
         encoder: &mut wgpu::CommandEncoder,

@@ -103,22 +103,18 @@ pub fn bicgstab<T: Scalar>(
         begin.dispatch(&mut pass, [1, 1]);
         next_p.dispatch(&mut pass, vg);
     }
-    let outcome = w.iterate(enc, opts.check_every, |enc| {
-        plan.record(enc, &p, &mut v)?;
-        {
-            let mut pass = pass(enc);
-            hv.dispatch(&mut pass, dg);
-            alpha.dispatch(&mut pass, [1, 1]);
-            s_of.dispatch(&mut pass, vg);
-        }
-        plan.record(enc, &r, &mut t)?;
-        let mut pass = pass(enc);
-        ts.dispatch(&mut pass, dg);
-        omega.dispatch(&mut pass, [1, 1]);
-        update.dispatch(&mut pass, vg);
-        hr.dispatch(&mut pass, dg);
-        rho.dispatch(&mut pass, [1, 1]);
-        next_p.dispatch(&mut pass, vg);
+    let outcome = w.iterate(enc, opts.check_every, |pass| {
+        plan.record_in_pass(pass, &p, &mut v)?;
+        hv.dispatch(pass, dg);
+        alpha.dispatch(pass, [1, 1]);
+        s_of.dispatch(pass, vg);
+        plan.record_in_pass(pass, &r, &mut t)?;
+        ts.dispatch(pass, dg);
+        omega.dispatch(pass, [1, 1]);
+        update.dispatch(pass, vg);
+        hr.dispatch(pass, dg);
+        rho.dispatch(pass, [1, 1]);
+        next_p.dispatch(pass, vg);
         Ok(())
     })?;
     w.report(plan, (b, x, &mut v), outcome, start)

@@ -144,15 +144,11 @@ fn solve<T: Scalar>(
         first_p.dispatch(&mut pass, dg);
     }
     let mut parity = 0;
-    let outcome = w.iterate(enc, opts.check_every, |enc| {
-        plan.record(enc, &p, &mut q)?;
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("cg"),
-            timestamp_writes: None,
-        });
-        pq.dispatch(&mut pass, dg);
-        steps[parity].dispatch(&mut pass, dg);
-        updates[parity].dispatch(&mut pass, dg);
+    let outcome = w.iterate(enc, opts.check_every, |pass| {
+        plan.record_in_pass(pass, &p, &mut q)?;
+        pq.dispatch(pass, dg);
+        steps[parity].dispatch(pass, dg);
+        updates[parity].dispatch(pass, dg);
         parity ^= 1;
         Ok(())
     })?;

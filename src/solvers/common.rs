@@ -391,7 +391,7 @@ impl<T: Scalar> Workspace<T> {
         &self,
         start: wgpu::CommandEncoder,
         check_every: usize,
-        mut iteration: impl FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
+        mut iteration: impl FnMut(&mut wgpu::ComputePass<'_>) -> Result<()>,
     ) -> Result<(usize, Stop, usize)> {
         self.log_phase("start recorded");
         let mut queued = std::collections::VecDeque::new();
@@ -410,8 +410,16 @@ impl<T: Scalar> Workspace<T> {
                     .gpu
                     .device()
                     .create_command_encoder(&Default::default());
-                for _ in 0..k {
-                    iteration(&mut enc)?;
+                {
+                    // One pass for the whole batch: a pass costs the host a command buffer
+                    // or two to make and finish, a dispatch far less.
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("solver iterations"),
+                        timestamp_writes: None,
+                    });
+                    for _ in 0..k {
+                        iteration(&mut pass)?;
+                    }
                 }
                 recording += t.elapsed();
                 recorded += k;

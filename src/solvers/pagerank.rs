@@ -147,11 +147,10 @@ pub fn pagerank<T: Scalar>(
         prepare.dispatch(&mut pass, dg);
         add.dispatch(&mut pass, [1, 1]);
     }
-    let outcome = w.iterate(enc, opts.check_every, |enc| {
-        transposed.record(enc, &scaled, &mut linked)?;
-        let mut pass = enc.begin_compute_pass(&Default::default());
-        update.dispatch(&mut pass, dg);
-        change.dispatch(&mut pass, [1, 1]);
+    let outcome = w.iterate(enc, opts.check_every, |pass| {
+        transposed.record_in_pass(pass, &scaled, &mut linked)?;
+        update.dispatch(pass, dg);
+        change.dispatch(pass, [1, 1]);
         Ok(())
     })?;
     let (iterations, stop, submissions) = outcome;
