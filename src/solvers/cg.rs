@@ -86,9 +86,14 @@ fn solve<T: Scalar>(
     let _turn = gpu.gl_turn();
     let n = plan.nrows();
     let w = Workspace::<T>::new(&gpu, n, opts.max_iter)?;
+    w.log_phase(&format!(
+        "workspace made, {:.3} ms into the call",
+        start.elapsed().as_secs_f64() * 1e3
+    ));
     let mut r = Scratch::<T>::zeroed(&gpu, n)?;
     let p = Scratch::<T>::zeroed(&gpu, n)?;
     let mut q = Scratch::<T>::zeroed(&gpu, n)?;
+    w.log_phase("vectors made");
     let no_diag = gpu.storage_zeroed("cg no diagonal", 16, wgpu::BufferUsages::empty())?;
     // Without a preconditioner z is r itself, and the kernels' 1/diag a placeholder.
     let inv_diag: &wgpu::Buffer = opts.jacobi.map_or(&no_diag, |d| &d.buffer);
@@ -129,6 +134,7 @@ fn solve<T: Scalar>(
         update_p(1, params[0])?,
     );
     let dg = w.dot_grid;
+    w.log_phase("kernels bound");
     // The start: α = β = 0, the tolerance from b·b, r = b − A·x, r·z and r·r, p = z.
     w.reset(&[(REL_TOL2, opts.tol * opts.tol)]);
     let s = std::mem::size_of::<T>() as u64;

@@ -147,6 +147,14 @@ impl<T: Scalar> std::ops::Deref for Workspace<T> {
     }
 }
 
+/// What the end of a solve reads back ([`Workspace::dots_and_history`]).
+pub(super) struct EndReads {
+    pub dots: (f64, f64),
+    /// ‖b‖², from the start.
+    pub bb: f64,
+    pub history: Vec<f64>,
+}
+
 /// A workspace's buffers (without its `Gpu`, so that the device may keep them: vector
 /// operations share one per value type and length, [`Workspace::for_vectors`]).
 pub(super) struct Buffers<T: Scalar> {
@@ -450,25 +458,31 @@ impl<T: Scalar> Workspace<T> {
     }
 
     /// Logs (at debug level) how long after the workspace was made `what` happened.
-    fn log_phase(&self, what: &str) {
+    pub(super) fn log_phase(&self, what: &str) {
         log::debug!(
             "solve: {what} at {:.3} ms",
             self.made.elapsed().as_secs_f64() * 1e3
         );
     }
 
-    /// The convergence measure of each iteration from the start (what the reductions kept).
-    pub(super) fn history(&self, iterations: usize) -> Result<Vec<f64>> {
-        let h: Vec<T> = self.gpu.read_buffer(&self.history, iterations + 1)?;
-        Ok(h.iter().map(|v| v.to_f64()).collect())
-    }
-
     /// `a·b` and `c·d`, recorded after the work in `enc` and read back.
     pub(super) fn dots(
         &self,
-        mut enc: wgpu::CommandEncoder,
+        enc: wgpu::CommandEncoder,
         buffers: [&wgpu::Buffer; 4],
     ) -> Result<(f64, f64)> {
+        Ok(self.dots_and_history(enc, buffers, 0)?.dots)
+    }
+
+    /// [`Workspace::dots`], read back in the same round trip as the convergence measure of
+    /// the first `history` iterations from the start (what the reductions kept) and the
+    /// start's ‖b‖²: the end of a solve waits on the GPU once.
+    pub(super) fn dots_and_history(
+        &self,
+        mut enc: wgpu::CommandEncoder,
+        buffers: [&wgpu::Buffer; 4],
+        history: usize,
+    ) -> Result<EndReads> {
         let dots = self.dot(buffers, true)?;
         let sums = self.reduce(0)?;
         {
@@ -476,10 +490,31 @@ impl<T: Scalar> Workspace<T> {
             dots.dispatch(&mut pass, self.dot_grid);
             sums.dispatch(&mut pass, [1, 1]);
         }
-        let sums = self
-            .gpu
-            .read_buffer_after::<T>(Some(enc), &self.scalars, 2)?;
-        Ok((sums[0].to_f64(), sums[1].to_f64()))
+        let s = std::mem::size_of::<T>();
+        let mut reads = vec![crate::gpu::RangeRead::first(
+            &self.scalars,
+            (SCALAR_SLOTS * s) as u64,
+        )];
+        if history > 0 {
+            reads.push(crate::gpu::RangeRead::first(
+                &self.history,
+                (history * s) as u64,
+            ));
+        }
+        let got = self.gpu.read_ranges_after(Some(enc), &reads)?;
+        let words = |bytes: &[u8]| -> Vec<f64> {
+            // Collected rather than cast in place: the bytes need not be aligned for T.
+            bytemuck::pod_collect_to_vec::<u8, T>(bytes)
+                .iter()
+                .map(|v| v.to_f64())
+                .collect()
+        };
+        let scalars = words(&got[0][0]);
+        Ok(EndReads {
+            dots: (scalars[0], scalars[1]),
+            bb: scalars[BB],
+            history: got.get(1).map_or_else(Vec::new, |g| words(&g[0])),
+        })
     }
 
     /// The report of a Krylov solve that ran `iterations`: the residual history relative to
@@ -492,17 +527,6 @@ impl<T: Scalar> Workspace<T> {
         start: std::time::Instant,
     ) -> Result<SolveReport> {
         let gpu = &self.gpu;
-        let rr = self.history(iterations)?;
-        let bb = gpu.read_buffer::<T>(&self.scalars, SCALAR_SLOTS)?[BB].to_f64();
-        self.log_phase("history read");
-        let relative = |rr: f64| {
-            if bb > 0.0 {
-                (rr / bb).sqrt()
-            } else {
-                rr.sqrt()
-            }
-        };
-        let residuals = rr.iter().map(|&h| relative(h)).collect();
         let s = std::mem::size_of::<T>() as u64;
         let mut enc = gpu.device().create_command_encoder(&Default::default());
         gpu.record_copy(
@@ -515,7 +539,16 @@ impl<T: Scalar> Workspace<T> {
         )?;
         plan.record_axpby(&mut enc, T::from_f64(-1.0), x, T::from_f64(1.0), scratch)?;
         let q = &scratch.buffer.clone();
-        let (rr, bb) = self.dots(enc, [q, q, &b.buffer, &b.buffer])?;
+        let end = self.dots_and_history(enc, [q, q, &b.buffer, &b.buffer], iterations + 1)?;
+        let relative = |rr: f64| {
+            if end.bb > 0.0 {
+                (rr / end.bb).sqrt()
+            } else {
+                rr.sqrt()
+            }
+        };
+        let residuals = end.history.iter().map(|&h| relative(h)).collect();
+        let (rr, bb) = end.dots;
         self.log_phase("report made");
         Ok(SolveReport {
             stop,

@@ -154,10 +154,10 @@ pub fn pagerank<T: Scalar>(
         Ok(())
     })?;
     let (iterations, stop, submissions) = outcome;
-    let residuals = w.history(iterations)?;
     let enc = gpu.device().create_command_encoder(&Default::default());
     let ob = &ones.buffer;
-    let (sum, _) = w.dots(enc, [rb, ob, rb, ob])?;
+    let end = w.dots_and_history(enc, [rb, ob, rb, ob], iterations + 1)?;
+    let (residuals, (sum, _)) = (end.history, end.dots);
     Ok((
         ranks,
         SolveReport {
