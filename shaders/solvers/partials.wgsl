@@ -2,8 +2,8 @@
 #import solvers/sum_partials
 // Deterministic partial sums (dot products, norms), one pair per workgroup: workgroup g takes
 // the elements span.wgsl gives it, each invocation a strided run of them, then
-// sum_partials.wgsl's fixed tree, so a result depends on n and `groups` only, never on the
-// adapter or the timing. `sum_partials` adds the partials up. The kernel declares `params`
+// sum_partials.wgsl's fixed tree, so a result depends on n and `groups` only (fewer on a CPU
+// adapter than on a GPU), never on the timing. `sum_partials` adds the partials up. The kernel declares `params`
 // and `partials`.
 
 // Sums each invocation's pair over the workgroup and writes workgroup g's partials from `base`

@@ -21,6 +21,19 @@ const DOT_GROUPS: u32 = 1024;
 /// Invocations per workgroup of the vector kernels.
 const WG: u32 = 256;
 
+/// The most workgroups of a dot product (and of the kernels sharing its layout) on `gpu`. A CPU
+/// adapter runs each workgroup as a task of fixed cost (about 20 µs on lavapipe), so there a
+/// few per thread: CG on lavapipe took 31 ms per iteration of a 256² grid's dispatches with up
+/// to 1 024, 11 with 16 (docs/solvers.md). A sum depends on n and this count only, so results
+/// are the same bits run to run on one adapter.
+fn dot_groups(gpu: &Gpu) -> u32 {
+    if gpu.info().device_type != wgpu::DeviceType::Cpu {
+        return DOT_GROUPS;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()) as u32;
+    (2 * threads).clamp(16, DOT_GROUPS)
+}
+
 /// Checks a solve's operands: a square plan, `b` and `x` of its length on its device, not one
 /// buffer, a finite tolerance and at least one iteration per submission.
 pub(super) fn check_args<T: Scalar>(
@@ -223,6 +236,11 @@ impl<T: Scalar> Workspace<T> {
 
 impl<T: Scalar> Buffers<T> {
     fn new(gpu: &Gpu, n: usize, max_iter: usize) -> Result<Self> {
+        Self::with_group_cap(gpu, n, max_iter, dot_groups(gpu))
+    }
+
+    /// [`Buffers::new`] with at most `cap` workgroups per dot product.
+    fn with_group_cap(gpu: &Gpu, n: usize, max_iter: usize, cap: u32) -> Result<Self> {
         let storage = |label: &str, bytes: u64| {
             gpu.scoped(&format!("allocating {label}"), || {
                 gpu.device().create_buffer(&wgpu::BufferDescriptor {
@@ -249,7 +267,7 @@ impl<T: Scalar> Buffers<T> {
             value: n.to_string(),
             reason: "a solve takes fewer than 2^32 rows".into(),
         })?;
-        let groups = n32.div_ceil(WG).clamp(1, DOT_GROUPS);
+        let groups = n32.div_ceil(WG).clamp(1, cap);
         let span = n32.div_ceil(groups).div_ceil(WG) * WG;
         let uniform =
             |label: &str, words: [u32; 4]| gpu.uniform_buffer(label, bytemuck::cast_slice(&words));
@@ -439,6 +457,11 @@ impl<T: Scalar> Workspace<T> {
                 self.log_phase("first iterations submitted");
             }
             state = self.gpu.finish_read::<u32>(oldest, 2)?;
+            log::trace!(
+                "solve: a submission ran by {:.3} ms ({} iterations counted)",
+                self.made.elapsed().as_secs_f64() * 1e3,
+                state[0]
+            );
             stopped |= state[1] != 0;
             if first {
                 self.log_phase("start run");
@@ -562,5 +585,43 @@ impl<T: Scalar> Workspace<T> {
             submissions,
             time: start.elapsed(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layout real GPUs get (up to 1 024 partials, more than one summing workgroup's
+    /// invocations) on whatever adapter the tests have, a CPU one included: exact on integers.
+    #[test]
+    fn dot_products_exact_with_a_gpu_s_workgroup_count() {
+        let Some(gpu) = crate::gpu::test_gpu() else {
+            return;
+        };
+        let n = 300_007;
+        let a: Vec<f32> = (0..n).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+        let b: Vec<f32> = (0..n).map(|i| ((i * 3) % 5) as f32 - 2.0).collect();
+        let want = |x: &[f32], y: &[f32]| -> f64 {
+            x.iter()
+                .zip(y)
+                .map(|(x, y)| (*x as f64) * (*y as f64))
+                .sum()
+        };
+        let w = Workspace::<f32> {
+            gpu: gpu.clone(),
+            buffers: Arc::new(Buffers::with_group_cap(&gpu, n, 0, DOT_GROUPS).unwrap()),
+            made: std::time::Instant::now(),
+        };
+        assert_eq!(w.groups, DOT_GROUPS);
+        let (ga, gb) = (
+            GpuVector::from_slice(&gpu, &a).unwrap(),
+            GpuVector::from_slice(&gpu, &b).unwrap(),
+        );
+        let enc = gpu.device().create_command_encoder(&Default::default());
+        let (ab, aa) = w
+            .dots(enc, [&ga.buffer, &gb.buffer, &ga.buffer, &ga.buffer])
+            .unwrap();
+        assert_eq!((ab, aa), (want(&a, &b), want(&a, &a)));
     }
 }
