@@ -327,6 +327,13 @@ fn one_buffer_as_input_and_output_is_refused() {
                 aliased(plan.record(&mut enc, &x, &mut y)),
                 "{dev} {m}: record"
             );
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                assert!(
+                    aliased(plan.record_in_pass(&mut pass, &x, &mut y)),
+                    "{dev} {m}: record_in_pass"
+                );
+            }
             gpu.queue().submit([enc.finish()]);
         }
         still_usable(&gpu, &a, dev);

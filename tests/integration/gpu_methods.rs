@@ -181,6 +181,49 @@ fn record_into_callers_encoder_and_read_async() {
     assert!(wgspmv::reference::check(2.0, &a, &x, 0.0, None, &r2, &y_ref2).ok);
 }
 
+/// Products recorded into the caller's compute pass, every method: the second reads what the
+/// first wrote in the same pass (wgpu orders the dispatches), and a wrong length is a typed
+/// error that leaves the pass usable.
+#[test]
+fn record_into_callers_pass() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::PowerLaw.generate(4_000, 6).cast::<f32>();
+    assert_eq!(a.nrows(), a.ncols());
+    let x: Vec<f32> = wgspmv::testing::suite::random_vector(a.ncols(), 3)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
+    let gx = GpuVector::from_slice(&gpu, &x).unwrap();
+    for &m in Method::ALL {
+        let plan = gpu.prepare(&a, m).unwrap();
+        let mut y1 = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+        let mut y2 = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+        let mut short = GpuVector::filled(&gpu, a.nrows() - 1, 0.0f32).unwrap();
+        let mut enc = gpu.device().create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            plan.record_in_pass(&mut pass, &gx, &mut y1).unwrap();
+            assert!(matches!(
+                plan.record_in_pass(&mut pass, &gx, &mut short),
+                Err(Error::DimensionMismatch { .. })
+            ));
+            plan.record_in_pass(&mut pass, &y1, &mut y2).unwrap();
+        }
+        gpu.queue().submit([enc.finish()]);
+        let (r1, r2) = (y1.read().unwrap(), y2.read().unwrap());
+        let want1 = wgspmv::reference::spmv_seq(&a, &x).unwrap();
+        assert!(
+            wgspmv::reference::check(1.0, &a, &x, 0.0, None, &r1, &want1).ok,
+            "{m}: first"
+        );
+        let want2 = wgspmv::reference::spmv_seq(&a, &r1).unwrap();
+        assert!(
+            wgspmv::reference::check(1.0, &a, &r1, 0.0, None, &r2, &want2).ok,
+            "{m}: second, from the first's output"
+        );
+    }
+}
+
 #[test]
 fn shares_an_application_device() {
     let Some(gpu) = gpu() else { return };
