@@ -195,6 +195,36 @@ fn solve<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, args: &[String]) -> wgspmv::Res
             "floor: product {product:.4} ms + 12 vector passes {passes:.4} ms (copy {gbps:.0} GB/s) = {:.4} ms per iteration",
             product + passes
         );
+        // What a dependent dispatch costs however little it does: products by a 1×1 matrix
+        // back to back in one pass, each waiting for the one before (they write the same y).
+        let one = gpu.prepare(
+            &CsrMatrix::try_new(1, 1, vec![0, 1], vec![0], vec![T::from_f64(1.0)])?,
+            Method::CsrScalar,
+        )?;
+        let (x1, mut y1) = (
+            GpuVector::filled(gpu, 1, T::from_f64(1.0))?,
+            GpuVector::filled(gpu, 1, T::from_f64(0.0))?,
+        );
+        let mut latency = f64::INFINITY;
+        for _ in 0..3 {
+            gpu.wait()?;
+            let t = Instant::now();
+            let mut enc = gpu.device().create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                for _ in 0..2000 {
+                    one.record_in_pass(&mut pass, &x1, &mut y1)?;
+                }
+            }
+            gpu.queue().submit([enc.finish()]);
+            gpu.wait()?;
+            latency = latency.min(t.elapsed().as_secs_f64() * 1e3 / 2000.0);
+        }
+        println!(
+            "a dependent dispatch: {:.2} µs (2000 products by a 1×1 matrix in one pass); the floor with CG's 3 vector dispatches at that: {:.4} ms",
+            latency * 1e3,
+            product + passes + 3.0 * latency
+        );
     }
     if args.iter().any(|a| a == "--gpu-only") {
         return Ok(());
