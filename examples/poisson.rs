@@ -10,8 +10,9 @@
 //!     cargo run --release --example poisson -- --method csr-vector    # the product by one method
 //!
 //! `--gpu-only` leaves out the CPU's solve (minutes on a large matrix); `--floor` prints what an
-//! iteration cannot beat: the plan's product plus 12 passes over a vector at the copy bandwidth;
-//! `--profile` times each dispatch of an iteration in place.
+//! iteration cannot beat: the plan's product plus 12 passes over a vector at the copy bandwidth,
+//! and with the latency of CG's three dependent vector dispatches added; `--profile` times each
+//! dispatch of an iteration in place.
 //!
 //! `--iters N` runs exactly N iterations (no tolerance), for timing; `--tol T` sets the
 //! tolerance otherwise (default 1e-6, relative to ‖b‖).

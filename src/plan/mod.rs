@@ -481,10 +481,9 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Records `y = A·x` into a compute pass the caller has open, among its own dispatches
     /// (wgpu orders them: each dispatch sees the writes of those before it). For loops of many
-    /// products and small kernels: wgpu gives every pass command buffers of its own, and CG
-    /// with a pass per product and per group of vector kernels ran 20–29 µs per iteration
-    /// slower on an H200 than with one pass per 32 iterations (docs/solvers.md). Same checks
-    /// as [`record`](Self::record); the plan's buffers stay out of the pool once recorded.
+    /// products and small kernels: wgpu gives every pass command buffers of its own, which
+    /// cost the host and the GPU time per pass (docs/operations.md). Same checks as
+    /// [`record`](Self::record); the plan's buffers stay out of the pool once recorded.
     pub fn record_in_pass(
         &self,
         pass: &mut wgpu::ComputePass<'_>,

@@ -22,10 +22,9 @@ const DOT_GROUPS: u32 = 1024;
 const WG: u32 = 256;
 
 /// The most workgroups of a dot product (and of the kernels sharing its layout) on `gpu`. A CPU
-/// adapter runs each workgroup as a task of fixed cost (about 20 µs on lavapipe), so there a
-/// few per thread: CG on lavapipe took 31 ms per iteration of a 256² grid's dispatches with up
-/// to 1 024, 11 with 16 (docs/solvers.md). A sum depends on n and this count only, so results
-/// are the same bits run to run on one adapter.
+/// adapter runs each workgroup as a task of fixed cost, so there a few per thread
+/// (docs/solvers.md). A sum depends on n and this count only, so results are the same bits run
+/// to run on one adapter.
 fn dot_groups(gpu: &Gpu) -> u32 {
     if gpu.info().device_type != wgpu::DeviceType::Cpu {
         return DOT_GROUPS;
