@@ -491,14 +491,12 @@ impl<T: Scalar> SpmvPlan<T> {
         y: &mut GpuVector<T>,
     ) -> Result<()> {
         let _turn = self.gpu.gl_turn();
-        self.check(x, y)?;
-        self.keep_out_of_pool();
         let ops = Operands {
             x,
             y,
             coeffs: CoeffSource::Pair(T::from_f64(1.0), T::from_f64(0.0)),
         };
-        let groups = self.bind(&self.stages, MAIN, &ops)?;
+        let groups = self.groups_to_record(&ops)?;
         Self::encode(&self.stages, pass, &groups);
         Ok(())
     }
@@ -509,11 +507,17 @@ impl<T: Scalar> SpmvPlan<T> {
         ops: &Operands<'_, T>,
     ) -> Result<()> {
         let _turn = self.gpu.gl_turn();
-        self.check(ops.x, ops.y)?;
-        self.keep_out_of_pool();
-        let groups = self.bind(&self.stages, MAIN, ops)?;
+        let groups = self.groups_to_record(ops)?;
         Self::record_stages(&self.stages, groups, encoder);
         Ok(())
+    }
+
+    /// The bind groups of a product recorded for the caller to submit (into its encoder or
+    /// pass): the operands checked, the plan's buffers kept out of the pool.
+    fn groups_to_record(&self, ops: &Operands<'_, T>) -> Result<Arc<Vec<wgpu::BindGroup>>> {
+        self.check(ops.x, ops.y)?;
+        self.keep_out_of_pool();
+        self.bind(&self.stages, MAIN, ops)
     }
 
     fn check_coeffs(&self, coeffs: &Coefficients<T>) -> Result<()> {
