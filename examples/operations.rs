@@ -3,9 +3,11 @@
 //! changed every call against α fixed. Each time is the mean over back-to-back products recorded
 //! into one submission, wall clock including the submission's wait (the same for every row).
 //!
-//!     cargo run --release --example operations -- DIR [METHODS] [KS]
+//!     cargo run --release --example operations -- DIR [METHODS] [KS] [OFF]
 //!
-//! METHODS: comma-separated (default `csr-vector,auto`); KS: comma-separated k (default 8,32).
+//! METHODS: comma-separated (default `csr-vector,auto`); KS: comma-separated k (default 8,32,
+//! `-` for none); OFF: `immediates` opens the device without immediate data, so α and β are
+//! written into a buffer (the path of adapters without `Features::IMMEDIATES`).
 //! GB/s is of the minimal traffic: the matrix once, x and y k times.
 
 use std::time::Instant;
@@ -48,10 +50,23 @@ fn main() -> wgspmv::Result<()> {
         .get(3)
         .map_or("8,32", |s| s.as_str())
         .split(',')
+        .filter(|&k| k != "-")
         .map(|k| k.parse().unwrap())
         .collect();
-    let gpu = Gpu::new()?;
-    eprintln!("{}", gpu.info().name);
+    let disabled_features = match args.get(4).map(String::as_str) {
+        None => wgpu::Features::empty(),
+        Some("immediates") => wgpu::Features::IMMEDIATES,
+        Some(other) => panic!("OFF: `immediates`, not `{other}`"),
+    };
+    let gpu = pollster::block_on(Gpu::with_options(wgspmv::GpuOptions {
+        disabled_features,
+        ..Default::default()
+    }))?;
+    eprintln!(
+        "{}, α and β as immediate data: {}",
+        gpu.info().name,
+        gpu.info().has_immediate_coeffs()
+    );
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .expect("a folder of .mtx files")
         .map(|e| e.unwrap().path())

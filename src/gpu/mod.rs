@@ -6,6 +6,7 @@ mod coefficients;
 mod copy;
 mod dense;
 mod pipeline;
+pub(crate) use pipeline::StagePipeline;
 mod pool;
 pub(crate) mod recorder;
 mod timing;
@@ -33,7 +34,8 @@ pub(crate) const WANTED_FEATURES: wgpu::Features = wgpu::Features::SUBGROUP
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
     .union(wgpu::Features::SHADER_INT64)
-    .union(wgpu::Features::PIPELINE_CACHE);
+    .union(wgpu::Features::PIPELINE_CACHE)
+    .union(wgpu::Features::IMMEDIATES);
 
 /// How to choose and open the adapter.
 #[derive(Clone, Debug, Default)]
@@ -137,6 +139,15 @@ impl GpuInfo {
     /// Whether the device has all of the features in `f` enabled.
     pub fn has(&self, f: wgpu::Features) -> bool {
         self.features.contains(f)
+    }
+    /// Whether products take α and β as immediate data (`Features::IMMEDIATES` with room for
+    /// two f64), so that changing them writes no buffer. Not through GL, where wgpu emulates
+    /// immediate data with uniforms and a kernel's second form would compile while other
+    /// threads wait on wgpu's context lock.
+    pub fn has_immediate_coeffs(&self) -> bool {
+        self.has(wgpu::Features::IMMEDIATES)
+            && self.limits.max_immediate_size >= 16
+            && self.backend != wgpu::Backend::Gl
     }
     /// Whether CPU and GPU share memory (integrated GPUs, software adapters), where mapping
     /// working buffers costs no copy.
@@ -352,12 +363,13 @@ impl Gpu {
             max_compute_invocations_per_workgroup: have.max_compute_invocations_per_workgroup,
             max_compute_workgroup_size_x: have.max_compute_workgroup_size_x,
             max_compute_workgroups_per_dimension: have.max_compute_workgroups_per_dimension,
+            max_immediate_size: have.max_immediate_size,
             ..base
         }
     }
 
     /// The optional features `wgspmv` uses that `adapter` has (subgroups, f64, timestamps,
-    /// mappable primary buffers, 64-bit integers); none is required.
+    /// mappable primary buffers, 64-bit integers, immediate data); none is required.
     pub fn wanted_features(adapter: &wgpu::Adapter) -> wgpu::Features {
         adapter.features() & WANTED_FEATURES
     }

@@ -25,6 +25,43 @@ pub(crate) struct DiskCache {
     asked: Mutex<Vec<String>>,
 }
 
+/// A stage's compiled kernel, in the form the device's products use: α and β as immediate data
+/// where the device has them (a new pair writes no buffer), bound as a uniform buffer elsewhere.
+/// The bound form, which products reading the caller's `Coefficients` need, is compiled at its
+/// first use.
+#[derive(Clone)]
+pub(crate) struct StagePipeline {
+    variant: Variant,
+    main: Arc<wgpu::ComputePipeline>,
+}
+
+impl StagePipeline {
+    /// The form compiled for the device's products.
+    pub fn main(&self) -> &Arc<wgpu::ComputePipeline> {
+        &self.main
+    }
+
+    /// Whether [`main`](Self::main) takes α and β as immediate data.
+    pub fn immediate(&self) -> bool {
+        self.variant.immediate_coeffs
+    }
+
+    /// The form that reads α and β from its `coeffs` binding.
+    pub fn bound(&self, gpu: &Gpu) -> Result<Arc<wgpu::ComputePipeline>> {
+        if !self.immediate() {
+            return Ok(self.main.clone());
+        }
+        let mut variant = self.variant.clone();
+        variant.immediate_coeffs = false;
+        gpu.pipeline(&variant)
+    }
+
+    /// Whether both are one compiled pipeline.
+    pub fn same_as(&self, other: &StagePipeline) -> bool {
+        Arc::ptr_eq(&self.main, &other.main)
+    }
+}
+
 /// Lines a kernel list keeps: a few plans' worth of every method's kernels.
 const LISTED_MOST: usize = 256;
 
@@ -197,6 +234,29 @@ impl Gpu {
         if let Err(e) = self.save_pipeline_cache() {
             log::warn!("{e}");
         }
+    }
+
+    /// A stage's kernel: `variant` with α and β as immediate data where this device has them
+    /// ([`GpuInfo::has_immediate_coeffs`](super::GpuInfo::has_immediate_coeffs)).
+    pub(crate) fn stage_pipeline(&self, variant: &Variant) -> Result<StagePipeline> {
+        let variant = if self.info().has_immediate_coeffs() {
+            variant.clone().with_immediate_coeffs()
+        } else {
+            variant.clone()
+        };
+        Ok(StagePipeline {
+            main: self.pipeline(&variant)?,
+            variant,
+        })
+    }
+
+    /// A stage's kernel reading α and β from its binding on every device, for a stage that binds
+    /// a pair of its own there.
+    pub(crate) fn bound_stage_pipeline(&self, variant: &Variant) -> Result<StagePipeline> {
+        Ok(StagePipeline {
+            main: self.pipeline(variant)?,
+            variant: variant.clone(),
+        })
     }
 
     /// The compiled pipeline for a kernel variant, built once per device.

@@ -104,7 +104,16 @@ pub struct Variant {
     pub height: Option<u32>,
     /// The values given to the kernel's override constants.
     pub overrides: Vec<(&'static str, u32)>,
+    /// Whether α and β come from immediate data (`var<immediate>`, `Features::IMMEDIATES`)
+    /// instead of the kernel's uniform binding; only for kernels that read them.
+    pub immediate_coeffs: bool,
 }
+
+/// The declaration that makes a kernel read α and β from a binding; its immediate form drops it
+/// for [`IMMEDIATE_COEFFS`].
+const UNIFORM_COEFFS: &str = "var<uniform> coeffs: Coeffs;";
+/// α and β as immediate data, set with each product instead of written into a buffer.
+const IMMEDIATE_COEFFS: &str = "var<immediate> coeffs: Coeffs;";
 
 /// Key of a compiled pipeline: every input of the variant's source and constants.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -119,11 +128,14 @@ pub struct PipelineKey {
     pub height: Option<u32>,
     /// The values given to the kernel's override constants.
     pub overrides: Vec<(&'static str, u32)>,
+    /// Whether α and β come from immediate data.
+    pub immediate_coeffs: bool,
 }
 
 impl PipelineKey {
     /// The key as one line of the kernel list kept beside a pipeline cache:
-    /// `name scalar lanes height overrides`, `-` for an input the kernel does not take, e.g.
+    /// `name scalar lanes height overrides`, `-` for an input the kernel does not take, and
+    /// ` immediate` after them for α and β in immediate data, e.g.
     /// `cmrs f32 subgroup - WG_SIZE=256,LANES=32,HEIGHT=4,BUF_COLS=0,PACKED=1,CELLS=1280`.
     pub(crate) fn to_line(&self) -> String {
         let overrides: Vec<String> = self
@@ -132,7 +144,7 @@ impl PipelineKey {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         format!(
-            "{} {} {} {} {}",
+            "{} {} {} {} {}{}",
             self.kernel,
             self.scalar,
             self.lanes.map_or("-", LaneMode::name),
@@ -141,6 +153,11 @@ impl PipelineKey {
                 "-".to_owned()
             } else {
                 overrides.join(",")
+            },
+            if self.immediate_coeffs {
+                " immediate"
+            } else {
+                ""
             }
         )
     }
@@ -167,7 +184,15 @@ impl Variant {
             lanes,
             height: None,
             overrides,
+            immediate_coeffs: false,
         }
+    }
+
+    /// The same variant reading α and β from immediate data (for kernels that read them; others
+    /// are returned unchanged).
+    pub fn with_immediate_coeffs(mut self) -> Self {
+        self.immediate_coeffs = self.kernel.reads_coeffs();
+        self
     }
 
     /// The variant a kernel-list line names ([`PipelineKey::to_line`]) among `kernels`, or
@@ -183,6 +208,11 @@ impl Variant {
             fields.next()?,
             fields.next()?,
         );
+        let immediate = match fields.next() {
+            None => false,
+            Some("immediate") => true,
+            Some(_) => return None,
+        };
         if fields.next().is_some() {
             return None;
         }
@@ -233,6 +263,9 @@ impl Variant {
         } else if !kernel.heights.is_empty() {
             return None;
         }
+        if immediate {
+            variant = variant.with_immediate_coeffs();
+        }
         (variant.key().to_line() == line).then_some(variant)
     }
 
@@ -250,6 +283,7 @@ impl Variant {
             lanes: self.kernel.uses_lanes().then_some(self.lanes),
             height: self.height,
             overrides: self.overrides.clone(),
+            immediate_coeffs: self.immediate_coeffs,
         }
     }
 
@@ -261,6 +295,9 @@ impl Variant {
         }
         if let Some(h) = self.height {
             parts.push(format!("h{h}"));
+        }
+        if self.immediate_coeffs {
+            parts.push("immediate".to_owned());
         }
         format!("{}[{}]", self.kernel.name, parts.join(","))
     }
@@ -284,10 +321,34 @@ impl Variant {
         let mut seen = HashSet::new();
         self.append(self.kernel.file, &mut seen, &mut out);
         // Only the alias: a blanket replace would also rename identifiers such as SCALAR_STAGE.
-        out.replace(
+        let out = out.replace(
             "alias scalar = SCALAR;",
             &format!("alias scalar = {};", self.scalar),
-        )
+        );
+        if !self.immediate_coeffs {
+            return out;
+        }
+        // The binding's whole line (its `@group @binding` included) becomes the immediate data.
+        let mut replaced = 0;
+        let lines: Vec<&str> = out
+            .lines()
+            .map(|l| {
+                if l.trim_start().starts_with("@group") && l.trim_end().ends_with(UNIFORM_COEFFS) {
+                    replaced += 1;
+                    IMMEDIATE_COEFFS
+                } else {
+                    l
+                }
+            })
+            .collect();
+        assert_eq!(
+            replaced, 1,
+            "{}: α and β must be declared once as `{UNIFORM_COEFFS}`",
+            self.kernel.name
+        );
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text
     }
 
     fn fill(&self, path: &str) -> String {
@@ -352,6 +413,15 @@ impl Kernel {
     /// data only.
     pub fn per_scalar(&self) -> bool {
         self.closure().iter().any(|p| p == SCALAR_FILE)
+    }
+
+    /// Whether the kernel reads α and β (`coeffs`, bound as a uniform buffer unless its variant
+    /// takes them as immediate data).
+    pub fn reads_coeffs(&self) -> bool {
+        self.closure().iter().any(|p| {
+            let concrete = p.replace("{lanes}", "workgroup").replace("{scalar}", "f32");
+            !p.contains("{height}") && file(&concrete).contains(UNIFORM_COEFFS)
+        })
     }
 
     /// Whether the kernel has a subgroup and a workgroup-memory variant.
@@ -705,11 +775,13 @@ mod tests {
                         if let Some(h) = h {
                             v = v.with_height(h);
                         }
-                        let line = v.key().to_line();
-                        let back = Variant::from_line(&line, &cmrs)
-                            .unwrap_or_else(|| panic!("{line} not read back"));
-                        assert_eq!(back.key(), v.key(), "{line}");
-                        checked += 1;
+                        for v in [v.clone(), v.with_immediate_coeffs()] {
+                            let line = v.key().to_line();
+                            let back = Variant::from_line(&line, &cmrs)
+                                .unwrap_or_else(|| panic!("{line} not read back"));
+                            assert_eq!(back.key(), v.key(), "{line}");
+                            checked += 1;
+                        }
                     }
                 }
             }
@@ -725,6 +797,8 @@ mod tests {
             "copy u32 - 4 WG_SIZE=256",
             "copy f16 - - WG_SIZE=256",
             "copy u32 - - WG_SIZE=256 more",
+            // The copy reads no α and β, so it has no immediate form.
+            "copy u32 - - WG_SIZE=256 immediate",
             "copy u32 -",
             "nothing u32 - - -",
             "",

@@ -11,7 +11,7 @@ pub(crate) use report::Phases;
 pub use report::{Candidate, Choice, Report, SetupSplit};
 pub(crate) use spmm::{DenseShape, SpmmProgram};
 
-use crate::gpu::{Coefficients, DeviceBuffer, Gpu, GpuVector, Timing};
+use crate::gpu::{Coefficients, DeviceBuffer, Gpu, GpuVector, StagePipeline, Timing};
 use crate::{Error, Result, Scalar};
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -77,7 +77,7 @@ pub(crate) enum Grid {
 /// One dispatch: a pipeline, its bindings in slot order, and a grid.
 #[derive(Clone)]
 pub(crate) struct Stage {
-    pub pipeline: Arc<wgpu::ComputePipeline>,
+    pub pipeline: StagePipeline,
     pub bindings: Vec<Binding>,
     pub grid: Grid,
 }
@@ -135,7 +135,7 @@ pub struct SpmvPlan<T> {
     /// Where the format keeps the values, for `update_values`.
     values: values::ValueLayout,
     /// Bind groups of recent calls, so that a solver's repeated products create none.
-    bound: std::sync::Mutex<Vec<(BindKey, Arc<Vec<wgpu::BindGroup>>)>>,
+    bound: std::sync::Mutex<Vec<(BindKey, Arc<Bound>)>>,
     /// The α and β of the products the plan submits, and (locked from the write to the
     /// submission) the bits of the pair it holds.
     coeffs: wgpu::Buffer,
@@ -152,6 +152,22 @@ pub struct SpmvPlan<T> {
     /// Whether this plan is the plan of Aᵀ another plan holds (its updates come from there).
     is_transpose: bool,
     _t: PhantomData<T>,
+}
+
+/// The bind groups of one call's stages and the pipeline each runs with; kept for later calls
+/// with the same [`BindKey`].
+struct Bound {
+    groups: Vec<wgpu::BindGroup>,
+    pipelines: Vec<Arc<wgpu::ComputePipeline>>,
+    /// Per stage: whether it takes α and β as immediate data.
+    immediate: Vec<bool>,
+}
+
+/// One call's bindings and, for stages that take them as immediate data, α and β.
+struct Call {
+    bound: Arc<Bound>,
+    /// `[α, β]` as bytes (`struct Coeffs` in shaders/shared/common.wgsl).
+    coeffs: Vec<u8>,
 }
 
 /// What a call's bind groups depend on: the vectors, the coefficients' buffer, and which stages.
@@ -172,6 +188,8 @@ const HOST_PATH: u64 = 1;
 /// The coefficients' part of a [`BindKey`].
 #[derive(PartialEq)]
 enum CoeffKey {
+    /// α and β as immediate data, whatever their values.
+    Immediate,
     Plan,
     Pair(u64, u64),
     Caller(wgpu::Buffer),
@@ -313,16 +331,21 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Bind groups for one call: those of an earlier call with the same vectors and
     /// coefficients' buffer, or new ones (kept for the next calls).
-    fn bind(
-        &self,
-        stages: &[Stage],
-        program: u64,
-        ops: &Operands<'_, T>,
-    ) -> Result<Arc<Vec<wgpu::BindGroup>>> {
+    fn bind(&self, stages: &[Stage], program: u64, ops: &Operands<'_, T>) -> Result<Call> {
+        let pair = match ops.coeffs {
+            CoeffSource::Plan(a, b) | CoeffSource::Pair(a, b) => Some([a, b]),
+            CoeffSource::Caller(_) => None,
+        };
+        let call = |bound| Call {
+            bound,
+            coeffs: pair.map_or(vec![], |p| bytemuck::cast_slice(&p).to_vec()),
+        };
+        let immediate = pair.is_some() && Self::takes_immediate_coeffs(stages);
         let key = BindKey {
             x: ops.x.buffer.clone(),
             y: ops.y.buffer.clone(),
             coeffs: match ops.coeffs {
+                _ if immediate => CoeffKey::Immediate,
                 CoeffSource::Plan(..) => CoeffKey::Plan,
                 CoeffSource::Pair(a, b) => {
                     let (a, b) = bits(a, b);
@@ -332,60 +355,108 @@ impl<T: Scalar> SpmvPlan<T> {
             },
             program,
         };
-        let mut bound = crate::lock(&self.bound);
-        if let Some(i) = bound.iter().position(|(k, _)| *k == key) {
-            let hit = bound.remove(i);
-            let groups = hit.1.clone();
-            bound.push(hit);
-            return Ok(groups);
+        {
+            let mut bound = crate::lock(&self.bound);
+            if let Some(i) = bound.iter().position(|(k, _)| *k == key) {
+                let hit = bound.remove(i);
+                let found = hit.1.clone();
+                bound.push(hit);
+                return Ok(call(found));
+            }
+        }
+        // Unlocked from here: a form compiled at its first use keeps no other call waiting. Per
+        // stage, the pipeline and whether it takes α and β as immediate data: products
+        // reading the caller's buffer run the form that binds it.
+        let mut pipelines = Vec::with_capacity(stages.len());
+        let mut immediates = Vec::with_capacity(stages.len());
+        for s in stages {
+            let imm = immediate && s.pipeline.immediate();
+            pipelines.push(if imm || !s.pipeline.immediate() {
+                s.pipeline.main().clone()
+            } else {
+                s.pipeline.bound(&self.gpu)?
+            });
+            immediates.push(imm);
         }
         // In an error scope: a bind group wgpu refuses is a typed error here, not a panic at the
         // caller's `finish` (`record`) or in wgpu's default handler.
-        let groups = Arc::new(self.gpu.scoped("binding a product's buffers", || {
-            self.create_bind_groups(stages, ops)
-        })?);
+        let groups = self.gpu.scoped("binding a product's buffers", || {
+            self.create_bind_groups(stages, &pipelines, &immediates, ops)
+        })?;
+        let found = Arc::new(Bound {
+            groups,
+            pipelines,
+            immediate: immediates,
+        });
+        let mut bound = crate::lock(&self.bound);
         if bound.len() == BOUND_CALLS {
             bound.remove(0);
         }
-        bound.push((key, groups.clone()));
-        Ok(groups)
+        bound.push((key, found.clone()));
+        Ok(call(found))
     }
 
-    fn create_bind_groups(&self, stages: &[Stage], ops: &Operands<'_, T>) -> Vec<wgpu::BindGroup> {
+    /// Whether every stage that reads α and β takes them as immediate data (the device has
+    /// `Features::IMMEDIATES`), so that the plan's own pairs need no buffer.
+    fn takes_immediate_coeffs(stages: &[Stage]) -> bool {
+        let reads = |s: &Stage| s.bindings.iter().any(|b| matches!(b, Binding::Coeffs));
+        debug_assert!(
+            stages.iter().all(|s| reads(s) || !s.pipeline.immediate()),
+            "a stage with immediate α and β must bind `Binding::Coeffs` in their place"
+        );
+        stages.iter().any(|s| s.pipeline.immediate())
+            && stages.iter().all(|s| s.pipeline.immediate() || !reads(s))
+    }
+
+    fn create_bind_groups(
+        &self,
+        stages: &[Stage],
+        pipelines: &[Arc<wgpu::ComputePipeline>],
+        immediate: &[bool],
+        ops: &Operands<'_, T>,
+    ) -> Vec<wgpu::BindGroup> {
         // Mirrors `struct Coeffs { alpha: scalar, beta: scalar }` in shaders/shared/common.wgsl.
         let pair;
         let coeffs = match ops.coeffs {
-            CoeffSource::Plan(..) => self.coeffs.as_entire_binding(),
+            _ if immediate.iter().all(|&i| i) => None,
+            CoeffSource::Plan(..) => Some(self.coeffs.as_entire_binding()),
             CoeffSource::Pair(alpha, beta) => {
                 pair = self
                     .gpu
                     .uniform_buffer("wgspmv coeffs", bytemuck::cast_slice(&[alpha, beta]));
-                pair.as_entire_binding()
+                Some(pair.as_entire_binding())
             }
-            CoeffSource::Caller(c) => c.buffer().as_entire_binding(),
+            CoeffSource::Caller(c) => Some(c.buffer().as_entire_binding()),
         };
         stages
             .iter()
-            .map(|s| {
+            .zip(pipelines)
+            .zip(immediate)
+            .map(|((s, pipeline), &imm)| {
+                // A stage taking α and β as immediate data has no `coeffs` binding.
                 let entries: Vec<wgpu::BindGroupEntry> = s
                     .bindings
                     .iter()
                     .enumerate()
-                    .map(|(i, b)| wgpu::BindGroupEntry {
-                        binding: i as u32,
-                        resource: match b {
+                    .filter_map(|(i, b)| {
+                        let resource = match b {
                             Binding::Owned(buf) => buf.as_entire_binding(),
                             Binding::X => ops.x.buffer.as_entire_binding(),
                             Binding::Y => ops.y.buffer.as_entire_binding(),
-                            Binding::Coeffs => coeffs.clone(),
-                        },
+                            Binding::Coeffs if imm => return None,
+                            Binding::Coeffs => coeffs.clone()?,
+                        };
+                        Some(wgpu::BindGroupEntry {
+                            binding: i as u32,
+                            resource,
+                        })
                     })
                     .collect();
                 self.gpu
                     .device()
                     .create_bind_group(&wgpu::BindGroupDescriptor {
                         label: Some("wgspmv stage"),
-                        layout: &s.pipeline.get_bind_group_layout(0),
+                        layout: &pipeline.get_bind_group_layout(0),
                         entries: &entries,
                     })
             })
@@ -403,8 +474,13 @@ impl<T: Scalar> SpmvPlan<T> {
         ops: &Operands<'_, T>,
     ) -> Result<wgpu::SubmissionIndex> {
         let groups = self.bind(stages, program, ops)?;
+        // The plan's buffer is written only for stages that bind it.
+        let binds_buffer = !groups.bound.immediate.iter().any(|&i| i)
+            && stages
+                .iter()
+                .any(|s| s.bindings.iter().any(|b| matches!(b, Binding::Coeffs)));
         let _hold = match ops.coeffs {
-            CoeffSource::Plan(alpha, beta) => {
+            CoeffSource::Plan(alpha, beta) if binds_buffer => {
                 let mut held = crate::lock(&self.coeffs_hold);
                 if *held != bits(alpha, beta) {
                     self.gpu.queue().write_buffer(
@@ -428,9 +504,19 @@ impl<T: Scalar> SpmvPlan<T> {
         })
     }
 
-    fn encode(stages: &[Stage], pass: &mut wgpu::ComputePass<'_>, groups: &[wgpu::BindGroup]) {
-        for (s, g) in stages.iter().zip(groups) {
-            pass.set_pipeline(&s.pipeline);
+    fn encode(stages: &[Stage], pass: &mut wgpu::ComputePass<'_>, call: &Call) {
+        let b = &call.bound;
+        for (((s, g), p), &imm) in stages
+            .iter()
+            .zip(&b.groups)
+            .zip(&b.pipelines)
+            .zip(&b.immediate)
+        {
+            pass.set_pipeline(p);
+            // After the pipeline: setting one clears the pass's immediate data.
+            if imm {
+                pass.set_immediates(0, &call.coeffs);
+            }
             pass.set_bind_group(0, g, &[]);
             match &s.grid {
                 Grid::Direct([x, y]) => pass.dispatch_workgroups(*x, *y, 1),
@@ -514,7 +600,7 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// The bind groups of a product recorded for the caller to submit (into its encoder or
     /// pass): the operands checked, the plan's buffers kept out of the pool.
-    fn groups_to_record(&self, ops: &Operands<'_, T>) -> Result<Arc<Vec<wgpu::BindGroup>>> {
+    fn groups_to_record(&self, ops: &Operands<'_, T>) -> Result<Call> {
         self.check(ops.x, ops.y)?;
         self.keep_out_of_pool();
         self.bind(&self.stages, MAIN, ops)
@@ -555,11 +641,7 @@ impl<T: Scalar> SpmvPlan<T> {
         self.gpu.flush_clears();
     }
 
-    fn record_stages(
-        stages: &[Stage],
-        groups: Arc<Vec<wgpu::BindGroup>>,
-        encoder: &mut wgpu::CommandEncoder,
-    ) {
+    fn record_stages(stages: &[Stage], groups: Call, encoder: &mut wgpu::CommandEncoder) {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("wgspmv spmv"),
             timestamp_writes: None,
@@ -795,7 +877,7 @@ impl<T: Scalar> SpmvPlan<T> {
             y,
             coeffs: CoeffSource::Pair(T::from_f64(1.0), T::from_f64(0.0)),
         };
-        let groups: Vec<Arc<Vec<wgpu::BindGroup>>> = plans
+        let groups: Vec<Call> = plans
             .iter()
             .map(|p| p.bind(&p.stages, MAIN, &ops))
             .collect::<Result<_>>()?;

@@ -82,14 +82,14 @@ fn eight_threads_share_a_plan_in_every_mode() {
         // wgpu's GL backend (llvmpipe in CI) runs one thread at a time and has no subgroups to
         // turn off: fewer products, on one device.
         let gl = gpu.info().backend == wgpu::Backend::Gl;
-        if gl && dev == "subgroups off" {
+        if gl && dev == PORTABLE {
             continue;
         }
-        // 50 per thread on the default device; the workgroup-memory paths (subgroups off)
+        // 50 per thread on the default device; the workgroup-memory paths (`PORTABLE`)
         // share the same plan code and get 20, to keep CI short.
         let products = if gl {
             12
-        } else if dev == "subgroups off" {
+        } else if dev == PORTABLE {
             20
         } else {
             50

@@ -4,7 +4,7 @@
 use crate::common;
 use common::*;
 use wgspmv::methods::speculative::Finish;
-use wgspmv::{Coefficients, Error, GpuVector, Method, PlanOptions};
+use wgspmv::{wgpu, Coefficients, Error, GpuVector, Method, PlanOptions};
 
 /// Pairs a solver might pass in turn (halves and small integers: exact in f32), with β = 0
 /// (y not read), a repeat and a change of α alone.
@@ -136,7 +136,47 @@ fn gpu_coefficients_are_read_when_the_product_runs() {
                 exact(&a, &x, 2.0, 1.0, &y0),
                 "{label}: host after"
             );
+            // Both kinds in one encoder: a host pair (immediate data where the device has it)
+            // between products that read a buffer.
+            gy.write(&y0).unwrap();
+            gz.write(&y0).unwrap();
+            other.set(-1.0, 2.0).unwrap();
+            let mut enc = gpu.device().create_command_encoder(&Default::default());
+            plan.record_with(&mut enc, &other, &gx, &mut gz).unwrap();
+            plan.record_axpby(&mut enc, 3.0, &gx, -1.0, &mut gy)
+                .unwrap();
+            plan.record_with(&mut enc, &other, &gx, &mut gy).unwrap();
+            gpu.queue().submit([enc.finish()]);
+            let first = exact(&a, &x, 3.0, -1.0, &y0);
+            assert_eq!(
+                gy.read().unwrap(),
+                exact(&a, &x, -1.0, 2.0, &first),
+                "{label}: mixed in one encoder"
+            );
+            assert_eq!(
+                gz.read().unwrap(),
+                exact(&a, &x, -1.0, 2.0, &y0),
+                "{label}: mixed in one encoder, second vector"
+            );
         }
+    }
+}
+
+/// Where the adapter has immediate data (lavapipe and NVIDIA through Vulkan), products take α
+/// and β there, so the tests above run both forms: the default device's immediate data and the
+/// portable device's bound buffer.
+#[test]
+fn coefficients_are_immediate_data_where_the_device_has_it() {
+    let Some(gpu) = gpu() else { return };
+    let info = gpu.info();
+    if info.backend == wgpu::Backend::Vulkan {
+        assert!(info.has_immediate_coeffs(), "{}", info.name);
+    }
+    if info.backend == wgpu::Backend::Gl {
+        assert!(!info.has_immediate_coeffs(), "{}", info.name);
+    }
+    if let Some(portable) = gpu_without_subgroups() {
+        assert!(!portable.info().has_immediate_coeffs());
     }
 }
 

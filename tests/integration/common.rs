@@ -46,25 +46,34 @@ pub fn gpu() -> Option<Gpu> {
     G.get_or_init(|| open(wgpu::Features::empty())).clone()
 }
 
-/// The same adapter opened without subgroup operations, so the workgroup-memory paths run.
+/// The same adapter opened without subgroup operations or immediate data, so the paths every
+/// WebGPU adapter takes run: workgroup-memory reductions, α and β read from a bound buffer.
 pub fn gpu_without_subgroups() -> Option<Gpu> {
     static G: OnceLock<Option<Gpu>> = OnceLock::new();
-    G.get_or_init(|| open(wgpu::Features::SUBGROUP)).clone()
+    G.get_or_init(|| open(wgpu::Features::SUBGROUP | wgpu::Features::IMMEDIATES))
+        .clone()
 }
+
+/// The label of [`gpu_without_subgroups`] in [`gpus`].
+pub const PORTABLE: &str = "subgroups and immediates off";
 
 /// Both devices, labelled.
 pub fn gpus() -> Vec<(&'static str, Gpu)> {
     let mut v = Vec::new();
     if let Some(g) = gpu() {
-        let label = if g.info().has(wgpu::Features::SUBGROUP) {
-            "subgroups"
-        } else {
-            "no subgroups (adapter lacks them)"
+        let label = match (
+            g.info().has(wgpu::Features::SUBGROUP),
+            g.info().has_immediate_coeffs(),
+        ) {
+            (true, true) => "subgroups, immediates",
+            (true, false) => "subgroups",
+            (false, true) => "immediates, no subgroups (adapter lacks them)",
+            (false, false) => "no subgroups or immediates (adapter lacks them)",
         };
         v.push((label, g));
     }
     if let Some(g) = gpu_without_subgroups() {
-        v.push(("subgroups off", g));
+        v.push((PORTABLE, g));
     }
     v
 }

@@ -494,7 +494,7 @@ fn plans_from_gpu_buffers_equal_plans_from_the_host() {
     for (dev, gpu) in gpus() {
         for (name, a) in test_matrices() {
             check_equal_plans(&gpu, &a.cast::<f32>(), &format!("{name} / f32 / {dev}"));
-            if has_f64(&gpu) && dev == "subgroups off" {
+            if has_f64(&gpu) && dev == PORTABLE {
                 check_equal_plans(&gpu, &a, &format!("{name} / f64 / {dev}"));
             }
         }

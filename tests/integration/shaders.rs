@@ -246,3 +246,105 @@ fn f32_variants_translate_to_msl_and_hlsl() {
         .count();
     assert!(translated >= 30, "only {translated} variants translated");
 }
+
+/// The forms that take α and β as immediate data (`var<immediate>`, Vulkan, Metal and DX12 with
+/// `Features::IMMEDIATES`): every kernel that reads them, in every scalar type and lane mode,
+/// validates with `coeffs` as immediate data and no binding left for it, and translates to
+/// SPIR-V; f32 also to MSL and HLSL.
+#[test]
+fn immediate_coefficient_forms_validate_and_translate() {
+    use wgspmv::internals::kernel::Variant;
+    let kernels: Vec<Kernel> = all_kernels()
+        .into_iter()
+        .filter(|k| k.reads_coeffs())
+        .collect();
+    assert!(
+        kernels.len() >= 10,
+        "{} kernels read α and β",
+        kernels.len()
+    );
+    let checked: usize = kernels
+        .par_iter()
+        .flat_map(|k| k.variants().into_par_iter().map(move |v| (*k, v)))
+        .map(|(kernel, (scalar, lanes))| {
+            let set = kernel
+                .override_sets()
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            let mut variant = Variant::new(kernel, scalar, lanes, set.clone());
+            if let Some(&h) = kernel.block_heights().first() {
+                variant = variant.with_height(h);
+            }
+            let variant = variant.with_immediate_coeffs();
+            assert!(variant.immediate_coeffs, "{}", kernel.name);
+            let label = variant.label();
+            let src = variant.source();
+            let module = naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
+            let spaces: Vec<naga::AddressSpace> = module
+                .global_variables
+                .iter()
+                .filter(|(_, g)| g.name.as_deref() == Some("coeffs"))
+                .map(|(_, g)| g.space)
+                .collect();
+            assert_eq!(spaces, [naga::AddressSpace::Immediate], "{label}");
+            let mut v = Validator::new(
+                ValidationFlags::all(),
+                Capabilities::FLOAT64
+                    | Capabilities::SUBGROUP
+                    | Capabilities::SHADER_INT64
+                    | Capabilities::IMMEDIATES,
+            );
+            v.subgroup_stages(ShaderStages::COMPUTE);
+            v.subgroup_operations(SubgroupOperationSet::all());
+            let info = v
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
+            let constants = set
+                .iter()
+                .map(|&(k, v)| (k.to_string(), v as f64))
+                .collect();
+            let (m, i) =
+                naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
+            let opts = naga::back::spv::Options {
+                lang_version: (1, 3),
+                ..Default::default()
+            };
+            naga::back::spv::write_vec(&m, &i, &opts, None)
+                .unwrap_or_else(|e| panic!("{label} to SPIR-V: {e}"));
+            if scalar == "f32" {
+                naga::back::msl::write_string(
+                    &m,
+                    &i,
+                    &naga::back::msl::Options {
+                        lang_version: (2, 4),
+                        ..Default::default()
+                    },
+                    &naga::back::msl::PipelineOptions::default(),
+                )
+                .unwrap_or_else(|e| panic!("{label} to MSL: {e}"));
+                let mut hlsl = String::new();
+                let hlsl_options = naga::back::hlsl::Options {
+                    shader_model: naga::back::hlsl::ShaderModel::V6_0,
+                    immediates_target: Some(naga::back::hlsl::BindTarget {
+                        space: 0,
+                        register: 0,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                };
+                naga::back::hlsl::Writer::new(
+                    &mut hlsl,
+                    &hlsl_options,
+                    &naga::back::hlsl::PipelineOptions::default(),
+                )
+                .write(&m, &i, None)
+                .unwrap_or_else(|e| panic!("{label} to HLSL: {e}"));
+            }
+            1
+        })
+        .sum();
+    assert!(checked >= 20, "only {checked} variants checked");
+}

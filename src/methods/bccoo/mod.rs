@@ -599,7 +599,7 @@ fn combine_stage<T: Scalar>(
         ("SLICES", f.layout.slices),
         ("MAPPED", f.mapped as u32),
     ];
-    let combine = gpu.pipeline(&Variant::new(
+    let combine = gpu.stage_pipeline(&Variant::new(
         kernels::BCCOO_COMBINE,
         T::WGSL,
         LaneMode::Workgroup,
@@ -834,7 +834,15 @@ fn assemble<T: Scalar>(
 
     let single = carry == Carry::SinglePass;
     // The main and carry kernels are assembled per block height.
-    let main = gpu.pipeline(
+    // BCCOO+'s slices multiply into partial results with a pair of their own (1, 0), bound.
+    let stage_pipeline = |v: &Variant| {
+        if slices > 1 {
+            gpu.bound_stage_pipeline(v)
+        } else {
+            gpu.stage_pipeline(v)
+        }
+    };
+    let main = stage_pipeline(
         &Variant::new(
             kernels::BCCOO,
             T::WGSL,
@@ -926,7 +934,7 @@ fn assemble<T: Scalar>(
         grid: Grid::Direct(grid),
     }];
     if !single && f.carry_groups > 0 {
-        let carry_pipeline = gpu.pipeline(
+        let carry_pipeline = stage_pipeline(
             &Variant::new(kernels::BCCOO_CARRY, T::WGSL, lanes, vec![("WG_SIZE", wg)])
                 .with_height(h),
         )?;

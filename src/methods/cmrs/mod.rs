@@ -9,7 +9,7 @@ pub(crate) use format::{CmrsLayout, CmrsMatrix, RowLayout};
 pub(crate) mod kernels;
 pub(crate) use kernels::KERNELS;
 
-use crate::gpu::{Gpu, GpuInfo};
+use crate::gpu::{Gpu, GpuInfo, StagePipeline};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
@@ -20,7 +20,6 @@ use crate::plan::values::{GatherPart, ValueLayout};
 use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
 use crate::{CsrMatrix, Result, Scalar};
 use std::ops::Range;
-use std::sync::Arc;
 
 /// CMRS parameters; `None` means "choose for this adapter and matrix".
 #[derive(Clone, Debug, Default)]
@@ -158,11 +157,7 @@ impl Choice {
         long_rows::LANE_ITERATIONS as u64 * per_pass
     }
 
-    fn pipeline<T: Scalar>(
-        &self,
-        gpu: &Gpu,
-        rows: RowLayout,
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
+    fn pipeline<T: Scalar>(&self, gpu: &Gpu, rows: RowLayout) -> Result<StagePipeline> {
         let overrides = vec![
             ("WG_SIZE", self.wg),
             ("LANES", self.team),
@@ -171,7 +166,7 @@ impl Choice {
             ("PACKED", (rows == RowLayout::Packed) as u32),
             ("CELLS", self.cells),
         ];
-        gpu.pipeline(&Variant::new(kernels::CMRS, T::WGSL, self.lanes, overrides))
+        gpu.stage_pipeline(&Variant::new(kernels::CMRS, T::WGSL, self.lanes, overrides))
     }
 
     /// The stage over `strips` of a matrix with `nrows` rows, whose strip pointers (rebased),
@@ -179,7 +174,7 @@ impl Choice {
     fn stage(
         &self,
         gpu: &Gpu,
-        pipeline: &Arc<wgpu::ComputePipeline>,
+        pipeline: &StagePipeline,
         strips: &Range<usize>,
         nrows: usize,
         [strip_ptr, col_words, values, row_in_strip]: [Binding; 4],

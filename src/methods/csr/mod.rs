@@ -4,7 +4,7 @@
 pub(crate) mod kernels;
 pub(crate) use kernels::KERNELS;
 
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, StagePipeline};
 use crate::kernel::{LaneMode, Variant};
 use crate::matrix::Checked;
 use crate::methods::common::{
@@ -107,7 +107,7 @@ impl Spmm {
         // Row chunks are stages of the first one's pipeline (the long-row passes have others).
         let chunks = stages
             .iter()
-            .filter(|s| Arc::ptr_eq(&s.pipeline, &first.pipeline))
+            .filter(|s| s.pipeline.same_as(&first.pipeline))
             .count();
         if chunks != 1 {
             return None;
@@ -157,7 +157,7 @@ impl<T: Scalar> crate::plan::SpmmProgram<T> for Spmm {
             )
         };
         let pipeline =
-            gpu.pipeline(&Variant::new(main, T::WGSL, LaneMode::Workgroup, overrides))?;
+            gpu.stage_pipeline(&Variant::new(main, T::WGSL, LaneMode::Workgroup, overrides))?;
         let groups = u32::try_from(invocations.div_ceil(wg as u64)).map_err(|_| {
             crate::Error::InvalidParameter {
                 name: "k",
@@ -209,7 +209,7 @@ impl<T: Scalar> crate::plan::SpmmProgram<T> for Spmm {
         )?);
         let long_rows = self.long.0.len() as u32;
         for (finish, groups) in [(0, pieces), (1, (long_rows * shape.k as u32).div_ceil(256))] {
-            let pipeline = gpu.pipeline(&Variant::new(
+            let pipeline = gpu.stage_pipeline(&Variant::new(
                 kernels::CSR_SPMM_LONG,
                 T::WGSL,
                 LaneMode::Workgroup,
@@ -236,7 +236,7 @@ impl<T: Scalar> crate::plan::SpmmProgram<T> for Spmm {
 
 /// What a CSR baseline runs: its pipeline, the lane team and the rows one workgroup covers.
 struct Choice {
-    pipeline: Arc<wgpu::ComputePipeline>,
+    pipeline: StagePipeline,
     lanes: LaneMode,
     wg: u32,
     team: u32,
@@ -271,7 +271,7 @@ impl Choice {
         } else {
             vec![("WG_SIZE", wg)]
         };
-        let pipeline = gpu.pipeline(&Variant::new(kernel, T::WGSL, lanes, overrides))?;
+        let pipeline = gpu.stage_pipeline(&Variant::new(kernel, T::WGSL, lanes, overrides))?;
         Ok(Self {
             pipeline,
             lanes,

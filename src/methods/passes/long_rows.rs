@@ -8,7 +8,7 @@
 //! ([`gpu_stages`]), over the plan's copies of the whole arrays.
 
 use crate::gpu::recorder::submit_pass;
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, StagePipeline};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{upload, upload_buffer, workgroup_size};
 use crate::plan::{Binding, Grid, Stage};
@@ -73,12 +73,10 @@ struct BuildParams {
 }
 
 /// The pipelines of the two passes and the entries of one piece.
-fn pass_pipelines<T: Scalar>(
-    gpu: &Gpu,
-) -> Result<(Arc<wgpu::ComputePipeline>, Arc<wgpu::ComputePipeline>, u32)> {
+fn pass_pipelines<T: Scalar>(gpu: &Gpu) -> Result<(StagePipeline, StagePipeline, u32)> {
     let wg = workgroup_size(gpu, None, 256, 1)?;
     let pipeline = |finish: u32| {
-        gpu.pipeline(&Variant::new(
+        gpu.stage_pipeline(&Variant::new(
             super::kernels::LONG_ROWS,
             T::WGSL,
             LaneMode::Workgroup,

@@ -17,7 +17,7 @@ pub use tiles::{Speculation, TileGeometry};
 pub(crate) mod kernels;
 pub(crate) use kernels::KERNELS;
 
-use crate::gpu::{DeviceBuffer, Gpu, GpuVector, RangeRead};
+use crate::gpu::{DeviceBuffer, Gpu, GpuVector, RangeRead, StagePipeline};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
     bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
@@ -398,8 +398,8 @@ struct ChunkShared<'a> {
     geom: &'a TileGeometry,
     /// `run` finishes on the host (with scratch of its own).
     on_host: bool,
-    main: Arc<wgpu::ComputePipeline>,
-    finish: Arc<wgpu::ComputePipeline>,
+    main: StagePipeline,
+    finish: StagePipeline,
     resolve: bool,
     aux_usage: wgpu::BufferUsages,
 }
@@ -425,7 +425,7 @@ fn shared<'a, T: Scalar>(
         return Err(bad("resolve_dirty_tiles", true, format!("needs {} bytes of workgroup memory with W = {work} and {wg} invocations, the adapter has {have}", st.wg_bytes + row_ends)));
     }
     let pad_run = PAD_BYTES / std::mem::size_of::<T>() as u64;
-    let main = gpu.pipeline(&Variant::new(
+    let main = gpu.stage_pipeline(&Variant::new(
         kernels::SPECULATIVE,
         T::WGSL,
         st.lanes,
@@ -440,7 +440,7 @@ fn shared<'a, T: Scalar>(
             ("PAD_RUN", pad_run as u32),
         ],
     ))?;
-    let finish = gpu.pipeline(&Variant::new(
+    let finish = gpu.stage_pipeline(&Variant::new(
         kernels::SPECULATIVE_FINISH,
         T::WGSL,
         LaneMode::Workgroup,

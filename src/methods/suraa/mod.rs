@@ -282,7 +282,7 @@ fn build<T: Scalar>(
     // Every kernel takes WG_SIZE; `more` are its own overrides.
     let pipeline = |k: Kernel, more: &[(&'static str, u32)]| {
         let overrides = [&[("WG_SIZE", wg)], more].concat();
-        gpu.pipeline(&Variant::new(k, T::WGSL, lanes, overrides))
+        gpu.stage_pipeline(&Variant::new(k, T::WGSL, lanes, overrides))
     };
     let owned = |b: &Arc<DeviceBuffer>| Binding::Owned(b.clone());
     let main = Stage {
