@@ -4,8 +4,9 @@
 // SpMM's rows longer than SPMM_LONG entries (shaders/csr/spmm.wgsl leaves them): FINISH 0, one
 // workgroup per piece of at most SPMM_PIECE entries of a long row, COLS columns at a time, the
 // piece's entries shared out among WG_SIZE / COLS parts and summed in workgroup memory into
-// `partials` (piece × k); FINISH 1, one invocation per (long row, column) adds its pieces into
-// Y. No loop of an invocation runs more than SPMM_PIECE times.
+// `partials` (piece × k); FINISH 1, one workgroup per long row adds its pieces into Y, shared
+// out the same way. A loop of FINISH 0 runs at most SPMM_PIECE times, one of FINISH 1 a row's
+// pieces / (WG_SIZE / COLS) times (325 for a row of 5.3M entries and 32 columns).
 //
 // `desc`: [pieces, long rows, (begin, end) per piece, (row, first piece, end piece) per long
 // row]; piece bounds index the CSR's own `col_idx` / `vals`.
@@ -62,25 +63,44 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             workgroupBarrier();
         }
     } else {
-        let t = g * WG_SIZE + lid;
+        // One workgroup per long row: its pieces shared out among the parts as FINISH 0 shares
+        // out a piece's entries, so no invocation sums a whole row's pieces alone.
         let pieces = desc[0];
         let long_rows = desc[1];
-        if (t >= long_rows * k) {
-            return;
+        let parts = WG_SIZE / COLS;
+        let part = lid / COLS;
+        let at = 2u + 2u * pieces + 3u * g;
+        var first = 0u;
+        var end = 0u;
+        if (g < long_rows) {
+            first = desc[at + 1u];
+            end = desc[at + 2u];
         }
-        let r = t / k;
-        let j = t % k;
-        let at = 2u + 2u * pieces + 3u * r;
-        let row = desc[at];
-        var sum = scalar(0);
-        for (var p = desc[at + 1u]; p < desc[at + 2u]; p++) {
-            sum += partials[p * k + j];
-        }
-        let yi = row * dense.y_row + j * dense.y_col;
-        if (coeffs.beta == scalar(0)) {
-            y[yi] = coeffs.alpha * sum;
-        } else {
-            y[yi] = coeffs.alpha * sum + coeffs.beta * y[yi];
+        for (var jb = 0u; jb < k; jb += COLS) {
+            let j = jb + lid % COLS;
+            var sum = scalar(0);
+            if (j < k) {
+                for (var p = first + part; p < end; p += parts) {
+                    sum += partials[p * k + j];
+                }
+            }
+            sums[lid] = sum;
+            workgroupBarrier();
+            for (var s = parts / 2u; s > 0u; s = s / 2u) {
+                if (part < s) {
+                    sums[lid] += sums[lid + s * COLS];
+                }
+                workgroupBarrier();
+            }
+            if (part == 0u && j < k && g < long_rows) {
+                let yi = desc[at] * dense.y_row + j * dense.y_col;
+                if (coeffs.beta == scalar(0)) {
+                    y[yi] = coeffs.alpha * sums[lid];
+                } else {
+                    y[yi] = coeffs.alpha * sums[lid] + coeffs.beta * y[yi];
+                }
+            }
+            workgroupBarrier();
         }
     }
 }

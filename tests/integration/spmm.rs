@@ -120,7 +120,15 @@ fn edge_matrices_and_long_rows() {
         ));
     }
     t.push((3, 5, 2.0));
-    let long = CsrMatrix::from_triplets(5, 50_000, t).unwrap();
+    let long = CsrMatrix::from_triplets(5, 50_000, t.clone()).unwrap();
+    // Long rows of one piece and of more pieces than a workgroup's parts (34 pieces of 2048).
+    for c in 0..600usize {
+        t.push((0, (c * 13) % 50_000, ((c % 5) as f32) - 2.0));
+    }
+    for c in 0..70_000usize {
+        t.push((4, (c * 7) % 50_000, ((c % 3) as f32) - 1.0));
+    }
+    let three_long = CsrMatrix::from_triplets(6, 50_000, t).unwrap();
     let empty_rows = CsrMatrix::<f32>::try_new(4, 6, vec![0; 5], vec![], vec![]).unwrap();
     let no_cols = CsrMatrix::<f32>::try_new(3, 0, vec![0; 4], vec![], vec![]).unwrap();
     for (dev, gpu) in gpus() {
@@ -132,6 +140,20 @@ fn edge_matrices_and_long_rows() {
             for m in [Method::CsrVector, Method::CsrScalar, Method::Bccoo] {
                 let plan = gpu.prepare(a, m).unwrap();
                 check_spmm(&gpu, &plan, a, 5, &format!("{name} / {m} / {dev}"));
+            }
+        }
+        // Two blocks of 32 columns over the long rows' pieces.
+        for m in [Method::CsrVector, Method::CsrScalar] {
+            let plan = gpu.prepare(&three_long, m).unwrap();
+            assert!(plan.has_spmm_kernel(), "{m}");
+            for k in [3, 40] {
+                check_spmm(
+                    &gpu,
+                    &plan,
+                    &three_long,
+                    k,
+                    &format!("three long rows / {m} / {dev}"),
+                );
             }
         }
     }

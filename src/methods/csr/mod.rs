@@ -208,7 +208,7 @@ impl<T: Scalar> crate::plan::SpmmProgram<T> for Spmm {
             wgpu::BufferUsages::empty(),
         )?);
         let long_rows = self.long.0.len() as u32;
-        for (finish, groups) in [(0, pieces), (1, (long_rows * shape.k as u32).div_ceil(256))] {
+        for (finish, groups) in [(0, pieces), (1, long_rows)] {
             let pipeline = gpu.stage_pipeline(&Variant::new(
                 kernels::CSR_SPMM_LONG,
                 T::WGSL,
