@@ -24,6 +24,24 @@ override FINISH: u32 = 0u;
 
 var<workgroup> sums: array<scalar, WG_SIZE>;
 
+// Per column (invocations alike in lid % COLS), the sum of `v` over the workgroup's
+// WG_SIZE / COLS parts, for every invocation of part 0; called in uniform control flow.
+fn parts_total(v: scalar, lid: u32) -> scalar {
+    let part = lid / COLS;
+    sums[lid] = v;
+    workgroupBarrier();
+    for (var s = WG_SIZE / COLS / 2u; s > 0u; s = s / 2u) {
+        if (part < s) {
+            sums[lid] += sums[lid + s * COLS];
+        }
+        workgroupBarrier();
+    }
+    let total = sums[lid];
+    // `sums` is written again by the next call.
+    workgroupBarrier();
+    return total;
+}
+
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
@@ -49,18 +67,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                     sum += vals[i] * x[col_idx[i] * dense.x_row + j * dense.x_col];
                 }
             }
-            sums[lid] = sum;
-            workgroupBarrier();
-            for (var s = parts / 2u; s > 0u; s = s / 2u) {
-                if (part < s) {
-                    sums[lid] += sums[lid + s * COLS];
-                }
-                workgroupBarrier();
-            }
+            let total = parts_total(sum, lid);
             if (part == 0u && j < k && g < pieces) {
-                partials[g * k + j] = sums[lid];
+                partials[g * k + j] = total;
             }
-            workgroupBarrier();
         }
     } else {
         // One workgroup per long row: its pieces shared out among the parts as FINISH 0 shares
@@ -84,23 +94,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                     sum += partials[p * k + j];
                 }
             }
-            sums[lid] = sum;
-            workgroupBarrier();
-            for (var s = parts / 2u; s > 0u; s = s / 2u) {
-                if (part < s) {
-                    sums[lid] += sums[lid + s * COLS];
-                }
-                workgroupBarrier();
-            }
+            let total = parts_total(sum, lid);
             if (part == 0u && j < k && g < long_rows) {
                 let yi = desc[at] * dense.y_row + j * dense.y_col;
                 if (coeffs.beta == scalar(0)) {
-                    y[yi] = coeffs.alpha * sums[lid];
+                    y[yi] = coeffs.alpha * total;
                 } else {
-                    y[yi] = coeffs.alpha * sums[lid] + coeffs.beta * y[yi];
+                    y[yi] = coeffs.alpha * total + coeffs.beta * y[yi];
                 }
             }
-            workgroupBarrier();
         }
     }
 }

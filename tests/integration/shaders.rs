@@ -10,11 +10,30 @@ use wgspmv::internals::kernel::{Kernel, LaneMode};
 fn validator() -> Validator {
     let mut v = Validator::new(
         ValidationFlags::all(),
-        Capabilities::FLOAT64 | Capabilities::SUBGROUP | Capabilities::SHADER_INT64,
+        Capabilities::FLOAT64
+            | Capabilities::SUBGROUP
+            | Capabilities::SHADER_INT64
+            | Capabilities::IMMEDIATES,
     );
     v.subgroup_stages(ShaderStages::COMPUTE);
     v.subgroup_operations(SubgroupOperationSet::all());
     v
+}
+
+/// `module` with the override values of `set` applied, ready for a backend.
+fn with_overrides(
+    label: &str,
+    module: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+    set: &[(&'static str, u32)],
+) -> (naga::Module, naga::valid::ModuleInfo) {
+    let constants = set
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v as f64))
+        .collect();
+    let (m, i) = naga::back::pipeline_constants::process_overrides(module, info, None, &constants)
+        .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
+    (m.into_owned(), i.into_owned())
 }
 
 /// Every assembled source of a kernel: per scalar type and lane mode, and per block height for
@@ -144,20 +163,8 @@ fn every_shader_variant_validates_and_translates() {
             let sets = pairwise(kernel.override_sets());
             sets.par_iter()
                 .map(|set| {
-                    let constants = set
-                        .iter()
-                        .map(|&(k, v)| (k.to_string(), v as f64))
-                        .collect();
-                    let (m, i) = naga::back::pipeline_constants::process_overrides(
-                        &module, &info, None, &constants,
-                    )
-                    .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
-                    let opts = naga::back::spv::Options {
-                        lang_version: (1, 3),
-                        ..Default::default()
-                    };
-                    naga::back::spv::write_vec(&m, &i, &opts, None)
-                        .unwrap_or_else(|e| panic!("{label} {set:?}: {e}"));
+                    let (m, i) = with_overrides(&label, &module, &info, set);
+                    to_spirv(&format!("{label} {set:?}"), &m, &i);
                 })
                 .count()
         })
@@ -213,38 +220,53 @@ fn f32_variants_translate_to_msl_and_hlsl() {
                 .into_iter()
                 .next()
                 .unwrap_or_default();
-            let constants = set
-                .iter()
-                .map(|&(k, v)| (k.to_string(), v as f64))
-                .collect();
-            let (m, i) =
-                naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
-                    .unwrap_or_else(|e| panic!("{label}: {e}"));
-            naga::back::msl::write_string(
-                &m,
-                &i,
-                &naga::back::msl::Options {
-                    lang_version: (2, 4),
-                    ..Default::default()
-                },
-                &naga::back::msl::PipelineOptions::default(),
-            )
-            .unwrap_or_else(|e| panic!("{label} to MSL: {e}"));
-            let mut hlsl = String::new();
-            let hlsl_options = naga::back::hlsl::Options {
-                shader_model: naga::back::hlsl::ShaderModel::V6_0,
-                ..Default::default()
-            };
-            naga::back::hlsl::Writer::new(
-                &mut hlsl,
-                &hlsl_options,
-                &naga::back::hlsl::PipelineOptions::default(),
-            )
-            .write(&m, &i, None)
-            .unwrap_or_else(|e| panic!("{label} to HLSL: {e}"));
+            let (m, i) = with_overrides(&label, &module, &info, &set);
+            to_msl_and_hlsl(&label, &m, &i);
         })
         .count();
     assert!(translated >= 30, "only {translated} variants translated");
+}
+
+/// Translates a validated module, its overrides applied, to SPIR-V 1.3 (wgpu's Vulkan backend).
+fn to_spirv(label: &str, m: &naga::Module, i: &naga::valid::ModuleInfo) {
+    let opts = naga::back::spv::Options {
+        lang_version: (1, 3),
+        ..Default::default()
+    };
+    naga::back::spv::write_vec(m, i, &opts, None)
+        .unwrap_or_else(|e| panic!("{label} to SPIR-V: {e}"));
+}
+
+/// Translates a validated module, its overrides applied, as wgpu's Metal and DX12 backends do
+/// (immediate data, where it has some, in HLSL register 0 of space 0).
+fn to_msl_and_hlsl(label: &str, m: &naga::Module, i: &naga::valid::ModuleInfo) {
+    naga::back::msl::write_string(
+        m,
+        i,
+        &naga::back::msl::Options {
+            lang_version: (2, 4),
+            ..Default::default()
+        },
+        &naga::back::msl::PipelineOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{label} to MSL: {e}"));
+    let mut hlsl = String::new();
+    let hlsl_options = naga::back::hlsl::Options {
+        shader_model: naga::back::hlsl::ShaderModel::V6_0,
+        immediates_target: Some(naga::back::hlsl::BindTarget {
+            space: 0,
+            register: 0,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    naga::back::hlsl::Writer::new(
+        &mut hlsl,
+        &hlsl_options,
+        &naga::back::hlsl::PipelineOptions::default(),
+    )
+    .write(m, i, None)
+    .unwrap_or_else(|e| panic!("{label} to HLSL: {e}"));
 }
 
 /// The forms that take α and β as immediate data (`var<immediate>`, Vulkan, Metal and DX12 with
@@ -289,59 +311,13 @@ fn immediate_coefficient_forms_validate_and_translate() {
                 .map(|(_, g)| g.space)
                 .collect();
             assert_eq!(spaces, [naga::AddressSpace::Immediate], "{label}");
-            let mut v = Validator::new(
-                ValidationFlags::all(),
-                Capabilities::FLOAT64
-                    | Capabilities::SUBGROUP
-                    | Capabilities::SHADER_INT64
-                    | Capabilities::IMMEDIATES,
-            );
-            v.subgroup_stages(ShaderStages::COMPUTE);
-            v.subgroup_operations(SubgroupOperationSet::all());
-            let info = v
+            let info = validator()
                 .validate(&module)
                 .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&src)));
-            let constants = set
-                .iter()
-                .map(|&(k, v)| (k.to_string(), v as f64))
-                .collect();
-            let (m, i) =
-                naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
-                    .unwrap_or_else(|e| panic!("{label}: {e}"));
-            let opts = naga::back::spv::Options {
-                lang_version: (1, 3),
-                ..Default::default()
-            };
-            naga::back::spv::write_vec(&m, &i, &opts, None)
-                .unwrap_or_else(|e| panic!("{label} to SPIR-V: {e}"));
+            let (m, i) = with_overrides(&label, &module, &info, &set);
+            to_spirv(&label, &m, &i);
             if scalar == "f32" {
-                naga::back::msl::write_string(
-                    &m,
-                    &i,
-                    &naga::back::msl::Options {
-                        lang_version: (2, 4),
-                        ..Default::default()
-                    },
-                    &naga::back::msl::PipelineOptions::default(),
-                )
-                .unwrap_or_else(|e| panic!("{label} to MSL: {e}"));
-                let mut hlsl = String::new();
-                let hlsl_options = naga::back::hlsl::Options {
-                    shader_model: naga::back::hlsl::ShaderModel::V6_0,
-                    immediates_target: Some(naga::back::hlsl::BindTarget {
-                        space: 0,
-                        register: 0,
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                };
-                naga::back::hlsl::Writer::new(
-                    &mut hlsl,
-                    &hlsl_options,
-                    &naga::back::hlsl::PipelineOptions::default(),
-                )
-                .write(&m, &i, None)
-                .unwrap_or_else(|e| panic!("{label} to HLSL: {e}"));
+                to_msl_and_hlsl(&label, &m, &i);
             }
             1
         })
