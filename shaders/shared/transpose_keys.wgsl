@@ -1,13 +1,7 @@
 #import shared/grid
+#import shared/transpose_params
 // Transposition on the GPU (src/matrix/transpose.rs), first step: entry e's column is its sort
 // key and e its payload, so that a stable sort by column lists each column's entries by row.
-
-struct TransposeParams {
-    nnz: u32,
-    nrows: u32,
-    ncols: u32,
-    pad: u32,
-}
 
 @group(0) @binding(0) var<storage, read> col_idx: array<u32>;
 @group(0) @binding(1) var<storage, read_write> keys: array<u32>;

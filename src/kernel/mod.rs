@@ -620,8 +620,18 @@ pub const TRANSPOSE_KEYS: Kernel = Kernel {
     derive: None,
 };
 
-/// Transposition on the GPU, after the sort by column: the transposed row pointers, each
-/// transposed entry's column (its row in A), and the longest transposed row.
+/// Transposition on the GPU, after the sort by column: the row of A holding each entry, in A's
+/// order (neighbouring binary searches share their loads).
+pub const TRANSPOSE_ROWS: Kernel = Kernel {
+    name: "transpose_rows",
+    file: "shared/transpose_rows",
+    heights: &[],
+    overrides: &[],
+    derive: None,
+};
+
+/// Transposition on the GPU, last step: the transposed row pointers, each transposed entry's
+/// column (its row in A, gathered by sorted entry), and the longest transposed row.
 pub const TRANSPOSE_FINISH: Kernel = Kernel {
     name: "transpose_finish",
     file: "shared/transpose_finish",
@@ -738,6 +748,7 @@ pub const SHARED_KERNELS: &[Kernel] = &[
     RADIX_COUNT,
     RADIX_SCATTER,
     TRANSPOSE_KEYS,
+    TRANSPOSE_ROWS,
     TRANSPOSE_FINISH,
     DOT,
     REDUCE,

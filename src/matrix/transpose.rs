@@ -9,7 +9,7 @@ use crate::gpu::recorder::{radix_scratch_len, Recorder, SortSide};
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::{Error, Result, Scalar};
 
-/// Mirrors `struct TransposeParams` in shaders/shared/transpose_*.wgsl.
+/// Mirrors `struct TransposeParams` in shaders/shared/transpose_params.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct TransposeParams {
@@ -131,17 +131,22 @@ pub(crate) fn transpose_on_gpu<T: Scalar>(gpu: &Gpu, a: &GpuCsr) -> Result<GpuTr
             nnz,
             bits(ncols.saturating_sub(1) as u64),
         )?;
-        let (cols, entries) = if in_b {
-            (&keys_b, &entries_b)
+        // The sort's other key buffer is free: it takes the row of each entry.
+        let (cols, entries, rows) = if in_b {
+            (&keys_b, &entries_b, &keys_a)
         } else {
-            (&keys_a, &entries_a)
+            (&keys_a, &entries_a, &keys_b)
         };
+        r.dispatch(
+            crate::kernel::TRANSPOSE_ROWS,
+            vec![],
+            &[a.row_ptr, rows, &params],
+            nnz.div_ceil(256),
+        )?;
         r.dispatch(
             crate::kernel::TRANSPOSE_FINISH,
             vec![],
-            &[
-                a.row_ptr, cols, entries, &params, &col_idx, &row_ptr, &longest,
-            ],
+            &[rows, cols, entries, &params, &col_idx, &row_ptr, &longest],
             nnz.max(ncols + 1).div_ceil(256),
         )?;
         r.dispatch(
