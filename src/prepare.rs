@@ -65,9 +65,12 @@ impl Gpu {
             return 0;
         }
         let kernels = crate::methods::all_kernels();
+        // A list kept by a device with immediate data may be read by one opened without it.
+        let immediates = self.info().has_immediate_coeffs();
         let variants: Vec<crate::kernel::Variant> = lines
             .iter()
             .filter_map(|l| crate::kernel::Variant::from_line(l, &kernels))
+            .filter(|v| immediates || !v.immediate_coeffs)
             .collect();
         let started = std::time::Instant::now();
         let ready = self.compile_ahead(&variants);

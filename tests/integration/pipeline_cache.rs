@@ -147,6 +147,20 @@ fn kernels_asked_for_are_compiled_ahead_by_the_next_device() {
         assert_eq!(plan.report().compile_ms, 0.0, "{m}: {}", plan.report());
     }
     check_method(&second, &a, Method::Bccoo, &opts, "compiled ahead");
+    // The same adapter opened without immediate data compiles the listed kernels it can use:
+    // those reading α and β from a binding, not their immediate forms.
+    let usable = lines.lines().filter(|l| !l.ends_with(" immediate")).count();
+    if g.info().has_immediate_coeffs() {
+        assert!(usable < listed, "immediate forms listed:\n{lines}");
+    }
+    let plain = pollster::block_on(Gpu::with_options(GpuOptions {
+        pipeline_cache_dir: Some(dir.clone()),
+        disabled_features: wgpu::Features::IMMEDIATES,
+        ..Default::default()
+    }))
+    .unwrap();
+    assert_eq!(plain.compile_kernels_ahead(), usable, "{lines}");
+    check_method(&plain, &a, Method::Bccoo, &opts, "without immediate data");
     // Lines no version of this crate writes, among good ones: the good ones compile, the
     // others are skipped; the next device's plans are right.
     let good = lines
