@@ -25,35 +25,37 @@ pub(crate) struct DiskCache {
     asked: Mutex<Vec<String>>,
 }
 
-/// A stage's compiled kernel, in the form the device's products use: α and β as immediate data
-/// where the device has them (a new pair writes no buffer), bound as a uniform buffer elsewhere.
-/// The bound form, which products reading the caller's `Coefficients` need, is compiled at its
-/// first use.
+/// A stage's compiled kernel: the form that reads α and β from its `coeffs` binding, and where
+/// the device has immediate data the form that takes them there, compiled at its first use.
+/// Products of α = 1, β = 0 bind a constant pair and run the first form (`y = A·x` runs as on a
+/// device without immediate data); other pairs from the host run the second, so a new pair
+/// writes no buffer.
 #[derive(Clone)]
 pub(crate) struct StagePipeline {
     variant: Variant,
     main: Arc<wgpu::ComputePipeline>,
+    immediates: bool,
 }
 
 impl StagePipeline {
-    /// The form compiled for the device's products.
+    /// The form that reads α and β from the stage's binding (compiled at setup).
     pub fn main(&self) -> &Arc<wgpu::ComputePipeline> {
         &self.main
     }
 
-    /// Whether [`main`](Self::main) takes α and β as immediate data.
-    pub fn immediate(&self) -> bool {
-        self.variant.immediate_coeffs
+    /// Whether the kernel has an immediate-data form on this device.
+    pub fn takes_immediates(&self) -> bool {
+        self.immediates
     }
 
-    /// The form that reads α and β from its `coeffs` binding.
-    pub fn bound(&self, gpu: &Gpu) -> Result<Arc<wgpu::ComputePipeline>> {
-        if !self.immediate() {
-            return Ok(self.main.clone());
-        }
-        let mut variant = self.variant.clone();
-        variant.immediate_coeffs = false;
-        gpu.pipeline(&variant)
+    /// The form that takes α and β as immediate data (see [`takes_immediates`](Self::takes_immediates)).
+    pub fn immediate_form(&self, gpu: &Gpu) -> Result<Arc<wgpu::ComputePipeline>> {
+        debug_assert!(
+            self.immediates,
+            "{} has no immediate form",
+            self.variant.label()
+        );
+        gpu.pipeline(&self.variant.clone().with_immediate_coeffs())
     }
 
     /// Whether both are one compiled pipeline.
@@ -236,26 +238,24 @@ impl Gpu {
         }
     }
 
-    /// A stage's kernel: `variant` with α and β as immediate data where this device has them
-    /// ([`GpuInfo::has_immediate_coeffs`](super::GpuInfo::has_immediate_coeffs)).
+    /// A stage's kernel: `variant`, and its immediate-data form where this device has immediate
+    /// data ([`GpuInfo::has_immediate_coeffs`](super::GpuInfo::has_immediate_coeffs)) and the
+    /// kernel reads α and β.
     pub(crate) fn stage_pipeline(&self, variant: &Variant) -> Result<StagePipeline> {
-        let variant = if self.info().has_immediate_coeffs() {
-            variant.clone().with_immediate_coeffs()
-        } else {
-            variant.clone()
-        };
         Ok(StagePipeline {
-            main: self.pipeline(&variant)?,
-            variant,
+            main: self.pipeline(variant)?,
+            variant: variant.clone(),
+            immediates: self.info().has_immediate_coeffs() && variant.kernel.reads_coeffs(),
         })
     }
 
-    /// A stage's kernel reading α and β from its binding on every device, for a stage that binds
-    /// a pair of its own there.
+    /// A stage's kernel that reads α and β from its binding on every device, for a stage that
+    /// binds a pair of its own there.
     pub(crate) fn bound_stage_pipeline(&self, variant: &Variant) -> Result<StagePipeline> {
         Ok(StagePipeline {
             main: self.pipeline(variant)?,
             variant: variant.clone(),
+            immediates: false,
         })
     }
 

@@ -340,7 +340,10 @@ impl<T: Scalar> SpmvPlan<T> {
             bound,
             coeffs: pair.map_or(vec![], |p| bytemuck::cast_slice(&p).to_vec()),
         };
-        let immediate = pair.is_some() && Self::takes_immediate_coeffs(stages);
+        // y = A·x keeps the bound form and a constant pair, as on a device without immediates.
+        let unit = bits(T::from_f64(1.0), T::from_f64(0.0));
+        let immediate =
+            pair.is_some_and(|[a, b]| bits(a, b) != unit) && Self::takes_immediate_coeffs(stages);
         let key = BindKey {
             x: ops.x.buffer.clone(),
             y: ops.y.buffer.clone(),
@@ -365,16 +368,15 @@ impl<T: Scalar> SpmvPlan<T> {
             }
         }
         // Unlocked from here: a form compiled at its first use keeps no other call waiting. Per
-        // stage, the pipeline and whether it takes α and β as immediate data: products
-        // reading the caller's buffer run the form that binds it.
+        // stage, the pipeline and whether it takes α and β as immediate data.
         let mut pipelines = Vec::with_capacity(stages.len());
         let mut immediates = Vec::with_capacity(stages.len());
         for s in stages {
-            let imm = immediate && s.pipeline.immediate();
-            pipelines.push(if imm || !s.pipeline.immediate() {
-                s.pipeline.main().clone()
+            let imm = immediate && s.pipeline.takes_immediates();
+            pipelines.push(if imm {
+                s.pipeline.immediate_form(&self.gpu)?
             } else {
-                s.pipeline.bound(&self.gpu)?
+                s.pipeline.main().clone()
             });
             immediates.push(imm);
         }
@@ -396,16 +398,20 @@ impl<T: Scalar> SpmvPlan<T> {
         Ok(call(found))
     }
 
-    /// Whether every stage that reads α and β takes them as immediate data (the device has
-    /// `Features::IMMEDIATES`), so that the plan's own pairs need no buffer.
+    /// Whether every stage that reads α and β can take them as immediate data (the device has
+    /// `Features::IMMEDIATES`), so that a pair from the host needs no buffer.
     fn takes_immediate_coeffs(stages: &[Stage]) -> bool {
         let reads = |s: &Stage| s.bindings.iter().any(|b| matches!(b, Binding::Coeffs));
         debug_assert!(
-            stages.iter().all(|s| reads(s) || !s.pipeline.immediate()),
+            stages
+                .iter()
+                .all(|s| reads(s) || !s.pipeline.takes_immediates()),
             "a stage with immediate α and β must bind `Binding::Coeffs` in their place"
         );
-        stages.iter().any(|s| s.pipeline.immediate())
-            && stages.iter().all(|s| s.pipeline.immediate() || !reads(s))
+        stages.iter().any(|s| s.pipeline.takes_immediates())
+            && stages
+                .iter()
+                .all(|s| s.pipeline.takes_immediates() || !reads(s))
     }
 
     fn create_bind_groups(

@@ -126,7 +126,8 @@ fn kernels_asked_for_are_compiled_ahead_by_the_next_device() {
     // A fresh directory: nothing listed yet.
     assert_eq!(first.compile_kernels_ahead(), 0);
     for &m in &ASKING {
-        first.prepare_with(&a, m, &opts).unwrap();
+        // Products of α and β other than (1, 0): their immediate-data forms are listed too.
+        check_method(&first, &a, m, &opts, "first device");
     }
     let list = cache_files(&dir)
         .into_iter()
