@@ -164,10 +164,11 @@ struct Bound {
 }
 
 /// One call's bindings and, for stages that take them as immediate data, α and β.
-struct Call {
+struct Call<T> {
     bound: Arc<Bound>,
-    /// `[α, β]` as bytes (`struct Coeffs` in shaders/shared/common.wgsl).
-    coeffs: Vec<u8>,
+    /// `[α, β]` (`struct Coeffs` in shaders/shared/common.wgsl); unused where no stage takes
+    /// them as immediate data.
+    coeffs: [T; 2],
 }
 
 /// What a call's bind groups depend on: the vectors, the coefficients' buffer, and which stages.
@@ -331,14 +332,14 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// Bind groups for one call: those of an earlier call with the same vectors and
     /// coefficients' buffer, or new ones (kept for the next calls).
-    fn bind(&self, stages: &[Stage], program: u64, ops: &Operands<'_, T>) -> Result<Call> {
+    fn bind(&self, stages: &[Stage], program: u64, ops: &Operands<'_, T>) -> Result<Call<T>> {
         let pair = match ops.coeffs {
             CoeffSource::Plan(a, b) | CoeffSource::Pair(a, b) => Some([a, b]),
             CoeffSource::Caller(_) => None,
         };
         let call = |bound| Call {
             bound,
-            coeffs: pair.map_or(vec![], |p| bytemuck::cast_slice(&p).to_vec()),
+            coeffs: pair.unwrap_or([T::from_f64(0.0); 2]),
         };
         // y = A·x keeps the bound form and a constant pair, as on a device without immediates.
         let unit = bits(T::from_f64(1.0), T::from_f64(0.0));
@@ -510,7 +511,7 @@ impl<T: Scalar> SpmvPlan<T> {
         })
     }
 
-    fn encode(stages: &[Stage], pass: &mut wgpu::ComputePass<'_>, call: &Call) {
+    fn encode(stages: &[Stage], pass: &mut wgpu::ComputePass<'_>, call: &Call<T>) {
         let b = &call.bound;
         for (((s, g), p), &imm) in stages
             .iter()
@@ -521,7 +522,7 @@ impl<T: Scalar> SpmvPlan<T> {
             pass.set_pipeline(p);
             // After the pipeline: setting one clears the pass's immediate data.
             if imm {
-                pass.set_immediates(0, &call.coeffs);
+                pass.set_immediates(0, bytemuck::cast_slice(&call.coeffs));
             }
             pass.set_bind_group(0, g, &[]);
             match &s.grid {
@@ -606,7 +607,7 @@ impl<T: Scalar> SpmvPlan<T> {
 
     /// The bind groups of a product recorded for the caller to submit (into its encoder or
     /// pass): the operands checked, the plan's buffers kept out of the pool.
-    fn groups_to_record(&self, ops: &Operands<'_, T>) -> Result<Call> {
+    fn groups_to_record(&self, ops: &Operands<'_, T>) -> Result<Call<T>> {
         self.check(ops.x, ops.y)?;
         self.keep_out_of_pool();
         self.bind(&self.stages, MAIN, ops)
@@ -647,7 +648,7 @@ impl<T: Scalar> SpmvPlan<T> {
         self.gpu.flush_clears();
     }
 
-    fn record_stages(stages: &[Stage], groups: Call, encoder: &mut wgpu::CommandEncoder) {
+    fn record_stages(stages: &[Stage], groups: Call<T>, encoder: &mut wgpu::CommandEncoder) {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("wgspmv spmv"),
             timestamp_writes: None,
@@ -883,7 +884,7 @@ impl<T: Scalar> SpmvPlan<T> {
             y,
             coeffs: CoeffSource::Pair(T::from_f64(1.0), T::from_f64(0.0)),
         };
-        let groups: Vec<Call> = plans
+        let groups: Vec<Call<T>> = plans
             .iter()
             .map(|p| p.bind(&p.stages, MAIN, &ops))
             .collect::<Result<_>>()?;
