@@ -13,6 +13,10 @@ pub enum Method {
     CsrScalar,
     /// One SIMD group (subgroup, or a team of lanes in workgroup memory) per row (baseline).
     CsrVector,
+    /// Rows packed into tiles of equal entry counts, one workgroup per tile, each tile's
+    /// gathers of `x` in column order and its rows summed in workgroup memory (CSR-Stream,
+    /// Greathouse & Daga).
+    CsrStream,
     /// Compressed multirow storage: one SIMD group per strip of rows (Koza et al.).
     Cmrs,
     /// CMRS with the smaller buffer and zero-padded strips of the paper's section 6.7.
@@ -41,6 +45,7 @@ macro_rules! method_registry {
         $callback! {
             CsrScalar = "csr-scalar" => csr,
             CsrVector = "csr-vector" => csr,
+            CsrStream = "csr-stream" => csr_stream,
             Cmrs = "cmrs" => cmrs,
             CmrsPadded = "cmrs-padded" => cmrs,
             Speculative = "speculative" => speculative,

@@ -10,6 +10,7 @@ pub mod bccoo;
 pub mod cmrs;
 pub(crate) mod common;
 pub(crate) mod csr;
+pub(crate) mod csr_stream;
 pub(crate) mod passes;
 pub mod speculative;
 pub mod suraa;
@@ -164,6 +165,7 @@ pub(crate) fn builds_on_gpu<T: Scalar>(
         && a.nnz() > 0
         && match method {
             Method::CsrScalar | Method::CsrVector => csr::builds_from_host(gpu, a, method, opts)?,
+            Method::CsrStream => csr_stream::builds_from_host(gpu, a, opts)?,
             Method::Cmrs | Method::CmrsPadded => {
                 cmrs::gpu_build::builds_from_host(gpu, a, method, opts)?
             }
@@ -205,6 +207,7 @@ pub(crate) fn build_through_gpu<T: Scalar>(
         Method::Speculative => {
             speculative::gpu_build::prepare(gpu, &up.view(), method, opts, None)?
         }
+        Method::CsrStream => csr_stream::prepare_gpu(gpu, &up.view(), up.checked, method, opts)?,
         Method::Bccoo | Method::BccooPlus => {
             bccoo::gpu_build::prepare(gpu, &up.view(), method, opts, None)?
         }
@@ -305,6 +308,7 @@ pub(crate) fn prepare_gpu_checked<T: Scalar>(
             cmrs::gpu_build::prepare(gpu, a, checked, method, opts)?
         }
         Method::Suraa => suraa::prepare_gpu(gpu, a, checked, method, opts)?,
+        Method::CsrStream => csr_stream::prepare_gpu(gpu, a, checked, method, opts)?,
         Method::Speculative => speculative::gpu_build::prepare(gpu, a, method, opts, None)?,
         Method::Bccoo | Method::BccooPlus => bccoo::prepare_gpu(gpu, a, method, opts)?,
         Method::Auto => unreachable!("Auto is resolved before preparing"),

@@ -268,7 +268,8 @@ fn family(m: Method) -> u8 {
         Method::Cmrs | Method::CmrsPadded => 1,
         Method::Speculative | Method::Suraa => 2,
         Method::Bccoo | Method::BccooPlus => 3,
-        Method::Auto => 4,
+        Method::CsrStream => 4,
+        Method::Auto => 5,
     }
 }
 
@@ -368,6 +369,7 @@ pub(crate) fn choose_gpu_csr<T: Scalar>(
     let on_gpu = |m: Method| match m {
         Method::CsrScalar | Method::CsrVector | Method::Cmrs | Method::CmrsPadded => true,
         Method::Suraa => true,
+        Method::CsrStream => true,
         Method::Speculative => speculative,
         Method::Bccoo | Method::BccooPlus => bccoo,
         Method::Auto => false,

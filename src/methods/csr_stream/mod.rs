@@ -1,0 +1,300 @@
+//! `csr-stream`: CSR-Stream (Greathouse & Daga, SC14) with each tile's gathers in column
+//! order. Rows are packed into tiles of fewer than [`format::tile_entries`] entries; one
+//! workgroup multiplies a tile's entries in column order (neighbouring invocations read
+//! neighbouring parts of `x`), puts each product at its place in the tile's CSR order in
+//! workgroup memory, and sums each row from there. Long rows go to the long-row passes.
+
+pub(crate) mod format;
+pub(crate) mod kernels;
+pub(crate) use kernels::KERNELS;
+
+use crate::gpu::recorder::submit_pass;
+use crate::gpu::{DeviceBuffer, Gpu};
+use crate::kernel::{LaneMode, Variant};
+use crate::methods::common::{
+    bad, chunk_limit, copy_from_caller, ptr_chunks, rebased_ptr, upload, upload_buffer,
+    ChunkUniform,
+};
+use crate::methods::{passes::long_rows, Method, PlanOptions};
+use crate::plan::values::{GatherPart, ValueLayout};
+use crate::plan::{Binding, Grid, Phases, SpmvPlan, Stage};
+use crate::{CsrMatrix, Result, Scalar};
+use std::sync::Arc;
+
+/// The workgroup size of every csr-stream kernel (a tile's entries are shared out among it).
+const WG_SIZE: u32 = 256;
+
+fn check_options(opts: &PlanOptions) -> Result<()> {
+    match opts.workgroup_size {
+        Some(wg) if wg != WG_SIZE => Err(bad(
+            "workgroup_size",
+            wg,
+            "csr-stream runs workgroups of 256 (a tile's entries are shared out among them)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The product's stage over one row chunk's format.
+fn stage<T: Scalar>(
+    gpu: &Gpu,
+    rows: std::ops::Range<usize>,
+    [row_ptr, col_idx, values, tile_rows, places]: [Binding; 5],
+    grid: Grid,
+) -> Result<Stage> {
+    let pipeline = gpu.stage_pipeline(&Variant::new(
+        kernels::CSR_STREAM,
+        T::WGSL,
+        LaneMode::Workgroup,
+        vec![("WG_SIZE", WG_SIZE)],
+    ))?;
+    Ok(Stage {
+        pipeline,
+        bindings: vec![
+            row_ptr,
+            col_idx,
+            values,
+            Binding::X,
+            Binding::Y,
+            Binding::Coeffs,
+            Binding::Owned(ChunkUniform::buffer(gpu, rows)),
+            tile_rows,
+            places,
+        ],
+        grid,
+    })
+}
+
+pub(crate) fn prepare<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<SpmvPlan<T>> {
+    check_options(opts)?;
+    let mut phases = Phases::start(gpu);
+    let tile = format::tile_entries::<T>();
+    let long = long_rows::rows_to_split(a.row_ptr(), 1, format::long_row(tile) as u64);
+    let max_bytes = chunk_limit(gpu, opts);
+    let entry_bytes = std::mem::size_of::<T>().max(4) as u64;
+    let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes, "row")?;
+    phases.analysis();
+    let mut stages = Vec::with_capacity(chunks.len() + 2);
+    let mut parts = Vec::with_capacity(chunks.len());
+    let mut tiles = 0;
+    for rows in &chunks {
+        let (s, e) = (
+            a.row_ptr()[rows.start] as usize,
+            a.row_ptr()[rows.end] as usize,
+        );
+        let row_ptr = rebased_ptr(a.row_ptr(), rows);
+        let f = format::StreamFormat::build(&row_ptr, &a.col_idx()[s..e], &a.values()[s..e]);
+        phases.build();
+        let values = upload_buffer(gpu, "csr-stream values", &f.values)?;
+        let sources = f.sources.iter().map(|&i| i + s as u32).collect();
+        parts.push(GatherPart::new(values.clone(), sources));
+        let chunk_tiles = f.tile_rows.len() as u32 - 1;
+        tiles += chunk_tiles;
+        // The tile count first, as the GPU build writes it.
+        let tile_rows: Vec<u32> = std::iter::once(chunk_tiles).chain(f.tile_rows).collect();
+        let arrays = [
+            upload(gpu, "row_ptr", &row_ptr)?,
+            upload(gpu, "csr-stream columns", &f.col_idx)?,
+            Binding::Owned(values),
+            upload(gpu, "csr-stream tile rows", &tile_rows)?,
+            upload(gpu, "csr-stream places", &f.places)?,
+        ];
+        let grid = Grid::Direct(gpu.grid(chunk_tiles));
+        stages.push(stage::<T>(gpu, rows.clone(), arrays, grid)?);
+        phases.upload();
+    }
+    let mut runs = Vec::new();
+    stages.extend(long_rows::stages(gpu, a, &long, max_bytes, &mut runs)?);
+    phases.upload();
+    let details = details(
+        method,
+        tiles.to_string(),
+        chunks.len(),
+        long.len().to_string(),
+    );
+    let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
+        .with_values(ValueLayout::Gather(parts, runs));
+    plan.report_mut().split = phases.split;
+    Ok(plan)
+}
+
+fn details(method: Method, tiles: String, chunks: usize, long: String) -> String {
+    format!(
+        "{}: {tiles} tile(s), gathers in column order, {chunks} row chunk(s), {long} long row(s)",
+        method.name()
+    )
+}
+
+/// Mirrors `TileParams` in shaders/csr_stream/build_tiles.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct TileParams {
+    nrows: u32,
+    tile: u32,
+    max_dim: u32,
+    pad: u32,
+}
+
+/// The most tiles the rule of [`format::starts_tile`] can cut `nnz` entries over `nrows` rows
+/// into: one per window of entries and of rows, and two per long row.
+fn most_tiles(nrows: usize, nnz: usize, tile: u32) -> u64 {
+    let long = format::long_row(tile) as u64;
+    let bound = nnz as u64 / (tile as u64 - long)
+        + nrows as u64 / tile as u64
+        + 2 * (nnz as u64 / (long + 1))
+        + 2;
+    bound.min(nrows as u64)
+}
+
+/// `csr-stream` built on the GPU from a CSR in GPU buffers (validated as `checked` says): the
+/// tiles cut and each tile's entries sorted there, nothing read back. `None` where the host has
+/// to build it (row chunks, no rows).
+pub(crate) fn prepare_gpu<T: Scalar>(
+    gpu: &Gpu,
+    a: &crate::GpuCsr,
+    checked: crate::matrix::Checked,
+    method: Method,
+    opts: &PlanOptions,
+) -> Result<Option<SpmvPlan<T>>> {
+    check_options(opts)?;
+    let bytes = a.bytes::<T>();
+    let max_bytes = chunk_limit(gpu, opts);
+    if a.nrows == 0 || a.nnz == 0 || bytes.iter().any(|&b| b > max_bytes) {
+        return Ok(None);
+    }
+    let mut phases = Phases::start(gpu);
+    let tile = format::tile_entries::<T>();
+    let (nrows, nnz) = (a.nrows, a.nnz);
+    let max_tiles = most_tiles(nrows, nnz, tile);
+    phases.analysis();
+    let none = wgpu::BufferUsages::empty();
+    let [row_ptr] = copy_from_caller(gpu, &[a.buffers()[0]], &[bytes[0]])?;
+    let words = |label, n: u64| -> Result<Arc<DeviceBuffer>> {
+        Ok(Arc::new(gpu.storage_overwritten(label, n * 4, none)?))
+    };
+    let col_idx = words("csr-stream columns", nnz as u64)?;
+    let values = Arc::new(gpu.storage_overwritten("csr-stream values", bytes[2], none)?);
+    let sources = words("csr-stream sources", nnz as u64)?;
+    let tile_rows = words("csr-stream tile rows", max_tiles + 2)?;
+    let places =
+        Arc::new(gpu.storage_zeroed("csr-stream places", nnz.div_ceil(2) as u64 * 4, none)?);
+    let starts = gpu.storage_zeroed("csr-stream tile starts", (nrows as u64 + 1) * 4, none)?;
+    let block_sums = gpu.storage_zeroed(
+        "csr-stream scan blocks",
+        (nrows as u64 + 1).div_ceil(crate::gpu::recorder::SCAN_BLOCK as u64) * 4,
+        none,
+    )?;
+    let indirect =
+        Arc::new(gpu.storage_zeroed("csr-stream grid", 12, wgpu::BufferUsages::INDIRECT)?);
+    let params = TileParams {
+        nrows: nrows as u32,
+        tile,
+        max_dim: gpu
+            .info()
+            .limits
+            .max_compute_workgroups_per_dimension
+            .max(1),
+        pad: 0,
+    };
+    let params = gpu.uniform_buffer("csr-stream tiles", bytemuck::bytes_of(&params));
+    let tile_buffers: [&dyn crate::gpu::Bind; 5] =
+        [&*row_ptr, &starts, &*tile_rows, &*indirect, &params];
+    let [_, (_, col_in), (_, val_in)] = a.buffers();
+    let sort_buffers: [&dyn crate::gpu::Bind; 8] = [
+        &*row_ptr,
+        col_in,
+        val_in,
+        &*tile_rows,
+        &*col_idx,
+        &*values,
+        &*places,
+        &*sources,
+    ];
+    let val_words = (std::mem::size_of::<T>() / 4) as u32;
+    let sort = |pass| vec![("PASS", pass), ("VAL_WORDS", val_words), ("TILE", tile)];
+    let per_pointer = (nrows as u32 + 1).div_ceil(256);
+    submit_pass(
+        gpu,
+        "csr-stream build",
+        "building csr-stream on the GPU",
+        |r| {
+            r.passes(
+                kernels::CSR_STREAM_BUILD_TILES,
+                &tile_buffers,
+                &[(0, per_pointer)],
+            )?;
+            r.scan(&starts, &block_sums, nrows as u32 + 1)?;
+            r.passes(
+                kernels::CSR_STREAM_BUILD_TILES,
+                &tile_buffers,
+                &[(1, per_pointer)],
+            )?;
+            let sort_kernel = kernels::CSR_STREAM_BUILD_SORT;
+            r.dispatch(
+                sort_kernel,
+                sort(0),
+                &sort_buffers,
+                (nnz as u32).div_ceil(256),
+            )?;
+            r.dispatch(sort_kernel, sort(1), &sort_buffers, max_tiles as u32)
+        },
+    )?;
+    phases.build();
+    let long_row = format::long_row(tile) as u64;
+    let long_stages = if checked.longest_row as u64 > long_row {
+        long_rows::gpu_stages::<T>(
+            gpu,
+            (nrows, nnz),
+            &row_ptr,
+            [col_idx.clone(), values.clone()],
+            long_row,
+            long_rows::most_long_rows((nrows, nnz), long_row),
+        )?
+    } else {
+        Vec::new()
+    };
+    let arrays = [
+        Binding::Owned(row_ptr),
+        Binding::Owned(col_idx),
+        Binding::Owned(values.clone()),
+        Binding::Owned(tile_rows),
+        Binding::Owned(places),
+    ];
+    let long_text = if long_stages.is_empty() {
+        "0"
+    } else {
+        "found on the GPU"
+    };
+    let mut stages = vec![stage::<T>(
+        gpu,
+        0..nrows,
+        arrays,
+        Grid::Indirect(indirect, 0),
+    )?];
+    stages.extend(long_stages);
+    phases.build();
+    let details = details(method, "GPU-cut".into(), 1, long_text.into());
+    let part = GatherPart::on_gpu(values, sources, nnz, 0..nnz as u64);
+    let mut plan = SpmvPlan::new(gpu, (nrows, a.ncols, nnz), stages, method.name(), details)
+        .with_values(ValueLayout::Gather(vec![part], Vec::new()));
+    plan.report_mut().split = phases.split;
+    Ok(Some(plan))
+}
+
+/// Whether a host CSR `a` is better uploaded as it is and built on the GPU: whenever
+/// [`prepare_gpu`] can build it (no row chunks).
+pub(crate) fn builds_from_host<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsrMatrix<T>,
+    opts: &PlanOptions,
+) -> Result<bool> {
+    check_options(opts)?;
+    let bytes = crate::matrix::csr_bytes::<T>(a.nrows(), a.nnz());
+    let max_bytes = chunk_limit(gpu, opts);
+    Ok(a.nrows() > 0 && bytes.iter().all(|&b| b <= max_bytes))
+}
