@@ -123,8 +123,9 @@ impl Gpu {
     /// then built there where the method can: `csr-scalar` and `csr-vector` (copies of the
     /// arrays, or the arrays themselves with [`CallerBuffers::Share`], unless the matrix needs
     /// row chunks; the passes for rows too long for one invocation are described on the GPU),
-    /// `cmrs` and `cmrs-padded` (their strips, and the rows strips leave to the long-row passes,
-    /// unless the matrix needs row chunks), `speculative` (copies and its structure analysis,
+    /// `csr-stream` (its tiles cut and sorted, unless the matrix needs row chunks), `cmrs` and
+    /// `cmrs-padded` (their strips, and the rows strips leave to the long-row passes, unless the
+    /// matrix needs row chunks), `speculative` (copies and its structure analysis,
     /// when its check stage runs on the GPU and the matrix needs no row chunks), `suraa` (its
     /// GPU setup), `bccoo` and `bccoo-plus` (their GPU build, where the options allow it, and a
     /// guided tuning's candidates where `bccoo.tune_budget_products` is given), and `Auto`

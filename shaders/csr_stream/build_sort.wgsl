@@ -1,4 +1,5 @@
 #import shared/grid
+#import csr_stream/tiles
 // csr_stream_build_sort: csr-stream's entries reordered on the GPU, as StreamFormat::build
 // does on the host (src/methods/csr_stream/format.rs).
 // PASS 0, one invocation per entry: every entry copied in CSR order (what long rows keep).
@@ -45,16 +46,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         return;
     }
-    // Past the count, an empty tile: every invocation still reaches the barriers.
-    var first_row = 0u;
-    var end_row = 0u;
-    if (group < tile_rows[0]) {
-        first_row = tile_rows[1u + group];
-        end_row = tile_rows[2u + group];
-    }
-    let first = row_ptr[first_row];
-    let count = row_ptr[end_row] - first;
-    let sorted = count <= TILE / 4u || end_row - first_row > 1u;
+    let tile = tile_of(group);
+    let first = tile.first;
+    let count = tile.count;
+    let sorted = tile.sorted;
     for (var i = lid; i < TILE; i += WG) {
         var key = 0xffffffffu;
         if (sorted && i < count) {

@@ -3,6 +3,7 @@
 #import shared/csr_bindings
 #import shared/csr_chunk
 #import csr_stream/tile_{scalar}
+#import csr_stream/tiles
 // csr-stream: one workgroup per tile of rows holding at most TILE entries (CSR-Stream,
 // Greathouse & Daga). The tile's entries are stored in column order, so that neighbouring
 // invocations gather neighbouring parts of x (on some drivers gathers spread over all of a large
@@ -24,29 +25,19 @@ var<workgroup> products: array<scalar, TILE>;
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let tile = linear_group(wid, nwg);
-    // Past the count (a grid's last row of workgroups), an empty tile: every invocation still
-    // reaches the barrier.
-    var first_row = 0u;
-    var end_row = 0u;
-    if (tile < tile_rows[0]) {
-        first_row = tile_rows[1u + tile];
-        end_row = tile_rows[2u + tile];
-    }
-    let first = row_ptr[first_row];
-    let count = row_ptr[end_row] - first;
-    let short = count <= TILE / 4u || end_row - first_row > 1u;
-    if (short) {
-        for (var i = lid; i < count; i += WG_SIZE) {
+    let tile = tile_of(linear_group(wid, nwg));
+    let first = tile.first;
+    if (tile.sorted) {
+        for (var i = lid; i < tile.count; i += WG_SIZE) {
             let e = first + i;
             let place = (places[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu;
             products[place] = vals[e] * x[col_idx[e]];
         }
     }
     workgroupBarrier();
-    for (var row = first_row + lid; row < end_row; row += WG_SIZE) {
+    for (var row = tile.first_row + lid; row < tile.end_row; row += WG_SIZE) {
         var sum = scalar(0);
-        if (short) {
+        if (tile.sorted) {
             let end = row_ptr[row + 1u] - first;
             for (var k = row_ptr[row] - first; k < end; k++) {
                 sum += products[k];

@@ -74,10 +74,11 @@ pub enum BuildOn {
     /// On the host: the CPU twins the GPU builds are checked against.
     Host,
     /// On the GPU where the method has a GPU build for this matrix and these parameters
-    /// (`csr-scalar` and `csr-vector`'s copies, `cmrs`, `cmrs-padded`, and `speculative` with its check stage
-    /// on the GPU; see [`Gpu::prepare_gpu_csr`] for when they have one): the CSR is uploaded as
-    /// it is and built as if given on the GPU, without the GPU validation. `suraa` sets up on the GPU by its own
-    /// option; the other methods build on the host.
+    /// (`csr-scalar` and `csr-vector`'s copies, `csr-stream`, `cmrs`, `cmrs-padded`,
+    /// `speculative` with its check stage on the GPU, `bccoo` and `bccoo-plus`; see
+    /// [`Gpu::prepare_gpu_csr`] for when they have one): the CSR is uploaded as it is and built
+    /// as if given on the GPU, without the GPU validation. `suraa` sets up on the GPU by its own
+    /// option.
     Gpu,
 }
 
