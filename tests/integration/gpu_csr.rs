@@ -120,6 +120,7 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
         let gpu_built = [
             Method::CsrScalar,
             Method::CsrVector,
+            Method::CsrStream,
             Method::Cmrs,
             Method::CmrsPadded,
             Method::Speculative,
@@ -227,6 +228,31 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
                 from_gpu.report()
             );
         }
+        // csr-stream's tiles and reordered entries built on the GPU are its host twin's word for
+        // word: row pointers, columns and values in each tile's column order, the tile count and
+        // first rows, the places (the GPU's tile array is sized for the most tiles there can be).
+        if m == Method::CsrStream && read == 0 && a.nnz() > 0 {
+            assert!(from_gpu.report().built_on_gpu);
+            let words = |p: &wgspmv::SpmvPlan<T>| -> Vec<Vec<u32>> {
+                let mut w = p.stage_words_for_testing(0, 0..3).unwrap();
+                w.extend(p.stage_words_for_testing(0, 7..9).unwrap());
+                w.into_iter()
+                    .map(|b| b.expect("a plan's own array"))
+                    .collect()
+            };
+            let (g, h) = (words(&from_gpu), words(&from_host));
+            let value_words = std::mem::size_of::<T>() / 4;
+            let lens = [
+                a.nrows() + 1,
+                a.nnz(),
+                a.nnz() * value_words,
+                h[3][0] as usize + 2,
+                a.nnz().div_ceil(2),
+            ];
+            for (i, len) in lens.into_iter().enumerate() {
+                assert_eq!(g[i][..len], h[i][..len], "{label} / {m}: array {i}");
+            }
+        }
         // Row chunks are cut on the host: a matrix that needs them is read back.
         if opts.max_chunk_bytes.is_some_and(|c| a.nnz() as u64 * 4 > c) {
             assert!(read > 0, "{label} / {m}: chunked, yet not read back");
@@ -285,6 +311,7 @@ fn configurations() -> Vec<(Method, PlanOptions, bool)> {
                 m,
                 Method::CsrScalar
                     | Method::CsrVector
+                    | Method::CsrStream
                     | Method::Cmrs
                     | Method::CmrsPadded
                     | Method::Suraa
