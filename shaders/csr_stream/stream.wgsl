@@ -6,8 +6,8 @@
 #import csr_stream/tiles
 // csr-stream: one workgroup per tile of rows holding at most TILE entries (CSR-Stream,
 // Greathouse & Daga). The tile's entries are stored in column order, so that neighbouring
-// invocations gather neighbouring parts of x (on some drivers gathers spread over all of a large
-// x cost twice as much); each product goes to its place in the tile's CSR order in workgroup
+// invocations gather neighbouring parts of x (gathers spread over all of a large x are slower on
+// some drivers: docs/measurements.md, "The gather limit"); each product goes to its place in the tile's CSR order in workgroup
 // memory, and each row is then summed from there in CSR order. A long row (over TILE / 4
 // entries) is a tile of its own, left to the long-row passes (its sum here is 0); other tiles
 // hold fewer than TILE entries (src/methods/csr_stream/format.rs says how rows are cut).

@@ -28,6 +28,24 @@ impl ChunkUniform {
     }
 }
 
+/// Bindings 0-6 of a kernel over one row chunk (shaders/shared/csr_bindings.wgsl and
+/// csr_chunk.wgsl): the chunk's three arrays, `x`, `y`, α and β, and the rows it writes.
+pub(crate) fn chunk_bindings(
+    gpu: &Gpu,
+    [ptr, cols, values]: [Binding; 3],
+    rows: Range<usize>,
+) -> Vec<Binding> {
+    vec![
+        ptr,
+        cols,
+        values,
+        Binding::X,
+        Binding::Y,
+        Binding::Coeffs,
+        Binding::Owned(ChunkUniform::buffer(gpu, rows)),
+    ]
+}
+
 /// Splits rows (or strips: any pointer array) into consecutive ranges whose entries take at most
 /// `max_bytes` per array (`entry_bytes` per stored entry) and whose pointers fit too. A single row
 /// that cannot fit is an error: these methods never split a row.

@@ -12,8 +12,8 @@ pub(crate) use kernels::KERNELS;
 use crate::gpu::{Gpu, GpuInfo, StagePipeline};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    bad, check_workgroup_memory, chunk_limit, lane_mode, ptr_chunks, rebased_ptr, team_width,
-    upload, upload_buffer, workgroup_size, ChunkUniform,
+    bad, check_workgroup_memory, chunk_bindings, chunk_limit, lane_mode, ptr_chunks, rebased_ptr,
+    team_width, upload, upload_buffer, workgroup_size,
 };
 use crate::methods::{passes::long_rows, LanePolicy, Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout};
@@ -184,16 +184,11 @@ impl Choice {
         let rows = row_begin..(strips.end * h).min(nrows);
         Stage {
             pipeline: pipeline.clone(),
-            bindings: vec![
-                strip_ptr,
-                col_words,
-                values,
-                Binding::X,
-                Binding::Y,
-                Binding::Coeffs,
-                Binding::Owned(ChunkUniform::buffer(gpu, rows)),
-                row_in_strip,
-            ],
+            bindings: [
+                chunk_bindings(gpu, [strip_ptr, col_words, values], rows),
+                vec![row_in_strip],
+            ]
+            .concat(),
             grid: Grid::Direct(gpu.grid((strips.len() as u32).div_ceil(self.wg / self.team))),
         }
     }

@@ -8,8 +8,8 @@ use crate::gpu::{Gpu, StagePipeline};
 use crate::kernel::{LaneMode, Variant};
 use crate::matrix::Checked;
 use crate::methods::common::{
-    check_workgroup_memory, copy_from_caller, lane_mode, ptr_chunks, rebased_ptr, team_width,
-    upload, upload_buffer, upload_values, workgroup_size, ChunkUniform,
+    check_workgroup_memory, chunk_bindings, copy_from_caller, lane_mode, ptr_chunks, rebased_ptr,
+    team_width, upload, upload_buffer, upload_values, workgroup_size,
 };
 use crate::methods::{passes::long_rows, CallerBuffers, Method, PlanOptions};
 use crate::plan::values::{ValueLayout, ValueRun};
@@ -289,18 +289,9 @@ impl Choice {
     /// The stage over rows `row_begin..row_begin + nrows` held in `arrays` (row pointers rebased
     /// to the chunk, its columns, its values).
     fn stage(&self, gpu: &Gpu, row_begin: usize, nrows: usize, arrays: [Binding; 3]) -> Stage {
-        let [row_ptr, col_idx, values] = arrays;
         Stage {
             pipeline: self.pipeline.clone(),
-            bindings: vec![
-                row_ptr,
-                col_idx,
-                values,
-                Binding::X,
-                Binding::Y,
-                Binding::Coeffs,
-                Binding::Owned(ChunkUniform::buffer(gpu, row_begin..row_begin + nrows)),
-            ],
+            bindings: chunk_bindings(gpu, arrays, row_begin..row_begin + nrows),
             grid: Grid::Direct(gpu.grid((nrows as u32).div_ceil(self.rows_per_group))),
         }
     }

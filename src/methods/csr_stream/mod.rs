@@ -12,8 +12,8 @@ use crate::gpu::recorder::submit_pass;
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::kernel::{LaneMode, Variant};
 use crate::methods::common::{
-    bad, chunk_limit, copy_from_caller, ptr_chunks, rebased_ptr, upload, upload_buffer,
-    ChunkUniform,
+    bad, chunk_bindings, chunk_limit, copy_from_caller, ptr_chunks, rebased_ptr, upload,
+    upload_buffer,
 };
 use crate::methods::{passes::long_rows, Method, PlanOptions};
 use crate::plan::values::{GatherPart, ValueLayout};
@@ -50,17 +50,11 @@ fn stage<T: Scalar>(
     ))?;
     Ok(Stage {
         pipeline,
-        bindings: vec![
-            row_ptr,
-            col_idx,
-            values,
-            Binding::X,
-            Binding::Y,
-            Binding::Coeffs,
-            Binding::Owned(ChunkUniform::buffer(gpu, rows)),
-            tile_rows,
-            places,
-        ],
+        bindings: [
+            chunk_bindings(gpu, [row_ptr, col_idx, values], rows),
+            vec![tile_rows, places],
+        ]
+        .concat(),
         grid,
     })
 }
@@ -111,19 +105,19 @@ pub(crate) fn prepare<T: Scalar>(
     let mut runs = Vec::new();
     stages.extend(long_rows::stages(gpu, a, &long, max_bytes, &mut runs)?);
     phases.upload();
-    let details = details(
-        method,
-        tiles.to_string(),
-        chunks.len(),
-        long.len().to_string(),
-    );
+    let details = details(method, tiles, chunks.len(), long.len());
     let mut plan = SpmvPlan::new(gpu, a.shape(), stages, method.name(), details)
         .with_values(ValueLayout::Gather(parts, runs));
     plan.report_mut().split = phases.split;
     Ok(plan)
 }
 
-fn details(method: Method, tiles: String, chunks: usize, long: String) -> String {
+fn details(
+    method: Method,
+    tiles: impl std::fmt::Display,
+    chunks: usize,
+    long: impl std::fmt::Display,
+) -> String {
     format!(
         "{}: {tiles} tile(s), gathers in column order, {chunks} row chunk(s), {long} long row(s)",
         method.name()
@@ -278,7 +272,7 @@ pub(crate) fn prepare_gpu<T: Scalar>(
     )?];
     stages.extend(long_stages);
     phases.build();
-    let details = details(method, "GPU-cut".into(), 1, long_text.into());
+    let details = details(method, "GPU-cut", 1, long_text);
     let part = GatherPart::on_gpu(values, sources, nnz, 0..nnz as u64);
     let mut plan = SpmvPlan::new(gpu, (nrows, a.ncols, nnz), stages, method.name(), details)
         .with_values(ValueLayout::Gather(vec![part], Vec::new()));
