@@ -160,6 +160,25 @@ impl<'a> Recorder<'a> {
         Ok(())
     }
 
+    /// Dispatches `kernel` over the grid an earlier dispatch wrote into `indirect` (three
+    /// words from its start), with `buffers` at bindings 0, 1, ...
+    pub(crate) fn dispatch_indirect(
+        &mut self,
+        kernel: Kernel,
+        overrides: Vec<(&'static str, u32)>,
+        buffers: &[&dyn Bind],
+        indirect: &wgpu::Buffer,
+    ) -> Result<()> {
+        let label = match &self.timed {
+            Some(_) => format!("{} {overrides:?}", kernel.name),
+            None => kernel.name.to_owned(),
+        };
+        let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
+        let resources: Vec<_> = buffers.iter().map(|b| b.binding()).collect();
+        self.record(&pipeline, &label, resources, Groups::Indirect(indirect));
+        Ok(())
+    }
+
     /// Dispatches `groups` workgroups of any `pipeline` with `resources` at bindings 0, 1, ...
     pub(crate) fn dispatch_pipeline(
         &mut self,
@@ -167,6 +186,16 @@ impl<'a> Recorder<'a> {
         label: &str,
         resources: Vec<wgpu::BindingResource>,
         groups: u32,
+    ) {
+        self.record(pipeline, label, resources, Groups::Direct(groups));
+    }
+
+    fn record(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        label: &str,
+        resources: Vec<wgpu::BindingResource>,
+        groups: Groups,
     ) {
         let entries: Vec<wgpu::BindGroupEntry> = resources
             .into_iter()
@@ -184,7 +213,6 @@ impl<'a> Recorder<'a> {
                 layout: &pipeline.get_bind_group_layout(0),
                 entries: &entries,
             });
-        let [x, y] = self.gpu.grid(groups);
         if let Some(t) = &mut self.timed {
             // The previous dispatch's pass ends before the next begins.
             self.pass = None;
@@ -195,7 +223,11 @@ impl<'a> Recorder<'a> {
                 end_of_pass_write_index: Some(q + 1),
             });
             if writes.is_some() {
-                t.labels.push(format!("{label} ({} workgroups)", groups));
+                let groups = match groups {
+                    Groups::Direct(n) => format!("{n} workgroups"),
+                    Groups::Indirect(_) => "workgroups from the GPU".to_owned(),
+                };
+                t.labels.push(format!("{label} ({groups})"));
             }
             let pass = t.enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(label),
@@ -209,8 +241,20 @@ impl<'a> Recorder<'a> {
             .expect("a recorder has a pass while it records");
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &group, &[]);
-        pass.dispatch_workgroups(x, y, 1);
+        match groups {
+            Groups::Direct(n) => {
+                let [x, y] = self.gpu.grid(n);
+                pass.dispatch_workgroups(x, y, 1);
+            }
+            Groups::Indirect(buffer) => pass.dispatch_workgroups_indirect(buffer, 0),
+        }
     }
+}
+
+/// A dispatch's grid: a count of workgroups, or three words on the GPU.
+enum Groups<'b> {
+    Direct(u32),
+    Indirect(&'b wgpu::Buffer),
 }
 
 impl Recorder<'_> {

@@ -235,7 +235,8 @@ pub(crate) fn prepare_gpu<T: Scalar>(
                 &sort_buffers,
                 (nnz as u32).div_ceil(256),
             )?;
-            r.dispatch(sort_kernel, sort(1), &sort_buffers, max_tiles as u32)
+            // One workgroup per tile cut, from the grid the cut wrote (not one per possible tile).
+            r.dispatch_indirect(sort_kernel, sort(1), &sort_buffers, &indirect)
         },
     )?;
     phases.build();
