@@ -27,6 +27,43 @@ fn edge_cases_all_methods() {
     }
 }
 
+/// Rows of every length from 0 to 600 side by side (short rows summed alone, longer ones by
+/// teams, the longest by the long-row passes), in small integers so that every product is exact:
+/// each row equals the CPU's, with no tolerance, in f32 and f64, for every method.
+#[test]
+fn rows_of_every_length_are_exact() {
+    let lens: Vec<usize> = (0..=600).map(|i| (i * 37) % 601).collect();
+    let ncols = 700;
+    let mut t = Vec::new();
+    for (r, &len) in lens.iter().enumerate() {
+        for k in 0..len {
+            let v = ((r * 5 + k * 3) % 9) as f64 - 4.0;
+            t.push((r, (k * 7 + r * 3) % ncols, if v == 0.0 { 2.0 } else { v }));
+        }
+    }
+    let a = CsrMatrix::from_triplets(lens.len(), ncols, t).unwrap();
+    let x = integer_vector(ncols, 3);
+    let want = exact(&a.cast::<f32>(), &x, 1.0, 0.0, &[]);
+    for (dev, gpu) in gpus() {
+        for &m in Method::ALL {
+            let plan = gpu.prepare(&a.cast::<f32>(), m).unwrap();
+            let gx = GpuVector::from_slice(&gpu, &x).unwrap();
+            let mut gy = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
+            plan.run(&gx, &mut gy).unwrap();
+            assert_eq!(gy.read().unwrap(), want, "{m} f32 {dev} [{}]", plan.details());
+            if has_f64(&gpu) {
+                let plan = gpu.prepare(&a, m).unwrap();
+                let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+                let gx = GpuVector::from_slice(&gpu, &x64).unwrap();
+                let mut gy = GpuVector::filled(&gpu, a.nrows(), f64::NAN).unwrap();
+                plan.run(&gx, &mut gy).unwrap();
+                let want64: Vec<f64> = want.iter().map(|&v| v as f64).collect();
+                assert_eq!(gy.read().unwrap(), want64, "{m} f64 {dev} [{}]", plan.details());
+            }
+        }
+    }
+}
+
 #[test]
 fn workgroup_path_every_team_width_and_workgroup_size() {
     let Some(gpu) = gpu() else { return };
