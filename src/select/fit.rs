@@ -310,11 +310,11 @@ fn fit_methods(
         }
         let (launch_ms, weights, _) = fit_product(&mine, cache_bytes, x_cache_bytes);
         // Samples without a setup time (from runs whose setups no longer apply) inform only the
-        // product model.
-        let timed: Vec<&Sample> = mine
+        // product model, and those without a product time (setups re-measured alone) only the
+        // setup model.
+        let timed: Vec<&Sample> = samples
             .iter()
-            .copied()
-            .filter(|s| s.setup_ms.is_finite())
+            .filter(|s| s.method == m && s.setup_ms.is_finite())
             .collect();
         let regime = |gpu: bool| -> Vec<&Sample> {
             timed

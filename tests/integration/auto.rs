@@ -791,6 +791,40 @@ fn fit_recovers_a_known_model() {
         assert_eq!(b.built_on_gpu, s.built_on_gpu);
     }
     assert_eq!(p.methods.len(), truth.methods.len());
+
+    // Setups re-measured alone (`calibrate --setup-samples`): samples without a product time
+    // inform only the setup model, those without a setup time only the product model. Here
+    // the re-measured setups are half the first ones, on a third of the matrices.
+    let mut split: Vec<fit::Sample> = samples
+        .iter()
+        .map(|s| fit::Sample {
+            setup_ms: f64::NAN,
+            ..s.clone()
+        })
+        .collect();
+    split.extend(
+        samples
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| (i / truth.methods.len()).is_multiple_of(3))
+            .map(|(_, s)| fit::Sample {
+                setup_ms: s.setup_ms / 2.0,
+                product_ms: f64::NAN,
+                ..s.clone()
+            }),
+    );
+    let (halved, _) = fit::fit(&split, "split", vec![], vec![], truth.cache_bytes).unwrap();
+    let (m, h) = (&p.methods[1], halved.model(p.methods[1].method).unwrap());
+    assert_eq!(
+        h.weights, m.weights,
+        "the product model is the same samples' fit"
+    );
+    for (a, b) in h.setup.iter().zip(&m.setup) {
+        assert!(
+            (a - b / 2.0).abs() < 1e-6 * b.abs().max(1.0),
+            "{h:?} against {m:?}"
+        );
+    }
 }
 
 /// Each method's own traffic: `bccoo-plus` adds its slices' partial results (exactly two

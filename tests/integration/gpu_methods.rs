@@ -50,7 +50,12 @@ fn rows_of_every_length_are_exact() {
             let gx = GpuVector::from_slice(&gpu, &x).unwrap();
             let mut gy = GpuVector::filled(&gpu, a.nrows(), f32::NAN).unwrap();
             plan.run(&gx, &mut gy).unwrap();
-            assert_eq!(gy.read().unwrap(), want, "{m} f32 {dev} [{}]", plan.details());
+            assert_eq!(
+                gy.read().unwrap(),
+                want,
+                "{m} f32 {dev} [{}]",
+                plan.details()
+            );
             if has_f64(&gpu) {
                 let plan = gpu.prepare(&a, m).unwrap();
                 let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
@@ -58,7 +63,12 @@ fn rows_of_every_length_are_exact() {
                 let mut gy = GpuVector::filled(&gpu, a.nrows(), f64::NAN).unwrap();
                 plan.run(&gx, &mut gy).unwrap();
                 let want64: Vec<f64> = want.iter().map(|&v| v as f64).collect();
-                assert_eq!(gy.read().unwrap(), want64, "{m} f64 {dev} [{}]", plan.details());
+                assert_eq!(
+                    gy.read().unwrap(),
+                    want64,
+                    "{m} f64 {dev} [{}]",
+                    plan.details()
+                );
             }
         }
     }

@@ -86,6 +86,11 @@ pub struct Args {
     /// of another host, or another GPU of the profile's family, filling in a regime).
     #[arg(long)]
     also_fit_current_products: Vec<PathBuf>,
+    /// Fit the setup model on these samples alone (setups re-measured after a build changed,
+    /// e.g. on a few structures); every other sample then informs the product model only, and
+    /// these samples' products are left out.
+    #[arg(long)]
+    setup_samples: Vec<PathBuf>,
     /// Methods whose kernels or defaults changed since the --also-fit / --also-fit-products
     /// files were measured (comma-separated): their samples come from this run or --refit alone.
     #[arg(long, value_delimiter = ',', value_parser = crate::args::method_names())]
@@ -344,6 +349,20 @@ fn run(args: &Args) -> wgspmv::Result<()> {
         let text = std::fs::read_to_string(p).map_err(io_err(p))?;
         samples.extend(fit::samples_from_csv(&text)?.into_iter().map(products_only));
     }
+    if !args.setup_samples.is_empty() {
+        samples = samples.into_iter().map(products_only).collect();
+        for p in &args.setup_samples {
+            let text = std::fs::read_to_string(p).map_err(io_err(p))?;
+            samples.extend(
+                fit::samples_from_csv(&text)?
+                    .into_iter()
+                    .map(|s| fit::Sample {
+                        product_ms: f64::NAN,
+                        ..s
+                    }),
+            );
+        }
+    }
     // Which adapter the samples came from: the CSV's, or the one in hand.
     let (mut name, mut matches, mut cache) = match &gpu {
         Some(g) => default_name(g),
@@ -555,7 +574,13 @@ fn regime(mine: &[&Sample], method: Method) -> bool {
 
 fn report_choices(profile: &Profile, samples: &[Sample]) {
     let (mut worst, mut sum_log, mut n) = (1.0f64, 0.0, 0);
-    for (m, sb, mine) in by_matrix(samples) {
+    // Setup-only samples (`--setup-samples`) have no product to choose by.
+    let timed: Vec<Sample> = samples
+        .iter()
+        .filter(|s| s.product_ms.is_finite())
+        .cloned()
+        .collect();
+    for (m, sb, mine) in by_matrix(&timed) {
         let Some(chosen) = pick(profile, &mine, 1_000_000) else {
             continue;
         };
