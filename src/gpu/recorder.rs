@@ -149,15 +149,7 @@ impl<'a> Recorder<'a> {
         buffers: &[&dyn Bind],
         groups: u32,
     ) -> Result<()> {
-        // Timed dispatches are told apart by their overrides (a kernel's passes).
-        let label = match &self.timed {
-            Some(_) => format!("{} {overrides:?}", kernel.name),
-            None => kernel.name.to_owned(),
-        };
-        let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
-        let resources: Vec<_> = buffers.iter().map(|b| b.binding()).collect();
-        self.dispatch_pipeline(&pipeline, &label, resources, groups);
-        Ok(())
+        self.dispatch_kernel(kernel, overrides, buffers, Groups::Direct(groups))
     }
 
     /// Dispatches `kernel` over the grid an earlier dispatch wrote into `indirect` (three
@@ -169,13 +161,24 @@ impl<'a> Recorder<'a> {
         buffers: &[&dyn Bind],
         indirect: &wgpu::Buffer,
     ) -> Result<()> {
+        self.dispatch_kernel(kernel, overrides, buffers, Groups::Indirect(indirect))
+    }
+
+    fn dispatch_kernel(
+        &mut self,
+        kernel: Kernel,
+        overrides: Vec<(&'static str, u32)>,
+        buffers: &[&dyn Bind],
+        groups: Groups,
+    ) -> Result<()> {
+        // Timed dispatches are told apart by their overrides (a kernel's passes).
         let label = match &self.timed {
             Some(_) => format!("{} {overrides:?}", kernel.name),
             None => kernel.name.to_owned(),
         };
         let pipeline = pipeline_of(self.gpu, kernel, overrides)?;
         let resources: Vec<_> = buffers.iter().map(|b| b.binding()).collect();
-        self.record(&pipeline, &label, resources, Groups::Indirect(indirect));
+        self.record(&pipeline, &label, resources, groups);
         Ok(())
     }
 
