@@ -206,7 +206,7 @@ impl<T: Scalar> Workspace<T> {
     }
 
     /// The workspace the vector operations on `n` elements of `T` share on `gpu`, made at the
-    /// first: recording one took 0.46 ms of the host on lavapipe, most of it these buffers.
+    /// first: making these buffers is most of what recording an operation costs the host.
     /// Operations that share it run in submission order, each its own dot product and
     /// reduction before the next writes the partials (wgpu orders the passes' writes), and a
     /// read back copies its sums in the same submission.

@@ -537,9 +537,9 @@ fn leave_one_out(
             .cloned()
             .collect();
         let (profile, _) = fit::fit(&rest, name, vec![], matches.to_vec(), cache)?;
-        let held = samples
-            .iter()
-            .filter(|s| structure_of(&s.matrix) == st && s.setup_ms.is_finite());
+        let held = samples.iter().filter(|s| {
+            structure_of(&s.matrix) == st && s.setup_ms.is_finite() && s.product_ms.is_finite()
+        });
         let mut line = Vec::new();
         for (m, sb, mine) in by_matrix(held) {
             let Some(chosen) = pick(&profile, &mine, 1_000_000_000) else {
