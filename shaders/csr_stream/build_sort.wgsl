@@ -3,15 +3,17 @@
 // csr_stream_build_sort: csr-stream's entries reordered on the GPU, as StreamFormat::build
 // does on the host (src/methods/csr_stream/format.rs).
 // PASS 0, one invocation per entry: every entry copied in CSR order (what long rows keep).
-// PASS 1, one workgroup per possible tile: a tile that is not one long row sorts its entries by
-//   (column, place in the tile) in workgroup memory (a bitonic sort over TILE slots, the empty
-//   ones last) and writes them in that order with their places and CSR entry numbers.
+// PASS 1, one workgroup per tile: a tile that is not one long row sorts its entries by (column,
+//   place in the tile) in workgroup memory (a bitonic sort over TILE slots, the empty ones last)
+//   and writes them in that order, packed by chunk as csr_stream/tiles.wgsl says, with their
+//   places and CSR entry numbers.
 // Values move as VAL_WORDS u32 words each.
 
 @group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
 @group(0) @binding(1) var<storage, read> col_in: array<u32>;
 @group(0) @binding(2) var<storage, read> val_in: array<u32>;
-@group(0) @binding(3) var<storage, read> tile_rows: array<u32>;
+// Read_write: PASS 1 writes the chunk words after the tiles.
+@group(0) @binding(3) var<storage, read_write> tile_rows: array<u32>;
 @group(0) @binding(4) var<storage, read_write> col_out: array<u32>;
 @group(0) @binding(5) var<storage, read_write> val_out: array<u32>;
 // Two 16-bit places per word, zeroed before: neighbouring tiles may share a word.
@@ -81,10 +83,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (!sorted) {
         return;
     }
+    let chunks = first_chunk(group, first);
     for (var i = lid; i < count; i += WG) {
         let e = first + i;
         let slot = slots[i];
-        col_out[e] = keys[i];
+        // The chunk's columns, sorted: its first and last give its span.
+        let start = i - i % CHUNK;
+        let base = keys[start];
+        let raw = keys[min(start + CHUNK, count) - 1u] - base > OFFSET_MASK;
+        if (i == start) {
+            tile_rows[chunks + i / CHUNK] = select(base, RAW_CHUNK, raw);
+        }
+        col_out[e] = select((slot << PLACE_SHIFT) | (keys[i] - base), keys[i], raw);
         copy_value(e, first + slot);
         sources[e] = first + slot;
         atomicOr(&places[e >> 1u], slot << ((e & 1u) * 16u));

@@ -4,15 +4,17 @@
 // row and the one before.
 // PASS 0, one invocation per row pointer: starts[r] = 1 where row r starts a tile (0 at
 //   r = nrows, so that the exclusive scan that follows leaves the count there).
-// PASS 1, one invocation per row pointer: each tile's first row at tile_rows[1 + tile], the
-//   count at tile_rows[0], nrows after the last tile, and the product's indirect grid.
+// PASS 1, one invocation per row pointer: the tile count, where the chunk words start, each
+//   tile's first row and nrows after the last (the layout of csr_stream/tiles.wgsl), and the
+//   product's indirect grid.
 
 struct TileParams {
     nrows: u32,
     // Entries of a tile (TILE of the product's kernel).
     tile: u32,
     max_dim: u32,
-    pad: u32,
+    // Where the chunk words start in `tile_rows` (after the most tiles there can be).
+    bases_at: u32,
 }
 
 @group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
@@ -52,12 +54,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     } else if (r == p.nrows) {
         let tiles = starts[r];
         tile_rows[0] = tiles;
-        tile_rows[1u + tiles] = p.nrows;
+        tile_rows[1] = p.bases_at;
+        tile_rows[2u + tiles] = p.nrows;
         let g = indirect_grid(tiles, p.max_dim);
         indirect[0] = g.x;
         indirect[1] = g.y;
         indirect[2] = g.z;
     } else if (starts_tile(r)) {
-        tile_rows[1u + starts[r]] = r;
+        tile_rows[2u + starts[r]] = r;
     }
 }

@@ -12,26 +12,45 @@
 // entries) is a tile of its own, left to the long-row passes (its sum here is 0); other tiles
 // hold fewer than TILE entries (src/methods/csr_stream/format.rs says how rows are cut).
 
-// The tile count, the first row of each tile in the chunk, then the chunk's row count.
+// The tiles and chunk words (csr_stream/tiles.wgsl).
 @group(0) @binding(7) var<storage, read> tile_rows: array<u32>;
-// Each entry's place in its tile's CSR order, two 16-bit places per word.
+// Each entry's place in its tile's CSR order, two 16-bit places per word (read for raw chunks).
 @group(0) @binding(8) var<storage, read> places: array<u32>;
 
 override WG_SIZE: u32 = 256u;
 
 var<workgroup> products: array<scalar, TILE>;
 
+fn place_of(e: u32) -> u32 {
+    return (places[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu;
+}
+
+// Entry e (the i-th of its tile) as (column, place). A sorted tile's entries go in chunks of
+// CHUNK: a chunk whose columns span less than 2^PLACE_SHIFT holds each entry as one word, the
+// place above the column's offset from the chunk's first column (so a gather costs no separate
+// place read); a wider chunk (RAW_CHUNK) holds plain columns, its places in `places`.
+fn entry(e: u32, i: u32, chunks: u32) -> vec2<u32> {
+    let base = tile_rows[chunks + i / CHUNK];
+    let w = col_idx[e];
+    if (base == RAW_CHUNK) {
+        return vec2<u32>(w, place_of(e));
+    }
+    return vec2<u32>(base + (w & OFFSET_MASK), w >> PLACE_SHIFT);
+}
+
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let tile = tile_of(linear_group(wid, nwg));
+    let t = linear_group(wid, nwg);
+    let tile = tile_of(t);
     let first = tile.first;
     if (tile.sorted) {
+        let chunks = first_chunk(t, first);
         for (var i = lid; i < tile.count; i += WG_SIZE) {
             let e = first + i;
-            let place = (places[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu;
-            products[place] = vals[e] * x[col_idx[e]];
+            let c = entry(e, i, chunks);
+            products[c.y] = vals[e] * x[c.x];
         }
     }
     workgroupBarrier();

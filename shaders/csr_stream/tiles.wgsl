@@ -1,5 +1,6 @@
-// A csr-stream tile as its kernels read it, from `tile_rows` (the count, each tile's first row,
-// the row count) and `row_ptr`, both declared by the kernel. Past the count (a grid's last row of
+// A csr-stream tile as its kernels read it, from `tile_rows` and `row_ptr`, both declared by the
+// kernel. `tile_rows`: the tile count, where the chunk words start (TILE_BASES_AT), each tile's
+// first row from TILE_FIRST_ROWS, the row count after the last, then the chunk words. Past the count (a grid's last row of
 // workgroups) a tile is empty, so that every invocation still reaches the kernel's barriers.
 struct Tile {
     first_row: u32,
@@ -15,10 +16,27 @@ fn tile_of(t: u32) -> Tile {
     var first_row = 0u;
     var end_row = 0u;
     if (t < tile_rows[0]) {
-        first_row = tile_rows[1u + t];
-        end_row = tile_rows[2u + t];
+        first_row = tile_rows[TILE_FIRST_ROWS + t];
+        end_row = tile_rows[TILE_FIRST_ROWS + 1u + t];
     }
     let first = row_ptr[first_row];
     let count = row_ptr[end_row] - first;
     return Tile(first_row, end_row, first, count, count <= TILE / 4u || end_row - first_row > 1u);
+}
+
+// A sorted tile's entries in chunks of CHUNK, each with its first column in `chunk_bases`.
+const CHUNK: u32 = 64u;
+// Low bits of a packed entry: the column's offset from its chunk's first column; above, its place.
+const PLACE_SHIFT: u32 = 21u;
+const OFFSET_MASK: u32 = 0x1fffffu;
+// A chunk whose columns span 2^PLACE_SHIFT or more: plain columns, places in `places`.
+const RAW_CHUNK: u32 = 0xffffffffu;
+
+const TILE_BASES_AT: u32 = 1u;
+const TILE_FIRST_ROWS: u32 = 2u;
+
+// Where tile t's first chunk word is in `tile_rows`: tiles before it hold `first` entries, so
+// fewer than first / CHUNK + t chunks.
+fn first_chunk(t: u32, first: u32) -> u32 {
+    return tile_rows[TILE_BASES_AT] + first / CHUNK + t;
 }

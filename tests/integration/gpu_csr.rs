@@ -229,8 +229,8 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
             );
         }
         // csr-stream's tiles and reordered entries built on the GPU are its host twin's word for
-        // word: row pointers, columns and values in each tile's column order, the tile count and
-        // first rows, the places (the GPU's tile array is sized for the most tiles there can be).
+        // word: row pointers, columns (packed by chunk) and values in each tile's column order,
+        // the tile array (count, first rows, chunk words), the places.
         if m == Method::CsrStream && read == 0 && a.nnz() > 0 {
             assert!(from_gpu.report().built_on_gpu);
             let words = |p: &wgspmv::SpmvPlan<T>| -> Vec<Vec<u32>> {
@@ -246,7 +246,7 @@ fn check_equal_plans<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<T>, label: &str) {
                 a.nrows() + 1,
                 a.nnz(),
                 a.nnz() * value_words,
-                h[3][0] as usize + 2,
+                h[3].len(),
                 a.nnz().div_ceil(2),
             ];
             for (i, len) in lens.into_iter().enumerate() {

@@ -74,6 +74,50 @@ fn rows_of_every_length_are_exact() {
     }
 }
 
+/// `csr-stream` stores a chunk of a tile's column-sorted entries as offsets from its first
+/// column where they span less than 2^21 columns, else as plain columns: a matrix whose sorted
+/// tiles hold both kinds (columns near 0 and near 4.5M), built on the host and on the GPU, f32
+/// and f64, exact.
+#[test]
+fn csr_stream_packed_and_plain_chunks_are_exact() {
+    let (nrows, ncols) = (2000, 4_600_000);
+    let mut t = Vec::new();
+    for r in 0..nrows {
+        // 1 to 4 columns below 3000, then one above 4.5M.
+        let near = (0..=r % 4).map(|k| (r * 13 + k * 1009) % 3000);
+        for (k, c) in near.chain([4_500_000 + r * 7]).enumerate() {
+            t.push((r, c, ((r + k) % 7) as f64 - 3.0));
+        }
+    }
+    let a = CsrMatrix::from_triplets(nrows, ncols, t).unwrap();
+    let x = integer_vector(ncols, 5);
+    let want = exact(&a.cast::<f32>(), &x, 1.0, 0.0, &[]);
+    for (dev, gpu) in gpus() {
+        for build_on in [wgspmv::methods::BuildOn::Host, wgspmv::methods::BuildOn::Gpu] {
+            let opts = PlanOptions {
+                build_on,
+                ..Default::default()
+            };
+            let plan = gpu
+                .prepare_with(&a.cast::<f32>(), Method::CsrStream, &opts)
+                .unwrap();
+            let gx = GpuVector::from_slice(&gpu, &x).unwrap();
+            let mut gy = GpuVector::filled(&gpu, nrows, f32::NAN).unwrap();
+            plan.run(&gx, &mut gy).unwrap();
+            assert_eq!(gy.read().unwrap(), want, "f32 {dev} {build_on:?}");
+            if has_f64(&gpu) {
+                let plan = gpu.prepare_with(&a, Method::CsrStream, &opts).unwrap();
+                let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+                let gx = GpuVector::from_slice(&gpu, &x64).unwrap();
+                let mut gy = GpuVector::filled(&gpu, nrows, f64::NAN).unwrap();
+                plan.run(&gx, &mut gy).unwrap();
+                let want64: Vec<f64> = want.iter().map(|&v| v as f64).collect();
+                assert_eq!(gy.read().unwrap(), want64, "f64 {dev} {build_on:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn workgroup_path_every_team_width_and_workgroup_size() {
     let Some(gpu) = gpu() else { return };

@@ -16,16 +16,54 @@ pub(crate) fn long_row(tile: u32) -> u32 {
     tile / 4
 }
 
+/// Entries of a chunk: a sorted tile's entries go in chunks, each with its first column.
+pub(crate) const CHUNK: usize = 64;
+/// Bits of a packed entry's column offset; its place in the tile goes above them.
+pub(crate) const PLACE_SHIFT: u32 = 21;
+/// A chunk whose columns span `1 << PLACE_SHIFT` or more holds plain columns.
+pub(crate) const RAW_CHUNK: u32 = u32::MAX;
+
+/// Chunk words for `nnz` entries in `tiles` tiles: tile `t` starting at entry `first` has its
+/// chunks from `first / CHUNK + t` (shaders/csr_stream/tiles.wgsl, `first_chunk`).
+pub(crate) fn chunk_words(nnz: u64, tiles: u64) -> u64 {
+    nnz / CHUNK as u64 + tiles + 1
+}
+
 /// The format: `tile_rows[t]..tile_rows[t + 1]` are tile `t`'s rows; `col_idx` and `values`
-/// hold the CSR entries, each tile's in column order (a long row's left in CSR order, for the
-/// long-row passes); `places` the entries' places in their tile's CSR order, two 16-bit places
-/// per word; `sources[i]` the CSR entry at `i`.
+/// hold the CSR entries, each tile's in column order (a long row's left in CSR order, with plain
+/// columns, for the long-row passes); `places` the entries' places in their tile's CSR order,
+/// two 16-bit places per word; `sources[i]` the CSR entry at `i`. A sorted tile's entries go in
+/// chunks of [`CHUNK`]: where a chunk's columns span less than `1 << PLACE_SHIFT`, its
+/// `chunk_bases` word is its first column and each `col_idx` word holds the entry's place above
+/// its column's offset from that (one read per entry instead of a column and a place); else
+/// the chunk's word is [`RAW_CHUNK`] and its `col_idx` words are plain columns.
 pub(crate) struct StreamFormat<T> {
     pub tile_rows: Vec<u32>,
     pub col_idx: Vec<u32>,
     pub values: Vec<T>,
     pub places: Vec<u32>,
+    pub chunk_bases: Vec<u32>,
     pub sources: Vec<u32>,
+}
+
+/// Packs one sorted tile's columns (`cols`, its places beside) in place and writes its chunk
+/// words.
+fn pack_tile(cols: &mut [u32], places: &[u16], bases: &mut [u32]) {
+    for ((chunk, chunk_places), base_word) in cols
+        .chunks_mut(CHUNK)
+        .zip(places.chunks(CHUNK))
+        .zip(bases.iter_mut())
+    {
+        let base = chunk[0];
+        if chunk[chunk.len() - 1] - base >= 1 << PLACE_SHIFT {
+            *base_word = RAW_CHUNK;
+            continue;
+        }
+        *base_word = base;
+        for (c, &p) in chunk.iter_mut().zip(chunk_places) {
+            *c = (p as u32) << PLACE_SHIFT | (*c - base);
+        }
+    }
 }
 
 /// Whether row `r` starts a tile. Rows are cut where the window of `tile - long_row` entries
@@ -90,8 +128,31 @@ impl<T: Scalar> StreamFormat<T> {
                     *p = (e - first) as u16;
                 }
             });
-        let col_idx = sources.par_iter().map(|&e| cols[e as usize]).collect();
+        let mut col_idx: Vec<u32> = sources.par_iter().map(|&e| cols[e as usize]).collect();
         let values = sources.par_iter().map(|&e| values[e as usize]).collect();
+        // Words no sorted tile's chunk takes stay 0, as in the GPU build's zeroed buffer.
+        let mut chunk_bases = vec![0; chunk_words(nnz as u64, tile_rows.len() as u64 - 1) as usize];
+        // Each sorted tile's columns packed by chunk, its chunk words at `first_chunk`.
+        let mut col_rest = &mut col_idx[..];
+        let mut base_rest = &mut chunk_bases[..];
+        let mut base_at = 0;
+        let mut jobs = Vec::with_capacity(tile_rows.len());
+        for (t, w) in tile_rows.windows(2).enumerate() {
+            let (first, end) = (row_ptr[w[0] as usize] as usize, row_ptr[w[1] as usize] as usize);
+            let (tile_cols, tail) = col_rest.split_at_mut(end - first);
+            col_rest = tail;
+            let start = first / CHUNK + t;
+            let (_, from) = base_rest.split_at_mut(start - base_at);
+            let (tile_bases, tail) = from.split_at_mut((end - first).div_ceil(CHUNK));
+            (base_rest, base_at) = (tail, start + (end - first).div_ceil(CHUNK));
+            let long = w[1] - w[0] == 1 && end - first > long_row(tile) as usize;
+            if !long {
+                jobs.push((tile_cols, &places[first..end], tile_bases));
+            }
+        }
+        jobs.into_par_iter()
+            .with_min_len(64)
+            .for_each(|(c, p, b)| pack_tile(c, p, b));
         let places = places
             .chunks_exact(2)
             .map(|p| p[0] as u32 | (p[1] as u32) << 16)
@@ -101,6 +162,7 @@ impl<T: Scalar> StreamFormat<T> {
             col_idx,
             values,
             places,
+            chunk_bases,
             sources,
         }
     }
@@ -148,7 +210,20 @@ mod tests {
         .unwrap();
         let f = StreamFormat::build(a.row_ptr(), a.col_idx(), a.values());
         assert_eq!(f.tile_rows, vec![0, 3]);
-        assert_eq!(f.col_idx, vec![0, 1, 2, 3, 4, 5]);
+        // One chunk, from column 0: each word is the place above the column.
+        assert_eq!(f.chunk_bases, vec![0, 0]);
+        let packed = |col: u32, place: u32| place << PLACE_SHIFT | col;
+        assert_eq!(
+            f.col_idx,
+            vec![
+                packed(0, 3),
+                packed(1, 0),
+                packed(2, 4),
+                packed(3, 5),
+                packed(4, 1),
+                packed(5, 2)
+            ]
+        );
         assert_eq!(f.sources, vec![3, 0, 4, 5, 1, 2]);
         assert_eq!(f.values, vec![4.0, 1.0, 5.0, 6.0, 2.0, 3.0]);
         let place = |i: usize| (f.places[i / 2] >> (16 * (i % 2))) & 0xffff;
@@ -156,5 +231,24 @@ mod tests {
             (0..6).map(place).collect::<Vec<_>>(),
             vec![3, 0, 4, 5, 1, 2]
         );
+    }
+
+    #[test]
+    fn chunks_pack_where_their_columns_span_little_and_stay_plain_elsewhere() {
+        // One row of 100 entries (a tile of 2048 holds it): the first chunk of 64 spans columns
+        // 0..=63 × 3, the second reaches 1 << PLACE_SHIFT and stays plain.
+        let mut cols: Vec<u32> = (0..64).map(|c| c * 3).collect();
+        cols.extend((0..36).map(|c| 1000 + c + if c == 35 { 1 << PLACE_SHIFT } else { 0 }));
+        let n = cols.len();
+        let f = StreamFormat::build(&[0, n as u32], &cols, &vec![1.0f32; n]);
+        assert_eq!(f.tile_rows, vec![0, 1]);
+        assert_eq!(f.chunk_bases[..2], [0, RAW_CHUNK]);
+        for (i, &w) in f.col_idx.iter().enumerate() {
+            if i < CHUNK {
+                assert_eq!((w & ((1 << PLACE_SHIFT) - 1), w >> PLACE_SHIFT), (cols[i], i as u32));
+            } else {
+                assert_eq!(w, cols[i]);
+            }
+        }
     }
 }

@@ -89,8 +89,7 @@ pub(crate) fn prepare<T: Scalar>(
         parts.push(GatherPart::new(values.clone(), sources));
         let chunk_tiles = f.tile_rows.len() as u32 - 1;
         tiles += chunk_tiles;
-        // The tile count first, as the GPU build writes it.
-        let tile_rows: Vec<u32> = std::iter::once(chunk_tiles).chain(f.tile_rows).collect();
+        let tile_rows = tile_words(&f, most_tiles(rows.len(), e - s, tile));
         let arrays = [
             upload(gpu, "row_ptr", &row_ptr)?,
             upload(gpu, "csr-stream columns", &f.col_idx)?,
@@ -131,7 +130,25 @@ struct TileParams {
     nrows: u32,
     tile: u32,
     max_dim: u32,
-    pad: u32,
+    bases_at: u32,
+}
+
+/// Where the chunk words start in the tile array: after the tile count, that start, and the
+/// first rows of up to `max_tiles` tiles and the row count (shaders/csr_stream/tiles.wgsl).
+fn bases_at(max_tiles: u64) -> u64 {
+    max_tiles + 3
+}
+
+/// The tile array as the GPU build writes it (its tiles bounded by `max_tiles`; words it does
+/// not use are 0).
+fn tile_words<T>(f: &format::StreamFormat<T>, max_tiles: u64) -> Vec<u32> {
+    let at = bases_at(max_tiles) as usize;
+    let mut words = vec![0; at + f.chunk_bases.len()];
+    words[0] = f.tile_rows.len() as u32 - 1;
+    words[1] = at as u32;
+    words[2..2 + f.tile_rows.len()].copy_from_slice(&f.tile_rows);
+    words[at..].copy_from_slice(&f.chunk_bases);
+    words
 }
 
 /// The most tiles the rule of [`format::starts_tile`] can cut `nnz` entries over `nrows` rows
@@ -174,7 +191,12 @@ pub(crate) fn prepare_gpu<T: Scalar>(
     let col_idx = words("csr-stream columns", nnz as u64)?;
     let values = Arc::new(gpu.storage_overwritten("csr-stream values", bytes[2], none)?);
     let sources = words("csr-stream sources", nnz as u64)?;
-    let tile_rows = words("csr-stream tile rows", max_tiles + 2)?;
+    // Zeroed: words no tile or chunk takes are then the host build's.
+    let tile_rows = Arc::new(gpu.storage_zeroed(
+        "csr-stream tile rows",
+        (bases_at(max_tiles) + format::chunk_words(nnz as u64, max_tiles)) * 4,
+        none,
+    )?);
     let places =
         Arc::new(gpu.storage_zeroed("csr-stream places", nnz.div_ceil(2) as u64 * 4, none)?);
     let starts = gpu.storage_zeroed("csr-stream tile starts", (nrows as u64 + 1) * 4, none)?;
@@ -193,7 +215,13 @@ pub(crate) fn prepare_gpu<T: Scalar>(
             .limits
             .max_compute_workgroups_per_dimension
             .max(1),
-        pad: 0,
+        bases_at: u32::try_from(bases_at(max_tiles)).map_err(|_| {
+            bad(
+                "rows",
+                nrows,
+                "csr-stream's tile array needs more than 2^32 words",
+            )
+        })?,
     };
     let params = gpu.uniform_buffer("csr-stream tiles", bytemuck::bytes_of(&params));
     let tile_buffers: [&dyn crate::gpu::Bind; 5] =
