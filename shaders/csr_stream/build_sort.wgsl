@@ -9,16 +9,15 @@
 //   places and CSR entry numbers.
 // Values move as VAL_WORDS u32 words each.
 
-@group(0) @binding(0) var<storage, read> row_ptr: array<u32>;
-@group(0) @binding(1) var<storage, read> col_in: array<u32>;
-@group(0) @binding(2) var<storage, read> val_in: array<u32>;
+@group(0) @binding(0) var<storage, read> col_in: array<u32>;
+@group(0) @binding(1) var<storage, read> val_in: array<u32>;
 // Read_write: PASS 1 writes the chunk words after the tiles.
-@group(0) @binding(3) var<storage, read_write> tile_rows: array<u32>;
-@group(0) @binding(4) var<storage, read_write> col_out: array<u32>;
-@group(0) @binding(5) var<storage, read_write> val_out: array<u32>;
+@group(0) @binding(2) var<storage, read_write> tile_rows: array<u32>;
+@group(0) @binding(3) var<storage, read_write> col_out: array<u32>;
+@group(0) @binding(4) var<storage, read_write> val_out: array<u32>;
 // Two 16-bit places per word, zeroed before: neighbouring tiles may share a word.
-@group(0) @binding(6) var<storage, read_write> places: array<atomic<u32>>;
-@group(0) @binding(7) var<storage, read_write> sources: array<u32>;
+@group(0) @binding(5) var<storage, read_write> places: array<atomic<u32>>;
+@group(0) @binding(6) var<storage, read_write> sources: array<u32>;
 
 override PASS: u32 = 0u;
 override VAL_WORDS: u32 = 1u;

@@ -5,7 +5,7 @@
 // PASS 0, one invocation per row pointer: starts[r] = 1 where row r starts a tile (0 at
 //   r = nrows, so that the exclusive scan that follows leaves the count there).
 // PASS 1, one invocation per row pointer: the tile count, where the chunk words start, each
-//   tile's first row and nrows after the last (the layout of csr_stream/tiles.wgsl), and the
+//   tile's first row and entry, and nrows and nnz after the last (the layout of csr_stream/tiles.wgsl), and the
 //   product's indirect grid.
 
 struct TileParams {
@@ -55,12 +55,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let tiles = starts[r];
         tile_rows[0] = tiles;
         tile_rows[1] = p.bases_at;
-        tile_rows[2u + tiles] = p.nrows;
+        tile_rows[2u + 2u * tiles] = p.nrows;
+        tile_rows[3u + 2u * tiles] = row_ptr[p.nrows];
         let g = indirect_grid(tiles, p.max_dim);
         indirect[0] = g.x;
         indirect[1] = g.y;
         indirect[2] = g.z;
     } else if (starts_tile(r)) {
-        tile_rows[2u + starts[r]] = r;
+        tile_rows[2u + 2u * starts[r]] = r;
+        tile_rows[3u + 2u * starts[r]] = row_ptr[r];
     }
 }

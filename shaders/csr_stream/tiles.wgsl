@@ -1,6 +1,8 @@
 // A csr-stream tile as its kernels read it, from `tile_rows` and `row_ptr`, both declared by the
-// kernel. `tile_rows`: the tile count, where the chunk words start (TILE_BASES_AT), each tile's
-// first row from TILE_FIRST_ROWS, the row count after the last, then the chunk words. Past the count (a grid's last row of
+// kernel. `tile_rows`: the tile count, where the chunk words start (TILE_BASES_AT), from
+// TILE_FIRST_ROWS each tile's first row and first entry (a tile reads its bounds in one go, not
+// its rows and then their pointers), the row count and entry count after the last, then the
+// chunk words. Past the count (a grid's last row of
 // workgroups) a tile is empty, so that every invocation still reaches the kernel's barriers.
 struct Tile {
     first_row: u32,
@@ -15,12 +17,16 @@ struct Tile {
 fn tile_of(t: u32) -> Tile {
     var first_row = 0u;
     var end_row = 0u;
+    var first = 0u;
+    var end = 0u;
     if (t < tile_rows[0]) {
-        first_row = tile_rows[TILE_FIRST_ROWS + t];
-        end_row = tile_rows[TILE_FIRST_ROWS + 1u + t];
+        let at = TILE_FIRST_ROWS + 2u * t;
+        first_row = tile_rows[at];
+        first = tile_rows[at + 1u];
+        end_row = tile_rows[at + 2u];
+        end = tile_rows[at + 3u];
     }
-    let first = row_ptr[first_row];
-    let count = row_ptr[end_row] - first;
+    let count = end - first;
     return Tile(first_row, end_row, first, count, count <= TILE / 4u || end_row - first_row > 1u);
 }
 

@@ -89,7 +89,7 @@ pub(crate) fn prepare<T: Scalar>(
         parts.push(GatherPart::new(values.clone(), sources));
         let chunk_tiles = f.tile_rows.len() as u32 - 1;
         tiles += chunk_tiles;
-        let tile_rows = tile_words(&f, most_tiles(rows.len(), e - s, tile));
+        let tile_rows = tile_words(&f, &row_ptr, most_tiles(rows.len(), e - s, tile));
         let arrays = [
             upload(gpu, "row_ptr", &row_ptr)?,
             upload(gpu, "csr-stream columns", &f.col_idx)?,
@@ -134,19 +134,21 @@ struct TileParams {
 }
 
 /// Where the chunk words start in the tile array: after the tile count, that start, and the
-/// first rows of up to `max_tiles` tiles and the row count (shaders/csr_stream/tiles.wgsl).
+/// first row and entry of up to `max_tiles` tiles and of the end (shaders/csr_stream/tiles.wgsl).
 fn bases_at(max_tiles: u64) -> u64 {
-    max_tiles + 3
+    2 * max_tiles + 4
 }
 
 /// The tile array as the GPU build writes it (its tiles bounded by `max_tiles`; words it does
 /// not use are 0).
-fn tile_words<T>(f: &format::StreamFormat<T>, max_tiles: u64) -> Vec<u32> {
+fn tile_words<T>(f: &format::StreamFormat<T>, row_ptr: &[u32], max_tiles: u64) -> Vec<u32> {
     let at = bases_at(max_tiles) as usize;
     let mut words = vec![0; at + f.chunk_bases.len()];
     words[0] = f.tile_rows.len() as u32 - 1;
     words[1] = at as u32;
-    words[2..2 + f.tile_rows.len()].copy_from_slice(&f.tile_rows);
+    for (pair, &r) in words[2..].chunks_exact_mut(2).zip(&f.tile_rows) {
+        pair.copy_from_slice(&[r, row_ptr[r as usize]]);
+    }
     words[at..].copy_from_slice(&f.chunk_bases);
     words
 }
@@ -227,8 +229,7 @@ pub(crate) fn prepare_gpu<T: Scalar>(
     let tile_buffers: [&dyn crate::gpu::Bind; 5] =
         [&*row_ptr, &starts, &*tile_rows, &*indirect, &params];
     let [_, (_, col_in), (_, val_in)] = a.buffers();
-    let sort_buffers: [&dyn crate::gpu::Bind; 8] = [
-        &*row_ptr,
+    let sort_buffers: [&dyn crate::gpu::Bind; 7] = [
         col_in,
         val_in,
         &*tile_rows,
