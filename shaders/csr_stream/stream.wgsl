@@ -7,10 +7,11 @@
 // csr-stream: one workgroup per tile of rows holding at most TILE entries (CSR-Stream,
 // Greathouse & Daga). The tile's entries are stored in column order, so that neighbouring
 // invocations gather neighbouring parts of x (gathers spread over all of a large x are slower on
-// some drivers: docs/measurements.md, "The gather limit"); each product goes to its place in the tile's CSR order in workgroup
-// memory, and each row is then summed from there in CSR order. A long row (over TILE / 4
-// entries) is a tile of its own, left to the long-row passes (its sum here is 0); other tiles
-// hold fewer than TILE entries (src/methods/csr_stream/format.rs says how rows are cut).
+// some drivers: docs/measurements.md, "The gather limit"); each product goes to its place in
+// the tile's CSR order in workgroup memory, and each row is then summed from there in CSR
+// order. A long row (over TILE / 4 entries) is a tile of its own, left to the long-row passes
+// (its sum here is 0); other tiles hold fewer than TILE entries (src/methods/csr_stream/format.rs
+// says how rows are cut). In a sorted tile, `col_idx` holds each entry's packed word (`entry`).
 
 // The tiles and chunk words (csr_stream/tiles.wgsl).
 @group(0) @binding(7) var<storage, read> tile_rows: array<u32>;

@@ -30,14 +30,17 @@ fn tile_of(t: u32) -> Tile {
     return Tile(first_row, end_row, first, count, count <= TILE / 4u || end_row - first_row > 1u);
 }
 
-// A sorted tile's entries in chunks of CHUNK, each with its first column in `chunk_bases`.
+// A sorted tile's entries in chunks of CHUNK, each with its first column in `tile_rows`.
 const CHUNK: u32 = 64u;
 // Low bits of a packed entry: the column's offset from its chunk's first column; above, its place.
 const PLACE_SHIFT: u32 = 21u;
 const OFFSET_MASK: u32 = 0x1fffffu;
-// A chunk whose columns span 2^PLACE_SHIFT or more: plain columns, places in `places`.
+// A chunk whose columns span 2^PLACE_SHIFT or more: plain columns, places in `places` (no chunk
+// starts at this column: a matrix has at most u32::MAX columns).
 const RAW_CHUNK: u32 = 0xffffffffu;
 
+// Words of `tile_rows`: where the chunk words start, and where the (first row, first entry) pairs
+// start (the tile count is word 0).
 const TILE_BASES_AT: u32 = 1u;
 const TILE_FIRST_ROWS: u32 = 2u;
 

@@ -93,7 +93,10 @@ fn csr_stream_packed_and_plain_chunks_are_exact() {
     let x = integer_vector(ncols, 5);
     let want = exact(&a.cast::<f32>(), &x, 1.0, 0.0, &[]);
     for (dev, gpu) in gpus() {
-        for build_on in [wgspmv::methods::BuildOn::Host, wgspmv::methods::BuildOn::Gpu] {
+        for build_on in [
+            wgspmv::methods::BuildOn::Host,
+            wgspmv::methods::BuildOn::Gpu,
+        ] {
             let opts = PlanOptions {
                 build_on,
                 ..Default::default()

@@ -138,7 +138,10 @@ impl<T: Scalar> StreamFormat<T> {
         let mut base_at = 0;
         let mut jobs = Vec::with_capacity(tile_rows.len());
         for (t, w) in tile_rows.windows(2).enumerate() {
-            let (first, end) = (row_ptr[w[0] as usize] as usize, row_ptr[w[1] as usize] as usize);
+            let (first, end) = (
+                row_ptr[w[0] as usize] as usize,
+                row_ptr[w[1] as usize] as usize,
+            );
             let (tile_cols, tail) = col_rest.split_at_mut(end - first);
             col_rest = tail;
             let start = first / CHUNK + t;
@@ -245,7 +248,10 @@ mod tests {
         assert_eq!(f.chunk_bases[..2], [0, RAW_CHUNK]);
         for (i, &w) in f.col_idx.iter().enumerate() {
             if i < CHUNK {
-                assert_eq!((w & ((1 << PLACE_SHIFT) - 1), w >> PLACE_SHIFT), (cols[i], i as u32));
+                assert_eq!(
+                    (w & ((1 << PLACE_SHIFT) - 1), w >> PLACE_SHIFT),
+                    (cols[i], i as u32)
+                );
             } else {
                 assert_eq!(w, cols[i]);
             }
