@@ -99,63 +99,53 @@ impl<T: Scalar> StreamFormat<T> {
         let tile = tile_entries::<T>();
         let tile_rows = tile_rows(row_ptr, tile);
         let nnz = cols.len();
-        // Each tile's entries sorted by column (ties in CSR order), as CSR entry numbers.
+        // Each tile's entries sorted by column (ties in CSR order), as CSR entry numbers, with
+        // their places and columns, the columns packed by chunk (chunk words at `first_chunk`;
+        // words no sorted tile's chunk takes stay 0, as in the GPU build's zeroed buffer).
         let mut sources: Vec<u32> = (0..nnz as u32).collect();
         let mut places = vec![0u16; nnz.next_multiple_of(2)];
+        let mut col_idx = vec![0u32; nnz];
+        let mut chunk_bases = vec![0; chunk_words(nnz as u64, tile_rows.len() as u64 - 1) as usize];
         let mut pieces = Vec::with_capacity(tile_rows.len());
         let (mut rest, mut rest_places) = (&mut sources[..], &mut places[..]);
-        for w in tile_rows.windows(2) {
-            let len = (row_ptr[w[1] as usize] - row_ptr[w[0] as usize]) as usize;
+        let (mut rest_cols, mut rest_bases, mut base_at) =
+            (&mut col_idx[..], &mut chunk_bases[..], 0);
+        for (t, w) in tile_rows.windows(2).enumerate() {
+            let first = row_ptr[w[0] as usize] as usize;
+            let len = row_ptr[w[1] as usize] as usize - first;
             let (piece, tail) = rest.split_at_mut(len);
             let (piece_places, tail_places) = rest_places.split_at_mut(len);
+            let (piece_cols, tail_cols) = rest_cols.split_at_mut(len);
+            let start = first / CHUNK + t;
+            let (_, from) = rest_bases.split_at_mut(start - base_at);
+            let (piece_bases, tail_bases) = from.split_at_mut(len.div_ceil(CHUNK));
             // A long row is a tile of its own, left in CSR order.
             let long = w[1] - w[0] == 1 && len > long_row(tile) as usize;
-            pieces.push((piece, piece_places, long));
-            (rest, rest_places) = (tail, tail_places);
+            pieces.push((piece, piece_places, piece_cols, piece_bases, long));
+            (rest, rest_places, rest_cols) = (tail, tail_places, tail_cols);
+            (rest_bases, base_at) = (tail_bases, start + len.div_ceil(CHUNK));
         }
-        pieces
-            .into_par_iter()
-            .with_min_len(64)
-            .for_each(|(piece, piece_places, long)| {
+        pieces.into_par_iter().with_min_len(64).for_each(
+            |(piece, piece_places, piece_cols, piece_bases, long)| {
                 let Some(&first) = piece.first() else {
                     return;
                 };
+                if !long {
+                    piece.sort_by_key(|&e| (cols[e as usize], e));
+                }
+                for (c, &e) in piece_cols.iter_mut().zip(piece.iter()) {
+                    *c = cols[e as usize];
+                }
                 if long {
                     return;
                 }
-                piece.sort_by_key(|&e| (cols[e as usize], e));
                 for (p, &e) in piece_places.iter_mut().zip(piece.iter()) {
                     *p = (e - first) as u16;
                 }
-            });
-        let mut col_idx: Vec<u32> = sources.par_iter().map(|&e| cols[e as usize]).collect();
+                pack_tile(piece_cols, piece_places, piece_bases);
+            },
+        );
         let values = sources.par_iter().map(|&e| values[e as usize]).collect();
-        // Words no sorted tile's chunk takes stay 0, as in the GPU build's zeroed buffer.
-        let mut chunk_bases = vec![0; chunk_words(nnz as u64, tile_rows.len() as u64 - 1) as usize];
-        // Each sorted tile's columns packed by chunk, its chunk words at `first_chunk`.
-        let mut col_rest = &mut col_idx[..];
-        let mut base_rest = &mut chunk_bases[..];
-        let mut base_at = 0;
-        let mut jobs = Vec::with_capacity(tile_rows.len());
-        for (t, w) in tile_rows.windows(2).enumerate() {
-            let (first, end) = (
-                row_ptr[w[0] as usize] as usize,
-                row_ptr[w[1] as usize] as usize,
-            );
-            let (tile_cols, tail) = col_rest.split_at_mut(end - first);
-            col_rest = tail;
-            let start = first / CHUNK + t;
-            let (_, from) = base_rest.split_at_mut(start - base_at);
-            let (tile_bases, tail) = from.split_at_mut((end - first).div_ceil(CHUNK));
-            (base_rest, base_at) = (tail, start + (end - first).div_ceil(CHUNK));
-            let long = w[1] - w[0] == 1 && end - first > long_row(tile) as usize;
-            if !long {
-                jobs.push((tile_cols, &places[first..end], tile_bases));
-            }
-        }
-        jobs.into_par_iter()
-            .with_min_len(64)
-            .for_each(|(c, p, b)| pack_tile(c, p, b));
         let places = places
             .chunks_exact(2)
             .map(|p| p[0] as u32 | (p[1] as u32) << 16)
