@@ -63,6 +63,7 @@ fn version_and_typos_fail_before_the_gpu() {
         &["multiply", "--method", "aut"][..],
         &["bench", "--methods", "csr-scalar,bcoo"],
         &["bench", "--classes", "banded,nope"],
+        &["bench", "--rounds", "0"],
         &["multiply", "--finish", "sometimes"],
     ] {
         let o = wgspmv(args, &[]);
@@ -220,6 +221,8 @@ fn bench_writes_csv_and_plot_and_calibrate_writes_a_profile_auto_loads() {
             "csr-scalar,auto",
             "--repeat",
             "2",
+            "--rounds",
+            "3",
             "--csv",
             csv.to_str().unwrap(),
         ],

@@ -81,6 +81,12 @@ pub struct Args {
     /// Products per timing.
     #[arg(long, default_value_t = 50)]
     repeat: u32,
+    /// Times each matrix's methods this many times over (y = Ax), in turn, the order rotated
+    /// each round, and keeps each method's fastest: methods measured side by side rather than
+    /// one after another, since a CPU adapter can run whichever comes first slower. Every
+    /// method's plan of a matrix stays alive until its last round.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
     /// Where `speculative` runs its check stage: auto, host, gpu, or both (two rows,
     /// `speculative-host` and `speculative-gpu`).
     #[arg(long, default_value = "auto", value_parser = ["auto", "host", "gpu", "both"])]
@@ -843,6 +849,8 @@ fn bench_matrix<T: Scalar>(
     };
     let mut out = Vec::new();
     let mut extra = Extra::default();
+    // With `--rounds`: each plan kept beside the index of its row in `out`, timed again below.
+    let mut kept_plans = Vec::new();
     // Whether the warm setup is timed while the first plan still holds its memory.
     let keep_first = args.setup_memory == "fresh";
     let op = parse_op(&args.op).expect("checked in run");
@@ -857,7 +865,7 @@ fn bench_matrix<T: Scalar>(
             bar.inc(1);
             continue;
         }
-        let result = (|| -> wgspmv::Result<Row> {
+        let result = (|| -> wgspmv::Result<(Row, wgspmv::SpmvPlan<T>)> {
             let plan = match &on_gpu {
                 Some([row_ptr, col_idx, values]) => {
                     let desc = wgspmv::GpuCsr {
@@ -972,7 +980,7 @@ fn bench_matrix<T: Scalar>(
                 ));
             }
             let updates = update_time(gpu, &plan, a)?;
-            Ok(Row {
+            let row = Row {
                 matrix: name.to_owned(),
                 method: m.clone(),
                 rows: a.nrows(),
@@ -996,13 +1004,17 @@ fn bench_matrix<T: Scalar>(
                 } else {
                     "FAILED the per-row accuracy check".into()
                 },
-            })
+            };
+            Ok((row, plan))
         })();
         eprintln!("[{:.1} s] {name} / {m} done", START.elapsed().as_secs_f64());
         match result {
-            Ok(r) => {
+            Ok((r, plan)) => {
                 if !r.note.is_empty() {
                     bar.suspend(|| eprintln!("{name} / {m}: {}", r.note));
+                }
+                if args.rounds > 1 {
+                    kept_plans.push((out.len(), plan));
                 }
                 out.push(r);
             }
@@ -1010,7 +1022,41 @@ fn bench_matrix<T: Scalar>(
         }
         bar.inc(1);
     }
+    if let Err(e) = retime_in_rounds(gpu, &x, &kept_plans, args, &mut out) {
+        bar.suspend(|| eprintln!("{name}: the rounds of --rounds: {e}"));
+    }
     (out, extra)
+}
+
+/// `--rounds`: times the kept plans `args.rounds - 1` more times, each round starting one plan
+/// later, and keeps each row's fastest time (its GB/s and GFLOP/s with it).
+fn retime_in_rounds<T: Scalar>(
+    gpu: &Gpu,
+    x: &[T],
+    plans: &[(usize, wgspmv::SpmvPlan<T>)],
+    args: &Args,
+    out: &mut [Row],
+) -> wgspmv::Result<()> {
+    let Some((_, first)) = plans.first() else {
+        return Ok(());
+    };
+    let gx = GpuVector::from_slice(gpu, x)?;
+    let mut gy = GpuVector::filled(gpu, first.nrows(), T::NAN)?;
+    for round in 1..args.rounds as usize {
+        for k in 0..plans.len() {
+            let (row, plan) = &plans[(round + k) % plans.len()];
+            let ms = plan.time(&gx, &mut gy, args.repeat)?.ms;
+            let r = &mut out[*row];
+            if ms < r.ms {
+                let scale = r.ms / ms;
+                r.ms = ms;
+                r.gbps *= scale;
+                r.gflops *= scale;
+                r.frac *= scale;
+            }
+        }
+    }
+    Ok(())
 }
 
 const CMRS_HEADER: &str = "matrix,mu,height,predicted_speedup,measured_speedup,to_cmrs_spmv_eq,to_csr_spmv_eq,padded_zeros,padded_overhead_pct";
