@@ -46,6 +46,20 @@ pub(crate) struct StreamFormat<T> {
     pub sources: Vec<u32>,
 }
 
+impl<T> StreamFormat<T> {
+    /// What the product reads of `places`: all of it where some chunk holds plain columns (only
+    /// those chunks' entries read their places), else one word, since packed entries carry
+    /// their places in their column words. (All of it where it fits the smallest buffer, 16
+    /// bytes, anyway.)
+    pub(crate) fn places_read(&self) -> &[u32] {
+        if self.places.len() <= 4 || self.chunk_bases.contains(&RAW_CHUNK) {
+            &self.places
+        } else {
+            &self.places[..self.places.len().min(1)]
+        }
+    }
+}
+
 /// Packs one sorted tile's columns (`cols`, its places beside) in place and writes its chunk
 /// words.
 fn pack_tile(cols: &mut [u32], places: &[u16], bases: &mut [u32]) {
@@ -224,6 +238,13 @@ mod tests {
             (0..6).map(place).collect::<Vec<_>>(),
             vec![3, 0, 4, 5, 1, 2]
         );
+        // Places that fit the smallest buffer are uploaded whole.
+        assert_eq!(f.places_read(), &f.places[..]);
+        // Every chunk packed: the product reads no place, one word is uploaded.
+        let cols: Vec<u32> = (0..100).collect();
+        let f = StreamFormat::build(&[0, 100], &cols, &[1.0f32; 100]);
+        assert!(!f.chunk_bases.contains(&RAW_CHUNK));
+        assert_eq!(f.places_read(), &f.places[..1]);
     }
 
     #[test]
@@ -246,5 +267,7 @@ mod tests {
                 assert_eq!(w, cols[i]);
             }
         }
+        // The plain chunk reads its places: all of them are uploaded.
+        assert_eq!(f.places_read().len(), n.div_ceil(2));
     }
 }

@@ -95,7 +95,7 @@ pub(crate) fn prepare<T: Scalar>(
             upload(gpu, "csr-stream columns", &f.col_idx)?,
             Binding::Owned(values),
             upload(gpu, "csr-stream tile rows", &tile_rows)?,
-            upload(gpu, "csr-stream places", &f.places)?,
+            upload(gpu, "csr-stream places", f.places_read())?,
         ];
         let grid = Grid::Direct(gpu.grid(chunk_tiles));
         stages.push(stage::<T>(gpu, rows.clone(), arrays, grid)?);
