@@ -126,8 +126,8 @@ pub mod testing;
 
 pub use error::{Error, Result};
 pub use gpu::{
-    Coefficient, Coefficients, Gpu, GpuInfo, GpuMatrix, GpuOptions, GpuVector, Layout, Timer,
-    Timing,
+    Coefficient, Coefficients, DeviceTurn, Gpu, GpuInfo, GpuMatrix, GpuOptions, GpuVector, Layout,
+    Timer, Timing,
 };
 pub use matrix::{CsrMatrix, GpuCsr, RowStats};
 pub use method::Method;

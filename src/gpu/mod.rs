@@ -217,8 +217,6 @@ pub(crate) struct GpuInner {
     pub(crate) deferred_times: Mutex<Vec<recorder::DeferredTimes>>,
     /// The pipeline cache compiles go through, and where it is saved (`gpu/pipeline.rs`).
     disk_cache: Mutex<Option<Arc<pipeline::DiskCache>>>,
-    /// Held by the thread driving a GL device (`Gpu::gl_turn`).
-    gl_turn: parking_lot::ReentrantMutex<()>,
     /// The bind group layout that checks which device a caller's buffer belongs to.
     probe_layout: std::sync::OnceLock<wgpu::BindGroupLayout>,
     /// The small buffers vector operations share, by value type and length (kept by
@@ -234,6 +232,21 @@ pub(crate) type VectorScratch =
 #[derive(Clone)]
 pub struct Gpu {
     pub(crate) inner: Arc<GpuInner>,
+}
+
+/// The calling thread's turn to drive a GL device ([`Gpu::turn`]); released when dropped, on
+/// the thread that took it.
+#[must_use = "the turn ends when the guard is dropped"]
+pub struct DeviceTurn {
+    _held: Option<parking_lot::ReentrantMutexGuard<'static, ()>>,
+}
+
+impl std::fmt::Debug for DeviceTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceTurn")
+            .field("held", &self._held.is_some())
+            .finish()
+    }
 }
 
 /// Waits until the work submitted to `device` is done. wgpu's GL backend holds its one context
@@ -589,7 +602,6 @@ impl Gpu {
                 fastest_probe_ms: Mutex::default(),
                 deferred_times: Mutex::default(),
                 probe_layout: Default::default(),
-                gl_turn: Default::default(),
                 disk_cache: Mutex::default(),
                 vector_scratch: Mutex::default(),
             }),
@@ -668,12 +680,27 @@ impl Gpu {
 
     /// On wgpu's GL backend, the turn of the calling thread to drive the device, held by every
     /// public call for its whole length (reentrant: calls within calls take it again). wgpu's GL
-    /// backend serializes its work behind one context lock that a thread waits for at most 6 s
-    /// before wgpu panics ("Could not lock adapter context"); several threads calling wgpu on one
-    /// GL device at once met that panic. Elsewhere `None`: Vulkan, Metal and DX12 take calls
-    /// from any number of threads.
-    pub(crate) fn gl_turn(&self) -> Option<parking_lot::ReentrantMutexGuard<'_, ()>> {
-        (self.inner.info.backend == wgpu::Backend::Gl).then(|| self.inner.gl_turn.lock())
+    /// backend serializes its work behind a context lock that a thread waits for at most 6 s
+    /// before wgpu panics ("Could not lock adapter context"), and a GL driver may hold it that
+    /// long (llvmpipe compiles a kernel at its first dispatch). One turn per process, not per
+    /// `Gpu`: the devices of one GL adapter share its lock. Elsewhere `None`: Vulkan, Metal and
+    /// DX12 take calls from any number of threads.
+    pub(crate) fn gl_turn(&self) -> Option<parking_lot::ReentrantMutexGuard<'static, ()>> {
+        static GL_TURN: parking_lot::ReentrantMutex<()> = parking_lot::ReentrantMutex::new(());
+        (self.inner.info.backend == wgpu::Backend::Gl).then(|| GL_TURN.lock())
+    }
+
+    /// Holds off every other thread's `wgspmv` call on a GL device while the guard lives: take it
+    /// around your own calls (encoders, submits, polls, buffer maps) on a device that threads
+    /// share with `wgspmv` on wgpu's GL backend. There wgpu runs every call behind one context
+    /// lock and panics in a thread that has waited 6 s for it, as it can when another thread's
+    /// submit is slow; `wgspmv`'s own calls take this turn, so that one thread at a time drives
+    /// the device. Reentrant (`wgspmv` calls made while holding it proceed); on every other
+    /// backend it holds nothing.
+    pub fn turn(&self) -> DeviceTurn {
+        DeviceTurn {
+            _held: self.gl_turn(),
+        }
     }
 
     /// Waits until all submitted work is done.

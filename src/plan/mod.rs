@@ -124,6 +124,9 @@ pub(crate) struct HostPath<T> {
 ///   old values or all the new ones.
 /// - A [`Gpu`] is shared by cloning it; plans and vectors of one `Gpu` may be used from any
 ///   thread. A panic in a caller's thread leaves no lock of the `Gpu` or the plan unusable.
+/// - On wgpu's GL backend, a thread that submits a recorded product (or calls wgpu on the
+///   device otherwise) while other threads use `wgspmv` on it holds [`Gpu::turn`] for those
+///   calls: wgpu panics in a thread that waits 6 s for GL's one context.
 pub struct SpmvPlan<T> {
     gpu: Gpu,
     nrows: usize,

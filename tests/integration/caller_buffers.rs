@@ -36,6 +36,9 @@ fn product(
         }
         3 => {
             y.write(&y0)?;
+            // The caller's own calls on a device its threads share with wgspmv take the turn
+            // (GL runs one thread at a time; elsewhere it holds nothing).
+            let _turn = gpu.turn();
             let mut enc = gpu.device().create_command_encoder(&Default::default());
             plan.record_axpby(&mut enc, -1.0, x, 3.0, y)?;
             gpu.queue().submit([enc.finish()]);
