@@ -34,6 +34,7 @@ fn starts_tile(r: u32) -> bool {
     if (r == 0u) {
         return true;
     }
+    // `long_row` in src/methods/csr_stream/format.rs (the product's tiles.wgsl repeats it).
     let long = p.tile / 4u;
     let window = p.tile - long;
     let key = row_ptr[r] / window + r / p.tile;

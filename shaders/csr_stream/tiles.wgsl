@@ -27,6 +27,7 @@ fn tile_of(t: u32) -> Tile {
         end = tile_rows[at + 3u];
     }
     let count = end - first;
+    // A row over TILE / 4 entries is long (`long_row` in src/methods/csr_stream/format.rs).
     return Tile(first_row, end_row, first, count, count <= TILE / 4u || end_row - first_row > 1u);
 }
 

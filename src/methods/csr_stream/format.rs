@@ -11,7 +11,9 @@ pub(crate) fn tile_entries<T: Scalar>() -> u32 {
     super::kernels::tile_for_words(std::mem::size_of::<T>() as u32 / 4)
 }
 
-/// Entries beyond which a row is long: a tile of its own, summed by the long-row passes.
+/// Entries beyond which a row is long: a tile of its own, summed by the long-row passes. The
+/// kernels repeat the rule (a test checks they agree): a row between two different thresholds
+/// would be summed twice.
 pub(crate) fn long_row(tile: u32) -> u32 {
     tile / 4
 }
@@ -179,6 +181,26 @@ impl<T: Scalar> StreamFormat<T> {
 mod tests {
     use super::*;
     use crate::CsrMatrix;
+
+    #[test]
+    fn the_kernels_cut_long_rows_where_the_host_does() {
+        // Each kernel's rule, written with the host's divisor, is in its text.
+        let divisor = 2048 / long_row(2048);
+        let kernels = [
+            (
+                include_str!("../../../shaders/csr_stream/tiles.wgsl"),
+                "count <= TILE / {}u",
+            ),
+            (
+                include_str!("../../../shaders/csr_stream/build_tiles.wgsl"),
+                "let long = p.tile / {}u;",
+            ),
+        ];
+        for (source, rule) in kernels {
+            let rule = rule.replace("{}", &divisor.to_string());
+            assert!(source.contains(&rule), "a kernel does not say `{rule}`");
+        }
+    }
 
     #[test]
     fn tiles_hold_less_than_a_tile_and_long_rows_stand_alone() {
