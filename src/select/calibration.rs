@@ -89,6 +89,21 @@ pub enum Lengths {
         /// The probability that a row is empty (0 to 1).
         empty: f64,
     },
+    /// [`PowerLaw`](Self::PowerLaw), plus `hubs` rows (picked at random) that each hold
+    /// `hub_share` of the columns: a scale-free graph with a few vertices linked to a large
+    /// part of it.
+    PowerLawHubs {
+        /// The exponent of the ordinary rows.
+        alpha: f64,
+        /// Shortest ordinary row.
+        lo: u32,
+        /// Longest ordinary row.
+        cap: u32,
+        /// How many hub rows.
+        hubs: u32,
+        /// The share of the columns each hub row holds (0 to 1).
+        hub_share: f64,
+    },
     /// Uniform in `lo..=hi`, plus `dense` rows that hold every column.
     WithDenseRows {
         /// Shortest length of an ordinary row.
@@ -165,6 +180,20 @@ pub const STRUCTURES: &[Structure] = &[
             alpha: 2.5,
             lo: 2,
             cap: 1 << 16,
+        },
+        columns: Columns::Random,
+        aspect: 1.0,
+    },
+    // A heavy tail over scattered columns plus two hubs that each link a quarter of the
+    // vertices: a few rows of hundreds of thousands of entries beside the short ones.
+    Structure {
+        name: "powerlaw-hubs",
+        lengths: Lengths::PowerLawHubs {
+            alpha: 2.4,
+            lo: 2,
+            cap: 1 << 16,
+            hubs: 2,
+            hub_share: 0.25,
         },
         columns: Columns::Random,
         aspect: 1.0,
@@ -258,6 +287,16 @@ fn mean_len(l: Lengths) -> f64 {
     match l {
         Lengths::Uniform { lo, hi } => (lo as f64 + hi as f64) / 2.0,
         Lengths::PowerLaw { alpha, lo, .. } => lo as f64 * (alpha - 1.0) / (alpha - 2.0).max(0.3),
+        Lengths::PowerLawHubs {
+            alpha,
+            lo,
+            hubs,
+            hub_share,
+            ..
+        } => {
+            // Per row, the hubs add hubs · share · ncols / nrows (ncols = nrows here).
+            lo as f64 * (alpha - 1.0) / (alpha - 2.0).max(0.3) + hubs as f64 * hub_share
+        }
         Lengths::WithEmpty { lo, hi, empty } => (1.0 - empty) * (lo as f64 + hi as f64) / 2.0,
         Lengths::WithDenseRows { lo, hi, .. } => (lo as f64 + hi as f64) / 2.0 + 1.0,
     }
@@ -304,6 +343,12 @@ impl Structure {
                 .collect(),
             _ => Vec::new(),
         };
+        let hub_rows: Vec<usize> = match self.lengths {
+            Lengths::PowerLawHubs { hubs, .. } => (0..hubs)
+                .map(|_| rng.below(nrows as u64) as usize)
+                .collect(),
+            _ => Vec::new(),
+        };
         // A stencil's grid side (nrows is side^dims).
         let side = match self.columns {
             Columns::Stencil { dims } => (nrows as f64).powf(1.0 / dims as f64).round() as usize,
@@ -324,7 +369,11 @@ impl Structure {
                         (lo + rng.below((hi - lo + 1) as u64) as u32) as usize
                     }
                 }
-                Lengths::PowerLaw { alpha, lo, cap } => {
+                Lengths::PowerLawHubs { hub_share, .. } if hub_rows.contains(&r) => {
+                    (hub_share * ncols as f64).ceil() as usize
+                }
+                Lengths::PowerLaw { alpha, lo, cap }
+                | Lengths::PowerLawHubs { alpha, lo, cap, .. } => {
                     let u = 1.0 - rng.unit();
                     ((lo as f64 * u.powf(-1.0 / (alpha - 1.0))) as u64).min(cap as u64) as usize
                 }
