@@ -290,12 +290,12 @@ fn mean_len(l: Lengths) -> f64 {
         Lengths::PowerLawHubs {
             alpha,
             lo,
+            cap,
             hubs,
             hub_share,
-            ..
         } => {
             // Per row, the hubs add hubs · share · ncols / nrows (ncols = nrows here).
-            lo as f64 * (alpha - 1.0) / (alpha - 2.0).max(0.3) + hubs as f64 * hub_share
+            mean_len(Lengths::PowerLaw { alpha, lo, cap }) + hubs as f64 * hub_share
         }
         Lengths::WithEmpty { lo, hi, empty } => (1.0 - empty) * (lo as f64 + hi as f64) / 2.0,
         Lengths::WithDenseRows { lo, hi, .. } => (lo as f64 + hi as f64) / 2.0 + 1.0,
