@@ -9,9 +9,11 @@
 // invocations gather neighbouring parts of x (gathers spread over all of a large x are slower on
 // some drivers: docs/measurements.md, "The gather limit"); each product goes to its place in
 // the tile's CSR order in workgroup memory, and each row is then summed from there in CSR
-// order. A long row (over TILE / 4 entries) is a tile of its own, left to the long-row passes
-// (its sum here is 0); other tiles hold fewer than TILE entries (src/methods/csr_stream/format.rs
-// says how rows are cut). In a sorted tile, `col_idx` holds each entry's packed word (`entry`).
+// order. A long row (over TILE / 4 entries) is a tile of its own, in CSR order: up to WG_SIZE *
+// IN_TILE_PER_LANE entries the workgroup sums it here (each invocation a strided share, then one
+// invocation the shares), a longer one is left to the long-row passes (its sum here is 0); other
+// tiles hold fewer than TILE entries (src/methods/csr_stream/format.rs says how rows are cut). In
+// a sorted tile, `col_idx` holds each entry's packed word (`entry`).
 
 // The tiles and chunk words (csr_stream/tiles.wgsl).
 @group(0) @binding(7) var<storage, read> tile_rows: array<u32>;
@@ -19,6 +21,8 @@
 @group(0) @binding(8) var<storage, read> places: array<u32>;
 
 override WG_SIZE: u32 = 256u;
+// Entries per invocation of a long row summed in its tile (`IN_TILE_PER_LANE` in format.rs).
+const IN_TILE_PER_LANE: u32 = 16u;
 
 var<workgroup> products: array<scalar, TILE>;
 
@@ -46,6 +50,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let t = linear_group(wid, nwg);
     let tile = tile_of(t);
     let first = tile.first;
+    let in_tile = !tile.sorted && tile.count <= WG_SIZE * IN_TILE_PER_LANE;
     if (tile.sorted) {
         let chunks = first_chunk(t, first);
         for (var i = lid; i < tile.count; i += WG_SIZE) {
@@ -53,6 +58,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             let c = entry(e, i, chunks);
             products[c.y] = vals[e] * x[c.x];
         }
+    } else if (in_tile) {
+        // Coalesced: a long row's columns are in CSR order, neighbouring lanes read neighbours.
+        var share = scalar(0);
+        for (var e = first + lid; e < first + tile.count; e += WG_SIZE) {
+            share += vals[e] * x[col_idx[e]];
+        }
+        products[lid] = share;
     }
     workgroupBarrier();
     for (var row = tile.first_row + lid; row < tile.end_row; row += WG_SIZE) {
@@ -62,6 +74,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             for (var k = row_ptr[row] - first; k < end; k++) {
                 sum += products[k];
             }
+        } else if (in_tile) {
+            // The only row: its WG_SIZE shares, four sums in flight.
+            var s = vec4<scalar>(scalar(0));
+            for (var k = 0u; k < WG_SIZE; k += 4u) {
+                s += vec4<scalar>(products[k], products[k + 1u], products[k + 2u], products[k + 3u]);
+            }
+            sum = (s.x + s.y) + (s.z + s.w);
         }
         write_y(chunk.row_begin + row, sum);
     }

@@ -282,6 +282,37 @@ fn default_strategy_follows_the_block_row_length() {
     }
 }
 
+/// Rows of 3x3 blocks (the suite's banded structure): 3-row blocks have the smallest footprint,
+/// which f32 takes; f64 takes a size of another height (its 3-row sums measured slow), and both
+/// multiply right. A given height is kept.
+#[test]
+fn f64_takes_no_three_row_blocks_by_default() {
+    let Some(gpu) = gpu() else { return };
+    let a = SuiteClass::Banded.generate(6_000, 3);
+    let p32 = gpu.prepare(&a.cast::<f32>(), Method::Bccoo).unwrap();
+    let h32 = p32.bccoo().unwrap().layout.block_height;
+    assert_eq!(h32, 3, "f32: {}", p32.details());
+    let height = |plan: &wgspmv::SpmvPlan<f64>| plan.bccoo().unwrap().layout.block_height;
+    if has_f64(&gpu) {
+        let p64 = gpu.prepare(&a, Method::Bccoo).unwrap();
+        assert_ne!(height(&p64), 3, "f64: {}", p64.details());
+        assert!(p64.bccoo().unwrap().block_sizes.contains(&(3, 1)));
+        check_method(
+            &gpu,
+            &a,
+            Method::Bccoo,
+            &PlanOptions::default(),
+            "f64 banded",
+        );
+        let given = with(BccooOptions {
+            block_height: Some(3),
+            ..Default::default()
+        });
+        let p = gpu.prepare_with(&a, Method::Bccoo, &given).unwrap();
+        assert_eq!(height(&p), 3);
+    }
+}
+
 #[test]
 fn bccoo_plus_with_empty_block_rows_left_out_or_kept() {
     let Some(gpu) = gpu() else { return };

@@ -92,6 +92,13 @@ fn rows_around_the_loop_cap() {
     run_lengths(&[65_535, 65_536], true);
 }
 
+/// `csr-stream`'s long rows (over a quarter tile: 512 entries in f32, 256 in f64) summed by
+/// their tile's workgroup up to 4 096 entries (256 invocations × 16), by the passes beyond.
+#[test]
+fn rows_around_csr_streams_in_tile_bound() {
+    run_lengths(&[300, 1_100, 4_096, 4_097], true);
+}
+
 #[test]
 fn rows_beyond_eight_lanes_of_the_loop_cap() {
     run_lengths(&[524_281], false);

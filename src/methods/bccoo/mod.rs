@@ -437,10 +437,19 @@ fn params<T: Scalar>(
                 .into_iter()
                 .filter(|&(bh, bw)| h.is_none_or(|h| h == bh) && w.is_none_or(|w| w == bw))
                 .collect();
-            let first = block_sizes
+            let mut first = block_sizes
                 .first()
                 .copied()
                 .unwrap_or((h.unwrap_or(1), w.unwrap_or(1)));
+            // f64 blocks of 3 rows ran far slower than 1x1 despite their smaller footprint, per
+            // thread and with the cache alike (docs/bccoo.md), so an open height takes the next
+            // size of another height by footprint, else 1x1.
+            if s == 8 && h.is_none() && first.0 == 3 {
+                let other = block_sizes.iter().copied().find(|b| b.0 != 3);
+                first = other.unwrap_or((1, w.unwrap_or(1)));
+                block_sizes.retain(|&b| b != first);
+                block_sizes.insert(0, first);
+            }
             // Long block rows are written per thread, which holds a batch of blocks' products
             // in registers: f64 blocks of 4 rows and f32 blocks of 16 entries measured slower
             // there than blocks half as large (f64 halves the height, its sums being twice the

@@ -11,11 +11,23 @@ pub(crate) fn tile_entries<T: Scalar>() -> u32 {
     super::kernels::tile_for_words(std::mem::size_of::<T>() as u32 / 4)
 }
 
-/// Entries beyond which a row is long: a tile of its own, summed by the long-row passes. The
-/// kernels repeat the rule (a test checks they agree): a row between two different thresholds
-/// would be summed twice.
+/// Entries beyond which a row is long: a tile of its own, in CSR order. The kernels repeat the
+/// rule (a test checks they agree): a row between two different thresholds would be summed twice.
 pub(crate) fn long_row(tile: u32) -> u32 {
     tile / 4
+}
+
+/// Entries per invocation of a long row the product kernel sums in its own tile
+/// (`IN_TILE_PER_LANE` in shaders/csr_stream/stream.wgsl): a few times a tile's share (8 in f32,
+/// 4 in f64), so that no workgroup of the product's dispatch runs far longer than the rest; the
+/// passes' pieces of longer rows run beside it (docs/csr-stream.md).
+pub(crate) const IN_TILE_PER_LANE: u32 = 16;
+
+/// Entries beyond which a long row is left to the long-row passes: up to this, the workgroup of
+/// its tile (`wg` invocations) sums it in the product's own dispatch, so a matrix whose rows all
+/// fit needs no other dispatch.
+pub(crate) fn summed_in_tile(wg: u32) -> u64 {
+    (wg * IN_TILE_PER_LANE) as u64
 }
 
 /// Entries of a chunk: a sorted tile's entries go in chunks, each with its first column.
@@ -200,6 +212,13 @@ mod tests {
             let rule = rule.replace("{}", &divisor.to_string());
             assert!(source.contains(&rule), "a kernel does not say `{rule}`");
         }
+        // And where the passes take over from the tile's own workgroup.
+        let rule = format!("const IN_TILE_PER_LANE: u32 = {IN_TILE_PER_LANE}u;");
+        let stream = include_str!("../../../shaders/csr_stream/stream.wgsl");
+        assert!(
+            stream.contains(&rule),
+            "the product kernel does not say `{rule}`"
+        );
     }
 
     #[test]

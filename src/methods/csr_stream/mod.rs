@@ -2,7 +2,8 @@
 //! order. Rows are packed into tiles of fewer than [`format::tile_entries`] entries; one
 //! workgroup multiplies a tile's entries in column order (neighbouring invocations read
 //! neighbouring parts of `x`), puts each product at its place in the tile's CSR order in
-//! workgroup memory, and sums each row from there. Long rows go to the long-row passes.
+//! workgroup memory, and sums each row from there. A long row is a tile of its own, summed by
+//! its workgroup up to [`format::summed_in_tile`] entries and by the long-row passes beyond.
 
 pub(crate) mod format;
 pub(crate) mod kernels;
@@ -68,7 +69,7 @@ pub(crate) fn prepare<T: Scalar>(
     check_options(opts)?;
     let mut phases = Phases::start(gpu);
     let tile = format::tile_entries::<T>();
-    let long = long_rows::rows_to_split(a.row_ptr(), 1, format::long_row(tile) as u64);
+    let long = long_rows::rows_to_split(a.row_ptr(), 1, format::summed_in_tile(WG_SIZE));
     let max_bytes = chunk_limit(gpu, opts);
     let entry_bytes = std::mem::size_of::<T>().max(4) as u64;
     let chunks = ptr_chunks(a.row_ptr(), entry_bytes, max_bytes, "row")?;
@@ -269,7 +270,7 @@ pub(crate) fn prepare_gpu<T: Scalar>(
         },
     )?;
     phases.build();
-    let long_row = format::long_row(tile) as u64;
+    let long_row = format::summed_in_tile(WG_SIZE);
     let long_stages = if checked.longest_row as u64 > long_row {
         long_rows::gpu_stages::<T>(
             gpu,
