@@ -119,7 +119,7 @@ fn details(
     long: impl std::fmt::Display,
 ) -> String {
     format!(
-        "{}: {tiles} tile(s), gathers in column order, {chunks} row chunk(s), {long} long row(s)",
+        "{}: {tiles} tile(s), gathers in column order, {chunks} row chunk(s), {long} row(s) for the long-row passes",
         method.name()
     )
 }
